@@ -1,0 +1,177 @@
+// Package wire encodes and decodes volley's messages.
+//
+// Every message starts with the same 64-byte header; probes and replies may
+// carry padding after it up to the size the user asked for. All multi-byte
+// fields are big-endian.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|        Magic 0x564C "VL"      |    Version    |     Type      |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|             Flags             |        Reserved (zero)        |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                     Session token (64 bits)                   |  8
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                    Sequence number (64 bits)                  | 16
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|           T1: client send time (int64 Unix nanoseconds)       | 24
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|          T2: reflector receive time (int64 Unix ns)           | 32
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|           T3: reflector send time (int64 Unix ns)             | 40
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|     Count: probes the reflector received in the session       | 48
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|              Reply size asked for (bytes, uint32)             | 56
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|              Hold asked for (microseconds, uint32)            | 60
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                   Padding (any length, zeros)                 | 64
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// A session runs like this:
+//
+//	client                                   reflector
+//	  Hello  (Seq = nonce)           ------>
+//	                                 <------  Cookie (Token, Seq = nonce)
+//	  Probe  (Token, Seq = 1, T1)    ------>
+//	                                 <------  Reply (T1 echoed, T2, T3, Count)
+//	  ...
+//	  Close  (Token)                 ------>
+//	                                 <------  CloseAck (Count = final count)
+//
+// The Cookie's token is a keyed hash of the client's address that the
+// reflector can check without keeping any state, so a reflector keeps no
+// session until the client has shown it receives at its source address. A
+// Cookie is never larger than the Hello it answers.
+//
+// Decoding never allocates and never panics, whatever the input.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// HeaderLen is the size of the header every message starts with, and so the
+// smallest message volley sends.
+const HeaderLen = 64
+
+// Magic identifies a volley message: the bytes "VL".
+const Magic uint16 = 0x564C
+
+// Version is the version of the format described in the package comment.
+const Version uint8 = 1
+
+// Type says what a message is.
+type Type uint8
+
+// The message types.
+const (
+	TypeHello    Type = 1 // client asks for a session
+	TypeCookie   Type = 2 // reflector answers a Hello with a session token
+	TypeProbe    Type = 3 // client probe
+	TypeReply    Type = 4 // reflector reply to a probe
+	TypeClose    Type = 5 // client ends the session
+	TypeCloseAck Type = 6 // reflector confirms with its final count
+)
+
+var typeNames = [...]string{"invalid", "hello", "cookie", "probe", "reply", "close", "close-ack"}
+
+// String returns the lowercase name of t.
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "unknown"
+}
+
+// Flags modify a message.
+type Flags uint16
+
+// FlagWarmup marks a warm-up probe: the reflector reflects it but does not
+// count it, so counts cover only measured probes.
+const FlagWarmup Flags = 1 << 0
+
+// The decoder's errors.
+var (
+	ErrShort   = errors.New("wire: short packet")
+	ErrMagic   = errors.New("wire: bad magic")
+	ErrVersion = errors.New("wire: unsupported version")
+	ErrType    = errors.New("wire: unknown message type")
+)
+
+// Header is the fixed part of every message. Times are Unix nanoseconds.
+type Header struct {
+	Type      Type
+	Flags     Flags
+	Token     uint64
+	Seq       uint64
+	T1        int64
+	T2        int64
+	T3        int64
+	Count     uint64
+	ReplySize uint32
+	HoldMicro uint32
+}
+
+// Encode writes h into the first HeaderLen bytes of b. It returns ErrShort
+// when b is smaller than HeaderLen; the rest of b is left as it is.
+func (h *Header) Encode(b []byte) error {
+	if len(b) < HeaderLen {
+		return ErrShort
+	}
+	b = b[:HeaderLen]
+	binary.BigEndian.PutUint16(b[0:], Magic)
+	b[2] = Version
+	b[3] = byte(h.Type)
+	binary.BigEndian.PutUint16(b[4:], uint16(h.Flags))
+	binary.BigEndian.PutUint16(b[6:], 0)
+	binary.BigEndian.PutUint64(b[8:], h.Token)
+	binary.BigEndian.PutUint64(b[16:], h.Seq)
+	binary.BigEndian.PutUint64(b[24:], uint64(h.T1))
+	binary.BigEndian.PutUint64(b[32:], uint64(h.T2))
+	binary.BigEndian.PutUint64(b[40:], uint64(h.T3))
+	binary.BigEndian.PutUint64(b[48:], h.Count)
+	binary.BigEndian.PutUint32(b[56:], h.ReplySize)
+	binary.BigEndian.PutUint32(b[60:], h.HoldMicro)
+	return nil
+}
+
+// Decode reads a message's header from b. It checks the length, magic,
+// version and type, in that order, and returns the first error found; the
+// reserved field is ignored.
+func (h *Header) Decode(b []byte) error {
+	if len(b) < HeaderLen {
+		return ErrShort
+	}
+	b = b[:HeaderLen]
+	if binary.BigEndian.Uint16(b[0:]) != Magic {
+		return ErrMagic
+	}
+	if b[2] != Version {
+		return ErrVersion
+	}
+	t := Type(b[3])
+	if t < TypeHello || t > TypeCloseAck {
+		return ErrType
+	}
+	h.Type = t
+	h.Flags = Flags(binary.BigEndian.Uint16(b[4:]))
+	h.Token = binary.BigEndian.Uint64(b[8:])
+	h.Seq = binary.BigEndian.Uint64(b[16:])
+	h.T1 = int64(binary.BigEndian.Uint64(b[24:]))
+	h.T2 = int64(binary.BigEndian.Uint64(b[32:]))
+	h.T3 = int64(binary.BigEndian.Uint64(b[40:]))
+	h.Count = binary.BigEndian.Uint64(b[48:])
+	h.ReplySize = binary.BigEndian.Uint32(b[56:])
+	h.HoldMicro = binary.BigEndian.Uint32(b[60:])
+	return nil
+}

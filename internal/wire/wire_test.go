@@ -1,0 +1,200 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// probeVector is a probe written out by hand from the package diagram.
+const probeVector = `
+564c 01 03 0001 0000
+0102030405060708
+000000000000002a
+17f0a3b1c2d3e4f5
+0000000000000000
+0000000000000000
+0000000000000000
+00000100
+000003e8`
+
+func TestKnownAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		hex  string
+		want Header
+	}{
+		{"probe", probeVector, Header{
+			Type: TypeProbe, Flags: FlagWarmup, Token: 0x0102030405060708, Seq: 42,
+			T1: 0x17f0a3b1c2d3e4f5, ReplySize: 256, HoldMicro: 1000,
+		}},
+		{"reply", `
+564c 01 04 0000 0000
+fffffffffffffffe
+ffffffffffffffff
+0000000000000001
+0000000000000002
+0000000000000003
+0000000000000064
+00000000
+00000000`, Header{
+			Type: TypeReply, Token: 0xfffffffffffffffe, Seq: 1<<64 - 1,
+			T1: 1, T2: 2, T3: 3, Count: 100,
+		}},
+		{"negative time", `
+564c 01 01 0000 0000
+0000000000000000
+0000000000000007
+ffffffffffffffff
+0000000000000000
+0000000000000000
+0000000000000000
+00000000
+00000000`, Header{Type: TypeHello, Seq: 7, T1: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := mustHex(t, tt.hex)
+			var got Header
+			if err := got.Decode(b); err != nil {
+				t.Fatalf("Decode(%x) = %v, want nil", b, err)
+			}
+			if got != tt.want {
+				t.Fatalf("Decode(%x) = %+v, want %+v", b, got, tt.want)
+			}
+			enc := make([]byte, HeaderLen)
+			if err := tt.want.Encode(enc); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(enc, b) {
+				t.Fatalf("Encode(%+v) = %x, want %x", tt.want, enc, b)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := mustHex(t, probeVector)
+	mod := func(i int, v byte) []byte {
+		b := bytes.Clone(good)
+		b[i] = v
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"empty", nil, ErrShort},
+		{"one short", good[:HeaderLen-1], ErrShort},
+		{"magic", mod(0, 'X'), ErrMagic},
+		{"version", mod(2, 2), ErrVersion},
+		{"type zero", mod(3, 0), ErrType},
+		{"type too big", mod(3, 7), ErrType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Header
+			if err := h.Decode(tt.in); !errors.Is(err, tt.want) {
+				t.Fatalf("Decode(%x) = %v, want %v", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEncodeKeepsPadding(t *testing.T) {
+	b := bytes.Repeat([]byte{0xaa}, HeaderLen+8)
+	h := Header{Type: TypeReply, Seq: 9}
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b[HeaderLen:]; !bytes.Equal(got, bytes.Repeat([]byte{0xaa}, 8)) {
+		t.Fatalf("padding after Encode = %x, want it untouched", got)
+	}
+	if err := h.Encode(b[:HeaderLen-1]); !errors.Is(err, ErrShort) {
+		t.Fatalf("Encode(short) = %v, want %v", err, ErrShort)
+	}
+}
+
+func TestTypeString(t *testing.T) {
+	for ty, want := range map[Type]string{TypeHello: "hello", TypeCloseAck: "close-ack", 0: "invalid", 200: "unknown"} {
+		if got := ty.String(); got != want {
+			t.Errorf("Type(%d).String() = %q, want %q", ty, got, want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	seeds := []Header{
+		{Type: TypeHello, Seq: 1},
+		{Type: TypeCookie, Token: 77, Seq: 1, T2: 5, T3: 6},
+		{Type: TypeProbe, Flags: FlagWarmup, Token: 77, Seq: 2, T1: 1e18, ReplySize: 1000, HoldMicro: 5},
+		{Type: TypeReply, Token: 77, Seq: 2, T1: 1, T2: 2, T3: 3, Count: 1},
+		{Type: TypeClose, Token: 77},
+		{Type: TypeCloseAck, Token: 77, Count: 1 << 40},
+	}
+	for _, h := range seeds {
+		b := make([]byte, HeaderLen+16)
+		if err := h.Encode(b); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:HeaderLen])
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h Header
+		if err := h.Decode(b); err != nil {
+			return
+		}
+		enc := make([]byte, HeaderLen)
+		if err := h.Encode(enc); err != nil {
+			t.Fatalf("Encode(%+v) = %v", h, err)
+		}
+		var again Header
+		if err := again.Decode(enc); err != nil {
+			t.Fatalf("Decode(Encode(%+v)) = %v", h, err)
+		}
+		if again != h {
+			t.Fatalf("Decode(Encode(h)) = %+v, want %+v", again, h)
+		}
+		// Everything but the reserved field survives the round trip byte for byte.
+		if !bytes.Equal(enc[:6], b[:6]) || !bytes.Equal(enc[8:], b[8:HeaderLen]) {
+			t.Fatalf("Encode(Decode(%x)) = %x", b[:HeaderLen], enc)
+		}
+	})
+}
+
+func BenchmarkEncode(b *testing.B) {
+	buf := make([]byte, HeaderLen)
+	h := Header{Type: TypeProbe, Token: 1, Seq: 2, T1: 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.Seq++
+		_ = h.Encode(buf)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	buf := make([]byte, HeaderLen)
+	in := Header{Type: TypeReply, Token: 1, Seq: 2, T1: 3, T2: 4, T3: 5, Count: 6}
+	_ = in.Encode(buf)
+	var h Header
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := h.Decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
