@@ -1,0 +1,140 @@
+// Package result is the versioned model of a volley run. Text, JSON and
+// later plots are all rendered from it; durations are time.Duration inside
+// and integer nanoseconds (fields ending in _ns) in JSON.
+package result
+
+import "time"
+
+// SchemaVersion is the version of the JSON document this package describes.
+// The golden file report/testdata/result.json is its contract: a change
+// that alters that file must bump this number.
+const SchemaVersion = 1
+
+// Result is one client run.
+type Result struct {
+	SchemaVersion int       `json:"schema_version"`
+	Tool          string    `json:"tool"`
+	Version       string    `json:"version"`
+	Config        Config    `json:"config"`
+	Start         time.Time `json:"start"`
+	// Intervals holds one entry per report interval, in order.
+	Intervals []Interval `json:"intervals"`
+	// Summary covers the whole run after warm-up.
+	Summary Interval `json:"summary"`
+	// Histogram is the RTT histogram of the whole run, when asked for.
+	Histogram *Histogram `json:"histogram,omitempty"`
+	// ReflectorCount says where the reflector's received count came from:
+	// "close" (its final count, exact) or "last-reply" (an estimate, when the
+	// session could not be closed).
+	ReflectorCount string `json:"reflector_count"`
+	// Stopped says why the run ended: "duration", "count", "interrupted",
+	// "reflector-silent" or "reflector-gone".
+	Stopped string `json:"stopped"`
+	// Error is the error that ended the run early, if any.
+	Error string `json:"error,omitempty"`
+}
+
+// Config is the configuration as run.
+type Config struct {
+	Target         string        `json:"target"`
+	Transport      string        `json:"transport"`
+	LocalAddr      string        `json:"local_addr"`
+	RemoteAddr     string        `json:"remote_addr"`
+	InProcess      bool          `json:"in_process_reflector"`
+	Duration       time.Duration `json:"duration_ns"`
+	Count          uint64        `json:"count"`
+	WarmupDuration time.Duration `json:"warmup_duration_ns"`
+	WarmupCount    uint64        `json:"warmup_count"`
+	Size           int           `json:"size"`
+	Window         int           `json:"window"`
+	Timeout        time.Duration `json:"timeout_ns"`
+	ReportInterval time.Duration `json:"report_interval_ns"`
+	Percentiles    []float64     `json:"percentiles"`
+	Timestamps     string        `json:"timestamps"`
+}
+
+// Interval is the result of one report interval, or of the whole run.
+type Interval struct {
+	// Start and End are offsets from the end of warm-up.
+	Start time.Duration `json:"start_ns"`
+	End   time.Duration `json:"end_ns"`
+
+	Counts     Counts     `json:"counts"`
+	RTT        Latency    `json:"rtt"`
+	Response   Latency    `json:"response"`
+	Up         Latency    `json:"up"`
+	Down       Latency    `json:"down"`
+	IPDV       IPDV       `json:"ipdv"`
+	Throughput Throughput `json:"throughput"`
+}
+
+// Counts are the probe counts of an interval. Sent = Received + Lost for
+// the whole run; Lost = LostUp + LostDown. Late replies (arriving after
+// their probe was declared lost) stay counted as lost and are listed in
+// Late; Duplicates and Reordered count replies, not probes.
+type Counts struct {
+	Sent        uint64  `json:"sent"`
+	Received    uint64  `json:"received"`
+	Lost        uint64  `json:"lost"`
+	LostUp      uint64  `json:"lost_up"`
+	LostDown    uint64  `json:"lost_down"`
+	LossPercent float64 `json:"loss_percent"`
+	Duplicates  uint64  `json:"duplicates"`
+	Reordered   uint64  `json:"reordered"`
+	Late        uint64  `json:"late"`
+	Errors      uint64  `json:"errors"`
+}
+
+// Latency summarises a distribution of delays. Values below zero (one-way
+// delays between hosts whose clocks differ) are kept exactly in Min, Mean
+// and Max; percentiles count them as zero.
+type Latency struct {
+	Count       int64         `json:"count"`
+	Min         time.Duration `json:"min_ns"`
+	Mean        time.Duration `json:"mean_ns"`
+	Stdev       time.Duration `json:"stdev_ns"`
+	Max         time.Duration `json:"max_ns"`
+	Percentiles []Percentile  `json:"percentiles"`
+}
+
+// Percentile is one point of a distribution.
+type Percentile struct {
+	P     float64       `json:"p"`
+	Value time.Duration `json:"value_ns"`
+}
+
+// IPDV is the IP packet delay variation (RFC 3393) between consecutive
+// probes, as absolute values, for the round trip and each direction.
+type IPDV struct {
+	RTT  Latency `json:"rtt"`
+	Up   Latency `json:"up"`
+	Down Latency `json:"down"`
+}
+
+// Throughput is what crossed the network each way, counting volley's
+// payload (UDP/IP headers excluded).
+type Throughput struct {
+	ProbesPerSecUp   float64 `json:"probes_per_sec_up"`
+	ProbesPerSecDown float64 `json:"probes_per_sec_down"`
+	BitsPerSecUp     float64 `json:"bits_per_sec_up"`
+	BitsPerSecDown   float64 `json:"bits_per_sec_down"`
+}
+
+// Histogram is a log-binned histogram with an underflow and an overflow
+// bucket.
+type Histogram struct {
+	Of        string `json:"of"`
+	Total     int64  `json:"total"`
+	Underflow Bin    `json:"underflow"`
+	Bins      []Bin  `json:"bins"`
+	Overflow  Bin    `json:"overflow"`
+}
+
+// Bin counts the values in [Low, High). Underflow has no Low, overflow no
+// High (both zero).
+type Bin struct {
+	Low   time.Duration `json:"low_ns"`
+	High  time.Duration `json:"high_ns"`
+	Count int64         `json:"count"`
+	Share float64       `json:"share"`
+}

@@ -1,0 +1,163 @@
+// Package stats accumulates delay distributions for volley's reports:
+// HDR histograms for percentiles plus exact running moments. It does no I/O,
+// and recording a value never allocates.
+package stats
+
+import (
+	"math"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/volley-net/volley/internal/result"
+)
+
+// Range of the histograms: 1 ns to one minute at three significant digits.
+const (
+	lowest  = 1
+	highest = int64(time.Minute)
+	sigFigs = 3
+)
+
+// Dist is a distribution of delays in nanoseconds. Min, max, mean and
+// standard deviation are exact and keep negative values; percentiles come
+// from an HDR histogram in which negative values count as zero and values
+// above one minute count as one minute.
+type Dist struct {
+	h        *hdrhistogram.Histogram
+	n        int64
+	mean, m2 float64 // Welford's running mean and sum of squared deviations
+	min, max int64
+}
+
+// NewDist returns an empty distribution.
+func NewDist() *Dist {
+	return &Dist{h: hdrhistogram.New(lowest, highest, sigFigs)}
+}
+
+// Record adds one value.
+func (d *Dist) Record(v int64) {
+	d.n++
+	if d.n == 1 {
+		d.min, d.max = v, v
+	} else {
+		d.min = min(d.min, v)
+		d.max = max(d.max, v)
+	}
+	delta := float64(v) - d.mean
+	d.mean += delta / float64(d.n)
+	d.m2 += delta * (float64(v) - d.mean)
+	// Clamped into range, RecordValue cannot fail.
+	_ = d.h.RecordValue(min(max(v, 0), highest))
+}
+
+// Count returns the number of values recorded.
+func (d *Dist) Count() int64 { return d.n }
+
+// Merge adds every value of o to d.
+func (d *Dist) Merge(o *Dist) {
+	if o.n == 0 {
+		return
+	}
+	if d.n == 0 {
+		d.min, d.max = o.min, o.max
+	} else {
+		d.min = min(d.min, o.min)
+		d.max = max(d.max, o.max)
+	}
+	// Chan et al.'s parallel combination of means and squared deviations.
+	n := d.n + o.n
+	delta := o.mean - d.mean
+	d.m2 += o.m2 + delta*delta*float64(d.n)*float64(o.n)/float64(n)
+	d.mean += delta * float64(o.n) / float64(n)
+	d.n = n
+	d.h.Merge(o.h)
+}
+
+// Reset empties d, keeping its memory.
+func (d *Dist) Reset() {
+	d.h.Reset()
+	d.n, d.mean, d.m2, d.min, d.max = 0, 0, 0, 0, 0
+}
+
+// Summary returns d's statistics with the given percentiles (0 to 100).
+func (d *Dist) Summary(percentiles []float64) result.Latency {
+	l := result.Latency{Count: d.n, Percentiles: make([]result.Percentile, 0, len(percentiles))}
+	if d.n == 0 {
+		return l
+	}
+	l.Min = time.Duration(d.min)
+	l.Max = time.Duration(d.max)
+	l.Mean = time.Duration(math.Round(d.mean))
+	if d.n > 1 {
+		l.Stdev = time.Duration(math.Round(math.Sqrt(d.m2 / float64(d.n-1))))
+	}
+	for _, p := range percentiles {
+		var v int64
+		switch {
+		case p <= 0:
+			v = d.min
+		case p >= 100:
+			v = d.max
+		default:
+			// The histogram answers with the highest value equivalent to
+			// the bucket; never report beyond what was really seen.
+			v = min(max(d.h.ValueAtPercentile(p), d.min), d.max)
+		}
+		l.Percentiles = append(l.Percentiles, result.Percentile{P: p, Value: time.Duration(v)})
+	}
+	return l
+}
+
+// Histogram returns d's values in log-spaced bins, perDecade to a factor of
+// ten, between the power of ten at or below the 1st percentile and the one
+// at or above the 99th. Values outside those go to the underflow and
+// overflow buckets.
+func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
+	out := &result.Histogram{Of: of, Total: d.n}
+	if d.n == 0 || perDecade < 1 {
+		return out
+	}
+	lo := math.Floor(math.Log10(float64(max(d.h.ValueAtPercentile(1), 1))))
+	hi := math.Ceil(math.Log10(float64(max(d.h.ValueAtPercentile(99), 1))))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	nbins := int(hi-lo) * perDecade
+	edges := make([]int64, nbins+1)
+	for i := range edges {
+		edges[i] = int64(math.Round(math.Pow(10, lo+float64(i)/float64(perDecade))))
+	}
+	out.Bins = make([]result.Bin, nbins)
+	for i := range out.Bins {
+		out.Bins[i].Low, out.Bins[i].High = time.Duration(edges[i]), time.Duration(edges[i+1])
+	}
+	out.Underflow.High = time.Duration(edges[0])
+	out.Overflow.Low = time.Duration(edges[nbins])
+	for _, bar := range d.h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		// A bar is a bucket of equivalent values; file it by its lowest.
+		v := bar.From
+		switch {
+		case v < edges[0]:
+			out.Underflow.Count += bar.Count
+		case v >= edges[nbins]:
+			out.Overflow.Count += bar.Count
+		default:
+			i := 0
+			for v >= edges[i+1] {
+				i++
+			}
+			out.Bins[i].Count += bar.Count
+		}
+	}
+	share := func(b *result.Bin) { b.Share = float64(b.Count) / float64(d.n) }
+	share(&out.Underflow)
+	share(&out.Overflow)
+	for i := range out.Bins {
+		share(&out.Bins[i])
+	}
+	return out
+}

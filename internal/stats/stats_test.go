@@ -1,0 +1,117 @@
+package stats
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestDistSummary(t *testing.T) {
+	d := NewDist()
+	for v := int64(1); v <= 1000; v++ {
+		d.Record(v * 1000) // 1µs .. 1ms
+	}
+	s := d.Summary([]float64{50, 99, 100})
+	if s.Count != 1000 || s.Min != time.Microsecond || s.Max != time.Millisecond {
+		t.Fatalf("Summary = count %d min %v max %v, want 1000 1µs 1ms", s.Count, s.Min, s.Max)
+	}
+	if s.Mean != 500500*time.Nanosecond {
+		t.Errorf("Mean = %v, want 500.5µs", s.Mean)
+	}
+	// Sample standard deviation of 1000..1000000 step 1000.
+	wantSD := 1000 * math.Sqrt(1000*1001/12.0)
+	if got := float64(s.Stdev); math.Abs(got-wantSD) > 1 {
+		t.Errorf("Stdev = %v, want %v", got, wantSD)
+	}
+	for i, want := range []time.Duration{500 * time.Microsecond, 990 * time.Microsecond, time.Millisecond} {
+		got := s.Percentiles[i].Value
+		// Three significant digits: within 0.1 % of the exact value.
+		if math.Abs(float64(got-want)) > float64(want)/1000 {
+			t.Errorf("p%v = %v, want %v within 0.1%%", s.Percentiles[i].P, got, want)
+		}
+	}
+}
+
+func TestDistNegativeAndHuge(t *testing.T) {
+	d := NewDist()
+	d.Record(-5000)
+	d.Record(2 * int64(time.Minute))
+	s := d.Summary([]float64{0, 100})
+	if s.Min != -5000 || s.Max != 2*time.Minute {
+		t.Fatalf("Min, Max = %v, %v, want -5µs, 2m0s", s.Min, s.Max)
+	}
+	if s.Percentiles[0].Value != -5000 {
+		t.Errorf("p0 = %v, want the exact min -5µs", s.Percentiles[0].Value)
+	}
+	if got := s.Percentiles[1].Value; got != 2*time.Minute {
+		t.Errorf("p100 = %v, want the exact max 2m0s", got)
+	}
+}
+
+func TestDistMergeEqualsRecord(t *testing.T) {
+	a, b, all := NewDist(), NewDist(), NewDist()
+	for i := int64(0); i < 500; i++ {
+		v := (i*7919)%10007 + 1
+		if i%3 == 0 {
+			a.Record(v)
+		} else {
+			b.Record(v)
+		}
+		all.Record(v)
+	}
+	merged := NewDist()
+	merged.Merge(a)
+	merged.Merge(b)
+	merged.Merge(NewDist())
+	p := []float64{50, 90}
+	got, want := merged.Summary(p), all.Summary(p)
+	if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max || got.Mean != want.Mean ||
+		got.Stdev != want.Stdev || got.Percentiles[0] != want.Percentiles[0] || got.Percentiles[1] != want.Percentiles[1] {
+		t.Fatalf("merged Summary = %+v, want %+v", got, want)
+	}
+	merged.Reset()
+	if s := merged.Summary(p); s.Count != 0 || s.Max != 0 {
+		t.Fatalf("Summary after Reset = %+v, want empty", s)
+	}
+}
+
+func TestHistogramBins(t *testing.T) {
+	d := NewDist()
+	for i := 0; i < 298; i++ {
+		d.Record(int64(20 * time.Microsecond))
+	}
+	d.Record(int64(5 * time.Microsecond)) // p1 is still 20µs, so the range starts at 10µs
+	d.Record(int64(3 * time.Millisecond)) // above p99's decade (100µs)
+	h := d.Histogram("rtt", 10)
+	if h.Underflow.High != 10*time.Microsecond || h.Overflow.Low != 100*time.Microsecond {
+		t.Fatalf("range = [%v, %v), want [10µs, 100µs)", h.Underflow.High, h.Overflow.Low)
+	}
+	if len(h.Bins) != 10 {
+		t.Fatalf("len(Bins) = %d, want 10", len(h.Bins))
+	}
+	if h.Underflow.Count != 1 || h.Overflow.Count != 1 {
+		t.Errorf("underflow, overflow = %d, %d, want 1, 1", h.Underflow.Count, h.Overflow.Count)
+	}
+	var sum int64
+	var share float64
+	for _, b := range h.Bins {
+		sum += b.Count
+		share += b.Share
+		if b.Low <= 20*time.Microsecond && 20*time.Microsecond < b.High && b.Count != 298 {
+			t.Errorf("bin [%v, %v) count = %d, want 298", b.Low, b.High, b.Count)
+		}
+	}
+	if sum != 298 || math.Abs(share+h.Underflow.Share+h.Overflow.Share-1) > 1e-9 {
+		t.Errorf("bins hold %d (share %v), want 298 and shares summing to 1", sum, share)
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	d := NewDist()
+	v := int64(25000)
+	b.ReportAllocs()
+	for b.Loop() {
+		v = v*1103515245%1000003 + 1000
+		d.Record(v)
+	}
+}

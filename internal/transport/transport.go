@@ -1,0 +1,149 @@
+// Package transport defines the sockets volley's client and reflector
+// measure through, and opens them by target: "host[:port]" or a URL such as
+// "udp://host:port". The implementations live in packages below this one;
+// faster engines (busy polling, batched I/O, kernel timestamps) replace them
+// behind these interfaces without touching statistics or reports.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/volley-net/volley/internal/transport/udp"
+)
+
+// DefaultPort is the port volley's reflector listens on unless told otherwise.
+const DefaultPort = 7766
+
+// Conn is the client's message-oriented connection to one reflector. Read
+// returns one whole message.
+type Conn interface {
+	Read(b []byte) (int, error)
+	Write(b []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+	Close() error
+}
+
+// PacketConn is the reflector's socket, shared by all its sessions.
+type PacketConn interface {
+	ReadFrom(b []byte) (int, netip.AddrPort, error)
+	WriteTo(b []byte, addr netip.AddrPort) (int, error)
+	SetReadDeadline(t time.Time) error
+	LocalAddr() net.Addr
+	Close() error
+}
+
+var (
+	_ Conn       = (*net.UDPConn)(nil)
+	_ PacketConn = (*udp.PacketConn)(nil)
+)
+
+// Errors from ParseTarget.
+var (
+	ErrBadTarget         = errors.New("transport: bad target")
+	ErrUnsupportedScheme = errors.New("transport: scheme not supported yet")
+)
+
+// Target is a parsed measurement target.
+type Target struct {
+	Scheme string // "udp"
+	Host   string // host name or IP literal, without brackets
+	Port   int
+}
+
+// Address returns host:port, with brackets around IPv6 literals.
+func (t Target) Address() string { return net.JoinHostPort(t.Host, strconv.Itoa(t.Port)) }
+
+// String returns the target as a URL, such as udp://[::1]:7766.
+func (t Target) String() string { return t.Scheme + "://" + t.Address() }
+
+// plannedSchemes are schemes of the product that this build does not serve yet.
+var plannedSchemes = map[string]bool{"tcp": true, "unix": true, "unixgram": true, "dbus": true}
+
+// ParseTarget parses "host", "host:port", "[v6]:port", a bare IPv6 literal,
+// or "udp://host[:port]". The port defaults to DefaultPort.
+func ParseTarget(s string) (Target, error) {
+	t := Target{Scheme: "udp", Port: DefaultPort}
+	rest := s
+	if scheme, after, ok := strings.Cut(s, "://"); ok {
+		rest = after
+		switch {
+		case scheme == "udp":
+		case plannedSchemes[scheme]:
+			return t, fmt.Errorf("%w: %q in target %q (this build measures over udp only)", ErrUnsupportedScheme, scheme, s)
+		default:
+			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s, scheme)
+		}
+	} else if strings.HasPrefix(s, "dbus:") {
+		return t, fmt.Errorf("%w: %q in target %q (this build measures over udp only)", ErrUnsupportedScheme, "dbus", s)
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" {
+		return t, fmt.Errorf("%w %q: no host (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s)
+	}
+	if strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]") {
+		rest = rest[1 : len(rest)-1]
+		if _, err := netip.ParseAddr(rest); err != nil {
+			return t, fmt.Errorf("%w %q: bad address in brackets", ErrBadTarget, s)
+		}
+	}
+	if a, err := netip.ParseAddr(rest); err == nil {
+		// A bare IP literal, IPv6 without brackets included.
+		t.Host = a.String()
+		return t, nil
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil {
+		if strings.Contains(rest, "[") || strings.Contains(rest, "]") || strings.Contains(rest, ":") {
+			return t, fmt.Errorf("%w %q: %v", ErrBadTarget, s, err)
+		}
+		host, port = rest, ""
+	}
+	if host == "" || strings.ContainsAny(host, "/?# ") {
+		return t, fmt.Errorf("%w %q: bad host %q", ErrBadTarget, s, host)
+	}
+	t.Host = host
+	if port != "" {
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65535 {
+			return t, fmt.Errorf("%w %q: bad port %q (want 1 to 65535)", ErrBadTarget, s, port)
+		}
+		t.Port = p
+	}
+	return t, nil
+}
+
+// Dial opens a connection to t.
+func Dial(ctx context.Context, t Target) (Conn, error) {
+	switch t.Scheme {
+	case "udp":
+		c, err := udp.Dial(ctx, t.Address())
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", t, err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, t.Scheme)
+}
+
+// ListenUDP opens the reflector's UDP socket on addr.
+func ListenUDP(addr string) (PacketConn, error) {
+	c, err := udp.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on udp %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// IsRefused reports whether err says the peer's port is closed (an ICMP
+// port unreachable on a connected socket).
+func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

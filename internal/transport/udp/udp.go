@@ -1,0 +1,62 @@
+// Package udp is volley's UDP transport: a connected socket for the client
+// and a listening socket for the reflector, both on the Go netpoller with
+// calls that do not allocate per packet.
+package udp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Dial opens a UDP socket connected to addr ("host:port"). A connected
+// socket receives only the reflector's datagrams and reports ICMP port
+// unreachable as an error on the next read or write.
+func Dial(ctx context.Context, addr string) (*net.UDPConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
+}
+
+// PacketConn is a reflector's UDP socket.
+type PacketConn struct {
+	c *net.UDPConn
+}
+
+// Listen opens a UDP socket on addr (":7766", "127.0.0.1:0", "[::1]:0").
+// An empty host listens on every address, IPv4 and IPv6.
+func Listen(addr string) (*PacketConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	c, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	return &PacketConn{c: c}, nil
+}
+
+// ReadFrom reads one datagram into b and returns its length and sender.
+func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	return p.c.ReadFromUDPAddrPort(b)
+}
+
+// WriteTo sends b to addr.
+func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
+	return p.c.WriteToUDPAddrPort(b, addr)
+}
+
+// SetReadDeadline sets the deadline for ReadFrom.
+func (p *PacketConn) SetReadDeadline(t time.Time) error { return p.c.SetReadDeadline(t) }
+
+// LocalAddr returns the bound address.
+func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
+
+// Close closes the socket.
+func (p *PacketConn) Close() error { return p.c.Close() }
