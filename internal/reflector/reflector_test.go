@@ -1,0 +1,242 @@
+package reflector
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+var (
+	alice = netip.MustParseAddrPort("192.0.2.1:4000")
+	bob   = netip.MustParseAddrPort("[2001:db8::2]:5000")
+)
+
+func newTest(t testing.TB) (*Reflector, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, Secret: []byte("test secret"), IdleTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, clk
+}
+
+func msg(t testing.TB, h wire.Header, size int) []byte {
+	t.Helper()
+	b := make([]byte, size)
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decode(t testing.TB, b []byte) wire.Header {
+	t.Helper()
+	var h wire.Header
+	if err := h.Decode(b); err != nil {
+		t.Fatalf("Decode(reply %x) = %v", b, err)
+	}
+	return h
+}
+
+// handshake returns the token the reflector grants addr.
+func handshake(t testing.TB, r *Reflector, clk *clock.Fake, addr netip.AddrPort) uint64 {
+	t.Helper()
+	hello := msg(t, wire.Header{Type: wire.TypeHello, Seq: 99}, 200)
+	reply := r.Handle(hello, addr, clk.Now())
+	c := decode(t, reply)
+	if c.Type != wire.TypeCookie || c.Seq != 99 || c.Token == 0 {
+		t.Fatalf("Handle(hello) = %+v, want a cookie echoing seq 99", c)
+	}
+	if len(reply) > len(hello) {
+		t.Fatalf("cookie is %d bytes for a %d-byte hello: amplification", len(reply), len(hello))
+	}
+	return c.Token
+}
+
+func TestSession(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	if got := r.Stats().Sessions; got != 0 {
+		t.Fatalf("sessions after hello = %d, want 0 (no state before the cookie returns)", got)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		flags := wire.Flags(0)
+		if seq == 1 {
+			flags = wire.FlagWarmup
+		}
+		probe := msg(t, wire.Header{Type: wire.TypeProbe, Flags: flags, Token: tok, Seq: seq, T1: 5}, 100)
+		clk.Advance(time.Microsecond)
+		t2 := clk.Now()
+		reply := r.Handle(probe, alice, t2)
+		if len(reply) != 100 {
+			t.Fatalf("reply to a 100-byte probe is %d bytes", len(reply))
+		}
+		h := decode(t, reply)
+		want := seq - 1 // the warm-up probe is not counted
+		if h.Type != wire.TypeReply || h.Seq != seq || h.T1 != 5 || h.T2 != t2 || h.T3 < t2 || h.Count != want {
+			t.Fatalf("reply %d = %+v, want seq %d T1 5 T2 %d count %d", seq, h, seq, t2, want)
+		}
+	}
+	if got := r.Stats().Sessions; got != 1 {
+		t.Fatalf("sessions = %d, want 1", got)
+	}
+	// The token from another address is refused.
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 4}, 64), bob, clk.Now()); reply != nil {
+		t.Fatal("probe with alice's token from bob was answered")
+	}
+	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Seq: 9}, 64), alice, clk.Now()))
+	if ack.Type != wire.TypeCloseAck || ack.Count != 2 {
+		t.Fatalf("close ack = %+v, want count 2", ack)
+	}
+	// A repeated close (the ack was lost) gets the same answer.
+	ack = decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Seq: 9}, 64), alice, clk.Now()))
+	if ack.Count != 2 {
+		t.Fatalf("second close ack count = %d, want 2", ack.Count)
+	}
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 5}, 64), alice, clk.Now()); reply != nil {
+		t.Fatal("probe after close was answered")
+	}
+	st := r.Stats()
+	if st.Sessions != 0 || st.SessionsOpened != 1 || st.Drops[DropAddress] != 1 || st.Drops[DropClosed] != 1 {
+		t.Fatalf("stats = %+v, want 0 open, 1 opened, 1 address drop, 1 closed drop", st)
+	}
+	clk.Advance(11 * time.Second)
+	r.Sweep(clk.Now())
+	if len(r.sessions) != 0 {
+		t.Fatalf("%d sessions left after the idle timeout", len(r.sessions))
+	}
+}
+
+func TestCookieExpires(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	clk.Advance(3 * time.Duration(cookieEpoch))
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 64), alice, clk.Now()); reply != nil {
+		t.Fatal("a cookie three epochs old opened a session")
+	}
+	if got := r.Stats().Drops[DropToken]; got != 1 {
+		t.Fatalf("token drops = %d, want 1", got)
+	}
+}
+
+func TestDrops(t *testing.T) {
+	good := msg(t, wire.Header{Type: wire.TypeProbe, Token: 12345, Seq: 1}, 64)
+	mod := func(i int, v byte) []byte {
+		b := append([]byte(nil), good...)
+		b[i] = v
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want DropReason
+	}{
+		{"short", good[:10], DropShort},
+		{"magic", mod(0, 0), DropMagic},
+		{"version", mod(2, 9), DropVersion},
+		{"type", mod(3, 77), DropType},
+		{"reply type", mod(3, byte(wire.TypeReply)), DropType},
+		{"forged token", good, DropToken},
+		{"oversize", make([]byte, MaxMessage+1), DropOversize},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, clk := newTest(t)
+			if reply := r.Handle(tt.in, alice, clk.Now()); reply != nil {
+				t.Fatalf("Handle(%s) answered %x", tt.name, reply)
+			}
+			st := r.Stats()
+			if st.Drops[tt.want] != 1 || st.Dropped() != 1 {
+				t.Fatalf("drops = %v, want one %s", st.Drops, tt.want)
+			}
+		})
+	}
+}
+
+func TestServe(t *testing.T) {
+	conn, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{ReportInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var total Stats
+	wg.Go(func() {
+		var err error
+		total, err = r.Serve(ctx, conn)
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	})
+	c, err := net.Dial("udp", conn.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 128)
+	exchange := func(h wire.Header) wire.Header {
+		if _, err := c.Write(msg(t, h, 80)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, buf[:n])
+	}
+	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
+	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Seq: 1})
+	if reply.Type != wire.TypeReply || reply.Count != 1 {
+		t.Fatalf("reply = %+v, want count 1", reply)
+	}
+	if _, err := c.Write([]byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	ack := exchange(wire.Header{Type: wire.TypeClose, Token: cookie.Token})
+	if ack.Count != 1 {
+		t.Fatalf("close ack = %+v, want count 1", ack)
+	}
+	cancel()
+	wg.Wait()
+	conn.Close()
+	if total.PacketsIn != 4 || total.PacketsOut != 3 || total.Drops[DropShort] != 1 {
+		t.Fatalf("totals = %+v, want 4 in, 3 out, 1 short", total)
+	}
+}
+
+func BenchmarkHandleProbe(b *testing.B) {
+	r, clk := newTest(b)
+	tok := handshake(b, r, clk, alice)
+	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 64)
+	r.Handle(probe, alice, clk.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		msg := probe
+		msg[3] = byte(wire.TypeProbe) // the reply overwrote the type
+		if r.Handle(msg, alice, clk.Now()) == nil {
+			b.Fatal("probe dropped")
+		}
+	}
+}
+
+func BenchmarkHandleForged(b *testing.B) {
+	r, clk := newTest(b)
+	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: 42, Seq: 1}, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Handle(probe, alice, clk.Now())
+	}
+}
