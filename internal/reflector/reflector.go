@@ -35,14 +35,14 @@ type DropReason int
 
 // The reasons a message is dropped.
 const (
-	DropShort      DropReason = iota // shorter than the header
-	DropMagic                        // not a volley message
-	DropVersion                      // a version this reflector does not speak
-	DropType                         // unknown type, or a type only reflectors send
-	DropToken                        // no session and not a valid cookie
-	DropAddress                      // a session's token from another address
-	DropClosed                       // a probe after its session was closed
-	DropOversize                     // larger than MaxMessage
+	DropShort    DropReason = iota // shorter than the header
+	DropMagic                      // not a volley message
+	DropVersion                    // a version this reflector does not speak
+	DropType                       // unknown type, or a type only reflectors send
+	DropToken                      // no session and not a valid cookie
+	DropAddress                    // a session's token from another address
+	DropClosed                     // a probe after its session was closed
+	DropOversize                   // larger than MaxMessage
 	NumDropReasons
 )
 

@@ -1,0 +1,776 @@
+// Package client runs volley measurements: it opens a session with a
+// reflector, sends probes, matches replies, declares losses after a
+// timeout, and returns a result.Result, partial when the run ends early.
+//
+// The per-probe path records into histograms and counters only: it
+// allocates nothing, logs nothing, and keeps no per-probe sample.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"os"
+	"time"
+
+	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultDuration       = 5 * time.Second
+	DefaultSize           = wire.HeaderLen
+	DefaultTimeout        = time.Second
+	DefaultReportInterval = time.Second
+	DefaultHandshakeTries = 3
+	// MaxWindow bounds --window: the probe history must be larger than the
+	// window for late replies and duplicates to be told apart.
+	MaxWindow = 1 << 14
+	// MaxSize is the largest request a UDP datagram can carry.
+	MaxSize = 65507
+)
+
+// DefaultPercentiles are the percentiles reported unless told otherwise.
+var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+// Errors a run can end with. Run wraps them with the reflector's address.
+var (
+	// ErrNoReflector: nothing answered the handshake.
+	ErrNoReflector = errors.New("no reflector answered")
+	// ErrSilent: the reflector stopped answering mid-run.
+	ErrSilent = errors.New("reflector went silent")
+	// ErrGone: the reflector's port became unreachable mid-run.
+	ErrGone = errors.New("reflector went away")
+	// ErrConfig: the configuration cannot be run.
+	ErrConfig = errors.New("bad configuration")
+)
+
+// Config says what to measure. Zero fields take the defaults above.
+type Config struct {
+	// Duration and Count bound the measured part of the run, after
+	// warm-up; whichever is reached first ends it. Both zero means
+	// DefaultDuration.
+	Duration time.Duration
+	Count    uint64
+	// WarmupDuration and WarmupCount: probes sent before the measurement,
+	// reflected but left out of every result.
+	WarmupDuration time.Duration
+	WarmupCount    uint64
+	// Size is the request size in bytes, header included.
+	Size int
+	// Window is the number of probes in flight (ping-pong: 1).
+	Window int
+	// Timeout is how long a probe waits for its reply before it is lost.
+	Timeout time.Duration
+	// ReportInterval is the length of each interval; negative means none.
+	ReportInterval time.Duration
+	// Silence is how long a run goes on with no reply at all before it
+	// ends with ErrSilent (default max(3*Timeout, 3s)).
+	Silence time.Duration
+	// HandshakeTries is how many Hellos are sent, Timeout apart.
+	HandshakeTries int
+	// Percentiles to report, 0 to 100.
+	Percentiles []float64
+	// Histogram adds an RTT histogram with this many bins per decade (0: none).
+	Histogram int
+	// Clock defaults to the system clock.
+	Clock clock.Clock
+	// OnInterval, if set, receives each interval as it ends.
+	OnInterval func(result.Interval)
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.Duration < 0 || c.WarmupDuration < 0 || c.Timeout < 0 {
+		return c, fmt.Errorf("%w: negative duration", ErrConfig)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Size == 0 {
+		c.Size = DefaultSize
+	}
+	if c.Size < wire.HeaderLen || c.Size > MaxSize {
+		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.Size, wire.HeaderLen, MaxSize)
+	}
+	if c.Window == 0 {
+		c.Window = 1
+	}
+	if c.Window < 1 || c.Window > MaxWindow {
+		return c, fmt.Errorf("%w: window %d out of range (want 1 to %d)", ErrConfig, c.Window, MaxWindow)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = DefaultReportInterval
+	}
+	if c.Silence == 0 {
+		c.Silence = max(3*c.Timeout, 3*time.Second)
+	}
+	if c.HandshakeTries <= 0 {
+		c.HandshakeTries = DefaultHandshakeTries
+	}
+	if c.Percentiles == nil {
+		c.Percentiles = DefaultPercentiles
+	}
+	for _, p := range c.Percentiles {
+		if p < 0 || p > 100 {
+			return c, fmt.Errorf("%w: percentile %v out of range (want 0 to 100)", ErrConfig, p)
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.NewSystem()
+	}
+	return c, nil
+}
+
+// Probe states in the history ring.
+const (
+	stateFree uint8 = iota
+	stateOutstanding
+	stateReceived
+	stateLost
+	stateLate // lost, then its reply came
+)
+
+type slot struct {
+	seq   uint64
+	sent  int64
+	state uint8
+}
+
+// The distributions each interval keeps, in this order.
+const (
+	distRTT = iota
+	distResponse
+	distUp
+	distDown
+	distIPDVRTT
+	distIPDVUp
+	distIPDVDown
+	numDists
+)
+
+// acc accumulates one interval.
+type acc struct {
+	start     int64
+	counts    result.Counts
+	bytesUp   uint64
+	bytesDown uint64
+	d         [numDists]*stats.Dist
+}
+
+func newAcc() *acc {
+	a := &acc{}
+	for i := range a.d {
+		a.d[i] = stats.NewDist()
+	}
+	return a
+}
+
+func (a *acc) merge(o *acc) {
+	c, oc := &a.counts, &o.counts
+	c.Sent += oc.Sent
+	c.Received += oc.Received
+	c.Lost += oc.Lost
+	c.LostUp += oc.LostUp
+	c.LostDown += oc.LostDown
+	c.Duplicates += oc.Duplicates
+	c.Reordered += oc.Reordered
+	c.Late += oc.Late
+	c.Errors += oc.Errors
+	a.bytesUp += o.bytesUp
+	a.bytesDown += o.bytesDown
+	for i := range a.d {
+		a.d[i].Merge(o.d[i])
+	}
+}
+
+func (a *acc) reset(start int64) {
+	a.start = start
+	a.counts = result.Counts{}
+	a.bytesUp, a.bytesDown = 0, 0
+	for _, d := range a.d {
+		d.Reset()
+	}
+}
+
+// interval renders a as a result interval ending at end; origin is the
+// start of measurement.
+func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
+	iv := result.Interval{
+		Start:    time.Duration(a.start - origin),
+		End:      time.Duration(end - origin),
+		Counts:   a.counts,
+		RTT:      a.d[distRTT].Summary(pct),
+		Response: a.d[distResponse].Summary(pct),
+		Up:       a.d[distUp].Summary(pct),
+		Down:     a.d[distDown].Summary(pct),
+		IPDV: result.IPDV{
+			RTT:  a.d[distIPDVRTT].Summary(pct),
+			Up:   a.d[distIPDVUp].Summary(pct),
+			Down: a.d[distIPDVDown].Summary(pct),
+		},
+	}
+	if iv.Counts.Sent > 0 {
+		iv.Counts.LossPercent = 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
+	}
+	if secs := time.Duration(end - a.start).Seconds(); secs > 0 {
+		iv.Throughput = result.Throughput{
+			ProbesPerSecUp:   float64(a.counts.Sent) / secs,
+			ProbesPerSecDown: float64(a.counts.Received) / secs,
+			BitsPerSecUp:     float64(a.bytesUp*8) / secs,
+			BitsPerSecDown:   float64(a.bytesDown*8) / secs,
+		}
+	}
+	return iv
+}
+
+// run is the state of one Run. One goroutine owns it.
+type run struct {
+	cfg   Config
+	conn  transport.Conn
+	clk   clock.Clock
+	peer  string
+	token uint64
+	buf   []byte // send buffer
+	rbuf  []byte // receive buffer
+
+	ring []slot
+	mask uint64
+
+	seq         uint64 // last sequence number sent
+	warmupLast  uint64 // last warm-up sequence number (0: none yet)
+	warm        bool   // still warming up
+	origin      int64  // end of warm-up: time zero of the results
+	sendUntil   int64  // stop sending at this time (0: no limit yet)
+	sending     bool
+	inflight    int
+	oldest      uint64 // lowest sequence number that may be outstanding
+	lastHeard   int64
+	highestRecv uint64
+	prev        struct {
+		seq            uint64
+		rtt, up, down  int64
+		haveSeqInRange bool
+	}
+	sMax, cAtSMax        uint64 // highest measured seq replied to, and the reflector's count then
+	reportedU, reportedD uint64
+	finalCount           uint64 // the reflector's count from its CloseAck
+
+	cur, total *acc
+	res        *result.Result
+}
+
+// Run measures through conn until the configured duration or count is
+// reached, ctx is done, or the reflector stops answering. It returns the
+// result so far together with any error; the result is nil only when no
+// session could be opened.
+func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ringSize := uint64(1) << bits.Len64(uint64(max(4*cfg.Window, 1<<12))-1)
+	r := &run{
+		cfg:   cfg,
+		conn:  conn,
+		clk:   cfg.Clock,
+		peer:  conn.RemoteAddr().Network() + "://" + conn.RemoteAddr().String(),
+		buf:   make([]byte, cfg.Size),
+		rbuf:  make([]byte, MaxSize+1),
+		ring:  make([]slot, ringSize),
+		mask:  ringSize - 1,
+		cur:   newAcc(),
+		total: newAcc(),
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	if err := r.handshake(ctx); err != nil {
+		return nil, err
+	}
+	r.res = &result.Result{
+		SchemaVersion: result.SchemaVersion,
+		Tool:          "volley",
+		Config: result.Config{
+			Transport:      conn.RemoteAddr().Network(),
+			LocalAddr:      conn.LocalAddr().String(),
+			RemoteAddr:     conn.RemoteAddr().String(),
+			Duration:       cfg.Duration,
+			Count:          cfg.Count,
+			WarmupDuration: cfg.WarmupDuration,
+			WarmupCount:    cfg.WarmupCount,
+			Size:           cfg.Size,
+			Window:         cfg.Window,
+			Timeout:        cfg.Timeout,
+			ReportInterval: max(cfg.ReportInterval, 0),
+			Percentiles:    cfg.Percentiles,
+			Timestamps:     "user",
+		},
+		Start:     cfg.Clock.Time(r.clk.Now()),
+		Intervals: []result.Interval{},
+	}
+	err = r.loop(ctx)
+	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) {
+		r.res.ReflectorCount = "last-reply"
+	} else {
+		r.close()
+	}
+	r.finish()
+	if err != nil {
+		r.res.Error = err.Error()
+	}
+	return r.res, err
+}
+
+// handshake sends Hellos until a Cookie answers, and keeps its token.
+func (r *run) handshake(ctx context.Context) error {
+	var nb [8]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		return fmt.Errorf("make handshake nonce: %w", err)
+	}
+	nonce := binary.BigEndian.Uint64(nb[:])
+	// The Hello is as large as the probes, so the reflector may answer a
+	// client of any size without ever amplifying.
+	clear(r.buf)
+	hello := wire.Header{Type: wire.TypeHello, Seq: nonce}
+	start := r.clk.Now()
+	for try := 1; try <= r.cfg.HandshakeTries; try++ {
+		hello.T1 = r.clk.Now()
+		_ = hello.Encode(r.buf)
+		if _, err := r.conn.Write(r.buf); err != nil {
+			return r.noReflector(err)
+		}
+		deadline := hello.T1 + int64(r.cfg.Timeout)
+		if err := r.conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
+			return fmt.Errorf("set read deadline: %w", err)
+		}
+		for {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			n, err := r.conn.Read(r.rbuf)
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					break
+				}
+				return r.noReflector(err)
+			}
+			var h wire.Header
+			if h.Decode(r.rbuf[:n]) == nil && h.Type == wire.TypeCookie && h.Seq == nonce {
+				r.token = h.Token
+				r.lastHeard = r.clk.Now()
+				return nil
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	over := time.Duration(r.clk.Now() - start).Round(100 * time.Millisecond)
+	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+func (r *run) noReflector(err error) error {
+	if transport.IsRefused(err) {
+		return fmt.Errorf("%w at %s: port unreachable (nothing listens there)", ErrNoReflector, r.peer)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrNoReflector, r.peer, err)
+}
+
+// loop sends probes and handles replies until the run is over.
+func (r *run) loop(ctx context.Context) error {
+	cfg := &r.cfg
+	now := r.clk.Now()
+	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
+	warmUntil := now + int64(cfg.WarmupDuration)
+	if !r.warm {
+		r.startMeasuring(now)
+	}
+	r.sending = true
+	r.oldest = 1
+	nextReport := int64(0)
+	if !r.warm && cfg.ReportInterval > 0 {
+		nextReport = r.origin + int64(cfg.ReportInterval)
+	}
+	var deadline int64 // the read deadline currently set
+	var measured uint64
+	var h wire.Header
+	for {
+		// Declare timed-out probes lost, oldest first.
+		for r.inflight > 0 {
+			s := &r.ring[r.oldest&r.mask]
+			if s.seq != r.oldest || s.state != stateOutstanding {
+				r.oldest++
+				continue
+			}
+			if now-s.sent < int64(cfg.Timeout) {
+				break
+			}
+			s.state = stateLost
+			r.inflight--
+			if r.measured(s.seq) {
+				r.cur.counts.Lost++
+			}
+			r.oldest++
+		}
+		if r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
+			r.warm = false
+			r.warmupLast = r.seq
+			r.startMeasuring(now)
+			if cfg.ReportInterval > 0 {
+				nextReport = r.origin + int64(cfg.ReportInterval)
+			}
+		}
+		if r.reportDue(nextReport) && now >= nextReport {
+			r.flush(nextReport, r.lostUpEstimate(r.lostSoFar()))
+			nextReport += int64(cfg.ReportInterval)
+			if nextReport <= now { // a long stall: skip, do not emit empty intervals in a burst
+				nextReport = now + int64(cfg.ReportInterval)
+			}
+		}
+		if r.sending {
+			switch {
+			case ctx.Err() != nil:
+				r.sending = false
+				r.res.Stopped = "interrupted"
+				if r.warm {
+					r.warm = false
+					r.warmupLast = r.seq
+					r.startMeasuring(now)
+				}
+			case r.warm:
+			case cfg.Count > 0 && measured >= cfg.Count:
+				r.sending = false
+				r.res.Stopped = "count"
+			case r.sendUntil != 0 && now >= r.sendUntil:
+				r.sending = false
+				r.res.Stopped = "duration"
+			}
+		}
+		if !r.sending && r.inflight == 0 {
+			return nil
+		}
+		if r.inflight > 0 && now-r.lastHeard >= int64(cfg.Silence) {
+			r.sending = false
+			r.res.Stopped = "reflector-silent"
+			return fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)
+		}
+		for r.sending && r.inflight < cfg.Window && !(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
+			if err := r.send(now); err != nil {
+				if transport.IsRefused(err) {
+					r.sending = false
+					r.res.Stopped = "reflector-gone"
+					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+				}
+				r.cur.counts.Errors++
+				break
+			}
+			if !r.warm {
+				measured++
+			}
+			now = r.clk.Now()
+		}
+
+		// Wake at the earliest of: the oldest probe's timeout, the next
+		// report, the end of sending, the end of warm-up, silence. A
+		// deadline already set earlier than needed is left alone: an early
+		// wake-up costs one loop, a new deadline per probe costs more.
+		want := r.lastHeard + int64(cfg.Silence)
+		if r.inflight > 0 {
+			if s := &r.ring[r.oldest&r.mask]; s.state == stateOutstanding {
+				want = min(want, s.sent+int64(cfg.Timeout))
+			}
+		}
+		if r.reportDue(nextReport) {
+			want = min(want, nextReport)
+		}
+		if r.sending && r.sendUntil != 0 {
+			want = min(want, r.sendUntil)
+		}
+		if r.warm && cfg.WarmupDuration > 0 {
+			want = min(want, warmUntil)
+		}
+		if deadline <= now || want < deadline {
+			deadline = want
+			if err := r.conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
+				return fmt.Errorf("set read deadline: %w", err)
+			}
+		}
+		if ctx.Err() != nil && r.sending {
+			continue // stop sending at the top of the loop, then drain
+		}
+		n, err := r.conn.Read(r.rbuf)
+		now = r.clk.Now()
+		if err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				if ctx.Err() != nil {
+					// Interrupted: the deadline was forced; stop
+					// sending and give in-flight probes their timeout.
+					deadline = 0
+					if r.sending {
+						r.sending = false
+						r.res.Stopped = "interrupted"
+					}
+				}
+			case transport.IsRefused(err):
+				r.sending = false
+				r.res.Stopped = "reflector-gone"
+				return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+			case errors.Is(err, net.ErrClosed):
+				return err
+			default:
+				r.cur.counts.Errors++
+			}
+			continue
+		}
+		if h.Decode(r.rbuf[:n]) != nil || h.Token != r.token {
+			r.cur.counts.Errors++
+			continue
+		}
+		if h.Type == wire.TypeReply {
+			r.reply(&h, n, now)
+		}
+	}
+}
+
+// reportDue reports whether an interval ends at next (0: none): the
+// interval that reaches the end of sending is left to the final summary.
+func (r *run) reportDue(next int64) bool {
+	return next != 0 && (r.sendUntil == 0 || next < r.sendUntil)
+}
+
+func (r *run) startMeasuring(now int64) {
+	r.origin = now
+	r.cur.reset(now)
+	r.total.reset(now)
+	if r.cfg.Duration > 0 {
+		r.sendUntil = now + int64(r.cfg.Duration)
+	}
+}
+
+// send sends the next probe.
+func (r *run) send(now int64) error {
+	seq := r.seq + 1
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Seq: seq, T1: now}
+	if r.warm {
+		h.Flags = wire.FlagWarmup
+	}
+	_ = h.Encode(r.buf)
+	if _, err := r.conn.Write(r.buf); err != nil {
+		return err
+	}
+	r.seq = seq
+	s := &r.ring[seq&r.mask]
+	*s = slot{seq: seq, sent: now, state: stateOutstanding}
+	r.inflight++
+	if !r.warm {
+		r.cur.counts.Sent++
+		r.cur.bytesUp += uint64(len(r.buf))
+	}
+	return nil
+}
+
+// reply records the reply h of n bytes received at t4.
+func (r *run) reply(h *wire.Header, n int, t4 int64) {
+	seq := h.Seq
+	if seq == 0 || seq > r.seq {
+		r.cur.counts.Errors++
+		return
+	}
+	r.lastHeard = t4
+	measured := r.measured(seq)
+	s := &r.ring[seq&r.mask]
+	if s.seq != seq {
+		// Older than the history: it was declared lost long ago.
+		if measured {
+			r.cur.counts.Late++
+		}
+		return
+	}
+	switch s.state {
+	case stateOutstanding:
+		s.state = stateReceived
+		r.inflight--
+	case stateLost:
+		s.state = stateLate
+		if measured {
+			r.cur.counts.Late++
+		}
+		return
+	default:
+		if measured {
+			r.cur.counts.Duplicates++
+		}
+		return
+	}
+	if !measured {
+		return
+	}
+	if seq > r.sMax {
+		r.sMax, r.cAtSMax = seq, h.Count
+	}
+	a := r.cur
+	a.counts.Received++
+	a.bytesDown += uint64(n)
+	if seq < r.highestRecv {
+		a.counts.Reordered++
+	} else {
+		r.highestRecv = seq
+	}
+	rtt := t4 - s.sent
+	up := h.T2 - s.sent
+	down := t4 - h.T3
+	a.d[distRTT].Record(rtt)
+	a.d[distResponse].Record(h.T3 - h.T2)
+	a.d[distUp].Record(up)
+	a.d[distDown].Record(down)
+	if r.prev.haveSeqInRange && seq == r.prev.seq+1 {
+		a.d[distIPDVRTT].Record(abs(rtt - r.prev.rtt))
+		a.d[distIPDVUp].Record(abs(up - r.prev.up))
+		a.d[distIPDVDown].Record(abs(down - r.prev.down))
+	}
+	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down, r.prev.haveSeqInRange = seq, rtt, up, down, true
+}
+
+// measured reports whether seq is part of the results (not warm-up).
+func (r *run) measured(seq uint64) bool { return !r.warm && seq > r.warmupLast }
+
+func (r *run) lostSoFar() uint64 { return r.total.counts.Lost + r.cur.counts.Lost }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// lostUpEstimate is the loss on the way up so far, from the reflector's
+// count in the reply to the highest measured sequence number: of the
+// measured probes up to that one, all but Count were lost before the
+// reflector. It is clamped to the losses declared so far.
+func (r *run) lostUpEstimate(lost uint64) uint64 {
+	if r.sMax == 0 {
+		return 0
+	}
+	sent := r.sMax - r.warmupLast
+	if r.cAtSMax >= sent {
+		return 0
+	}
+	return min(sent-r.cAtSMax, lost)
+}
+
+// flush ends the current interval at end, with u the loss on the way up
+// so far.
+func (r *run) flush(end int64, u uint64) {
+	d := r.lostSoFar() - u
+	if u > r.reportedU {
+		r.cur.counts.LostUp = u - r.reportedU
+		r.reportedU = u
+	}
+	if d > r.reportedD {
+		r.cur.counts.LostDown = d - r.reportedD
+		r.reportedD = d
+	}
+	if r.cfg.ReportInterval > 0 {
+		iv := r.cur.interval(r.origin, end, r.cfg.Percentiles)
+		r.res.Intervals = append(r.res.Intervals, iv)
+		if r.cfg.OnInterval != nil {
+			r.cfg.OnInterval(iv)
+		}
+	}
+	r.total.merge(r.cur)
+	r.cur.reset(end)
+}
+
+// close ends the session and asks for the reflector's final count.
+func (r *run) close() {
+	r.res.ReflectorCount = "last-reply"
+	if r.token == 0 {
+		return
+	}
+	// Replies that straggle in now still count as late or duplicate.
+	h := wire.Header{Type: wire.TypeClose, Token: r.token}
+	buf := r.buf[:wire.HeaderLen]
+	var in wire.Header
+	for try := 0; try < r.cfg.HandshakeTries; try++ {
+		h.Seq = uint64(try + 1)
+		h.T1 = r.clk.Now()
+		_ = h.Encode(buf)
+		if _, err := r.conn.Write(buf); err != nil {
+			return
+		}
+		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(min(r.cfg.Timeout, time.Second)))); err != nil {
+			return
+		}
+		for {
+			n, err := r.conn.Read(r.rbuf)
+			now := r.clk.Now()
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					break
+				}
+				return
+			}
+			if in.Decode(r.rbuf[:n]) != nil || in.Token != r.token {
+				continue
+			}
+			switch in.Type {
+			case wire.TypeReply:
+				r.reply(&in, n, now)
+			case wire.TypeCloseAck:
+				r.res.ReflectorCount = "close"
+				r.finalCount = in.Count
+				return
+			}
+		}
+	}
+}
+
+// finish declares what is still in flight lost, settles the direction of
+// every loss, and fills in the summary.
+func (r *run) finish() {
+	now := r.clk.Now()
+	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
+		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
+			s.state = stateLost
+			r.inflight--
+			if r.measured(seq) {
+				r.cur.counts.Lost++
+			}
+		}
+	}
+	lost := r.lostSoFar()
+	var u uint64
+	if r.res.ReflectorCount == "close" {
+		// Exact: what the reflector counted is what got there.
+		sent := r.total.counts.Sent + r.cur.counts.Sent
+		if sent > r.finalCount {
+			u = min(sent-r.finalCount, lost)
+		}
+	} else {
+		// Estimated: the probes after the last reply never showed they
+		// reached the reflector, so they count as lost on the way up.
+		after := r.seq - max(r.sMax, r.warmupLast)
+		u = min(r.lostUpEstimate(lost)+after, lost)
+	}
+	r.flush(now, u)
+	sum := r.total.interval(r.origin, now, r.cfg.Percentiles)
+	sum.Start = 0
+	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
+	r.res.Summary = sum
+	if r.cfg.Histogram > 0 {
+		r.res.Histogram = r.total.d[distRTT].Histogram("rtt", r.cfg.Histogram)
+	}
+}

@@ -1,0 +1,322 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// memConn is a transport.Conn wired straight to a reflector.Reflector, with
+// a fixed one-way delay and drop rules on each direction.
+type memConn struct {
+	refl     *reflector.Reflector
+	delay    time.Duration
+	dropUp   func(seq uint64) bool
+	dropDown func(seq uint64) bool
+	dead     func() bool // true: the reflector no longer answers
+
+	mu       sync.Mutex
+	deadline time.Time
+	kick     chan struct{}
+	in       chan []byte
+}
+
+var (
+	memLocal  = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1111}
+	memRemote = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 7766}
+)
+
+func newMemConn(t *testing.T) *memConn {
+	t.Helper()
+	r, err := reflector.New(reflector.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &memConn{refl: r, kick: make(chan struct{}, 1), in: make(chan []byte, 1<<16)}
+}
+
+func (c *memConn) Write(b []byte) (int, error) {
+	var h wire.Header
+	if err := h.Decode(b); err != nil {
+		return 0, err
+	}
+	if (c.dead != nil && c.dead()) || (h.Type == wire.TypeProbe && c.dropUp != nil && c.dropUp(h.Seq)) {
+		return len(b), nil
+	}
+	pkt := append([]byte(nil), b...)
+	time.AfterFunc(c.delay, func() {
+		c.mu.Lock()
+		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano())
+		c.mu.Unlock()
+		if reply == nil {
+			return
+		}
+		var rh wire.Header
+		_ = rh.Decode(reply)
+		if rh.Type == wire.TypeReply && c.dropDown != nil && c.dropDown(rh.Seq) {
+			return
+		}
+		time.AfterFunc(c.delay, func() { c.in <- reply })
+	})
+	return len(b), nil
+}
+
+func (c *memConn) Read(b []byte) (int, error) {
+	for {
+		c.mu.Lock()
+		d := c.deadline
+		c.mu.Unlock()
+		var timeout <-chan time.Time
+		if !d.IsZero() {
+			wait := time.Until(d)
+			if wait <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case p := <-c.in:
+			return copy(b, p), nil
+		case <-timeout:
+			return 0, os.ErrDeadlineExceeded
+		case <-c.kick:
+		}
+	}
+}
+
+func (c *memConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *memConn) LocalAddr() net.Addr  { return memLocal }
+func (c *memConn) RemoteAddr() net.Addr { return memRemote }
+func (c *memConn) Close() error         { return nil }
+
+var _ transport.Conn = (*memConn)(nil)
+
+func checkTotals(t *testing.T, res *result.Result) {
+	t.Helper()
+	c := res.Summary.Counts
+	if c.Sent != c.Received+c.Lost || c.Lost != c.LostUp+c.LostDown {
+		t.Errorf("summary counts %+v: want sent = received + lost and lost = up + down", c)
+	}
+	var sent, recv, lost uint64
+	for _, iv := range res.Intervals {
+		sent += iv.Counts.Sent
+		recv += iv.Counts.Received
+		lost += iv.Counts.Lost
+	}
+	if len(res.Intervals) > 0 && (sent != c.Sent || recv != c.Received || lost != c.Lost) {
+		t.Errorf("intervals add up to sent %d received %d lost %d, summary has %d %d %d", sent, recv, lost, c.Sent, c.Received, c.Lost)
+	}
+	if res.Summary.RTT.Count != int64(c.Received) {
+		t.Errorf("RTT count %d, want one per received probe (%d)", res.Summary.RTT.Count, c.Received)
+	}
+}
+
+func TestLossPerDirection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		c.dropUp = func(seq uint64) bool { return seq%5 == 0 }
+		c.dropDown = func(seq uint64) bool { return seq%7 == 0 }
+		const n = 100
+		cfg := Config{Count: n, WarmupCount: 10, Window: 4, Timeout: 50 * time.Millisecond}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var up, down uint64
+		for seq := uint64(11); seq <= 10+n; seq++ {
+			switch {
+			case seq%5 == 0:
+				up++
+			case seq%7 == 0:
+				down++
+			}
+		}
+		got := res.Summary.Counts
+		if got.Sent != n || got.LostUp != up || got.LostDown != down || got.Received != n-up-down {
+			t.Fatalf("counts = %+v, want sent %d, lost up %d, down %d", got, n, up, down)
+		}
+		if res.ReflectorCount != "close" || res.Stopped != "count" {
+			t.Fatalf("reflector count from %q, stopped by %q; want close, count", res.ReflectorCount, res.Stopped)
+		}
+		checkTotals(t, res)
+		// Every received probe took the two delays exactly (the fake clock
+		// does not move while code runs).
+		if res.Summary.RTT.Min != 2*c.delay || res.Summary.RTT.Max != 2*c.delay || res.Summary.Up.Max != c.delay {
+			t.Fatalf("RTT %+v, up %+v: want %v and %v exactly", res.Summary.RTT, res.Summary.Up, 2*c.delay, c.delay)
+		}
+	})
+}
+
+func TestIntervals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 250 * time.Microsecond
+		var seen []result.Interval
+		cfg := Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Intervals) != 3 || len(seen) != 3 {
+			t.Fatalf("%d intervals (%d handed over), want 3", len(res.Intervals), len(seen))
+		}
+		for i, iv := range res.Intervals {
+			if iv.Start != time.Duration(i)*time.Second || iv.Counts.Sent != 2000 {
+				t.Errorf("interval %d starts %v with %d sent, want %v and 2000 (one per 500µs)", i, iv.Start, iv.Counts.Sent, time.Duration(i)*time.Second)
+			}
+		}
+		if got := res.Summary.Throughput.ProbesPerSecUp; got < 1999 || got > 2001 {
+			t.Errorf("probes/s up = %v, want 2000", got)
+		}
+		if res.Summary.Counts.Lost != 0 || res.Summary.IPDV.RTT.Count != 5999 || res.Summary.IPDV.RTT.Max != 0 {
+			t.Errorf("summary %+v, IPDV %+v: want no loss and 5999 zero IPDV samples", res.Summary.Counts, res.Summary.IPDV.RTT)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestSilentReflector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = time.Millisecond
+		var probes int
+		c.dropUp = func(uint64) bool { probes++; return probes > 50 }
+		start := time.Now()
+		res, err := Run(context.Background(), Config{Duration: time.Minute, Timeout: 200 * time.Millisecond}, c)
+		if !errors.Is(err, ErrSilent) {
+			t.Fatalf("Run = %v, want ErrSilent", err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("silence noticed after %v, want about 3s", took)
+		}
+		got := res.Summary.Counts
+		if res == nil || got.Received != 50 || got.LostUp != got.Lost || res.Stopped != "reflector-silent" {
+			t.Fatalf("partial result %+v stopped %q, want 50 received, every loss up", got, res.Stopped)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestNoReflector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.dead = func() bool { return true }
+		res, err := Run(context.Background(), Config{Timeout: time.Second}, c)
+		if !errors.Is(err, ErrNoReflector) || res != nil {
+			t.Fatalf("Run = %v, %v, want ErrNoReflector and no result", res, err)
+		}
+		if want := "no reflector answered at udp://127.0.0.2:7766 after 3 tries over 3s"; err.Error() != want {
+			t.Fatalf("error %q, want %q", err, want)
+		}
+	})
+}
+
+func TestInterrupt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		res, err := Run(ctx, Config{Duration: time.Hour}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stopped != "interrupted" || res.ReflectorCount != "close" || res.Summary.Counts.Lost != 0 {
+			t.Fatalf("stopped %q, count from %q, counts %+v: want interrupted, close, no loss", res.Stopped, res.ReflectorCount, res.Summary.Counts)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{
+		{Size: wire.HeaderLen - 1},
+		{Size: MaxSize + 1},
+		{Window: -1},
+		{Window: MaxWindow + 1},
+		{Duration: -time.Second},
+		{Percentiles: []float64{101}},
+	} {
+		if _, err := Run(context.Background(), cfg, nil); !errors.Is(err, ErrConfig) {
+			t.Errorf("Run(%+v) = %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// echoConn answers each write at once through a reflector, for measuring
+// the client's own per-probe path.
+type echoConn struct {
+	memConn
+	pending []byte
+	n       int
+}
+
+func (c *echoConn) Write(b []byte) (int, error) {
+	copy(c.pending, b)
+	reply := c.refl.Handle(c.pending[:len(b)], netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 1111), 1)
+	c.n = len(reply)
+	return len(b), nil
+}
+
+func (c *echoConn) Read(b []byte) (int, error) { return copy(b, c.pending[:c.n]), nil }
+
+func BenchmarkProbePath(b *testing.B) {
+	refl, err := reflector.New(reflector.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn := &echoConn{memConn: memConn{refl: refl}, pending: make([]byte, 2048)}
+	cfg, err := Config{Count: 1}.withDefaults()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
+		ring: make([]slot, 4096), mask: 4095, cur: newAcc(), total: newAcc(), res: &result.Result{}}
+	// Open the session.
+	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
+	_ = hello.Encode(r.buf)
+	conn.Write(r.buf)
+	var h wire.Header
+	n, _ := conn.Read(r.rbuf)
+	_ = h.Decode(r.rbuf[:n])
+	r.token = h.Token
+	r.startMeasuring(r.clk.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.send(r.clk.Now()); err != nil {
+			b.Fatal(err)
+		}
+		n, _ := conn.Read(r.rbuf)
+		if err := h.Decode(r.rbuf[:n]); err != nil {
+			b.Fatal(err)
+		}
+		r.reply(&h, n, r.clk.Now())
+	}
+	if got := r.cur.counts.Received; got != r.cur.counts.Sent || got == 0 {
+		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
+	}
+}
