@@ -83,6 +83,9 @@ type Config struct {
 	Histogram int
 	// Clock defaults to the system clock.
 	Clock clock.Clock
+	// OnStart, if set, receives the configuration as run once the session
+	// is open, before the first probe.
+	OnStart func(result.Config)
 	// OnInterval, if set, receives each interval as it ends.
 	OnInterval func(result.Interval)
 }
@@ -319,6 +322,9 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 		},
 		Start:     cfg.Clock.Time(r.clk.Now()),
 		Intervals: []result.Interval{},
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.res.Config)
 	}
 	err = r.loop(ctx)
 	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) {

@@ -1,0 +1,231 @@
+// Package report renders result.Result as text, JSON and JSON lines. It
+// does no network I/O and keeps no state between calls.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/volley-net/volley/internal/result"
+)
+
+// WriteJSON writes res as one indented JSON document.
+func WriteJSON(w io.Writer, res *result.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// WriteJSONLInterval writes one interval as a JSON line with "type":
+// "interval".
+func WriteJSONLInterval(w io.Writer, iv result.Interval) error {
+	return json.NewEncoder(w).Encode(struct {
+		Type string `json:"type"`
+		result.Interval
+	}{"interval", iv})
+}
+
+// WriteJSONLResult writes the final JSON line: the whole result with
+// "type": "result" and without the intervals, which came before it.
+func WriteJSONLResult(w io.Writer, res *result.Result) error {
+	r := *res
+	r.Intervals = nil
+	return json.NewEncoder(w).Encode(struct {
+		Type string `json:"type"`
+		*result.Result
+	}{"result", &r})
+}
+
+// WriteJSONL writes res as JSON lines: each interval, then the result.
+func WriteJSONL(w io.Writer, res *result.Result) error {
+	for _, iv := range res.Intervals {
+		if err := WriteJSONLInterval(w, iv); err != nil {
+			return err
+		}
+	}
+	return WriteJSONLResult(w, res)
+}
+
+// WriteTextHeader writes the line that opens a text report.
+func WriteTextHeader(w io.Writer, c result.Config) error {
+	length := "for " + Duration(c.Duration)
+	switch {
+	case c.Count > 0 && c.Duration > 0:
+		length = fmt.Sprintf("for %d probes or %s", c.Count, Duration(c.Duration))
+	case c.Count > 0:
+		length = fmt.Sprintf("for %d probes", c.Count)
+	}
+	warm := ""
+	switch {
+	case c.WarmupCount > 0:
+		warm = fmt.Sprintf(" after %d warm-up probes", c.WarmupCount)
+	case c.WarmupDuration > 0:
+		warm = " after " + Duration(c.WarmupDuration) + " of warm-up"
+	}
+	_, err := fmt.Fprintf(w, "volley %s://%s from %s: %d-byte probes, window %d, timeout %s, %s%s\n",
+		c.Transport, c.RemoteAddr, c.LocalAddr, c.Size, c.Window, Duration(c.Timeout), length, warm)
+	return err
+}
+
+// intervalColumns heads the interval lines.
+const intervalColumns = "%-13s %8s %8s %13s %4s %5s %4s  %8s %8s %8s %8s %8s  %8s %8s %8s %8s %9s\n"
+
+// WriteIntervalHeader writes the column heads of the interval lines.
+func WriteIntervalHeader(w io.Writer) error {
+	_, err := fmt.Fprintf(w, intervalColumns, "interval", "sent", "recv", "lost(up/dn)", "dup", "reord", "late",
+		"rtt min", "mean", "p50", "p99", "max", "resp", "up", "down", "ipdv", "probes/s")
+	return err
+}
+
+// WriteInterval writes one interval line. Latency columns are means except
+// where the head says otherwise; p50 and p99 show "-" when they are not
+// among the percentiles asked for.
+func WriteInterval(w io.Writer, iv result.Interval) error {
+	c := iv.Counts
+	_, err := fmt.Fprintf(w, intervalColumns,
+		seconds(iv.Start)+"-"+seconds(iv.End)+"s",
+		fmt.Sprint(c.Sent), fmt.Sprint(c.Received), fmt.Sprintf("%d(%d/%d)", c.Lost, c.LostUp, c.LostDown),
+		fmt.Sprint(c.Duplicates), fmt.Sprint(c.Reordered), fmt.Sprint(c.Late),
+		latMin(iv.RTT), latMean(iv.RTT), latP(iv.RTT, 50), latP(iv.RTT, 99), latMax(iv.RTT),
+		latMean(iv.Response), latMean(iv.Up), latMean(iv.Down), latMean(iv.IPDV.RTT),
+		SI(iv.Throughput.ProbesPerSecDown))
+	return err
+}
+
+func latMin(l result.Latency) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return Duration(l.Min)
+}
+
+func latMax(l result.Latency) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return Duration(l.Max)
+}
+
+func latMean(l result.Latency) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return Duration(l.Mean)
+}
+
+func latP(l result.Latency, p float64) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	for _, q := range l.Percentiles {
+		if q.P == p {
+			return Duration(q.Value)
+		}
+	}
+	return "-"
+}
+
+// WriteSummary writes the summary block of a text report.
+func WriteSummary(w io.Writer, res *result.Result) error {
+	s := res.Summary
+	c := s.Counts
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s://%s summary: %s measured", res.Config.Transport, res.Config.RemoteAddr, Duration(s.End-s.Start))
+	if res.Stopped != "" {
+		fmt.Fprintf(&b, ", stopped by %s", res.Stopped)
+	}
+	b.WriteString(" ---\n")
+	fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d, reordered %d, late %d, errors %d\n",
+		c.Sent, c.Received, c.Lost, c.LossPercent, c.LostUp, c.LostDown, c.Duplicates, c.Reordered, c.Late, c.Errors)
+	switch res.ReflectorCount {
+	case "close":
+		b.WriteString("         loss per direction is exact: from the reflector's final count\n")
+	default:
+		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")
+	}
+	t := s.Throughput
+	fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down\n",
+		SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown))
+
+	pcts := res.Config.Percentiles
+	heads := []string{"", "min", "mean", "stdev"}
+	for _, p := range pcts {
+		heads = append(heads, Percent(p))
+	}
+	heads = append(heads, "max")
+	row := func(cells []string) {
+		fmt.Fprintf(&b, "%-10s", cells[0])
+		for _, cell := range cells[1:] {
+			fmt.Fprintf(&b, " %8s", cell)
+		}
+		b.WriteString("\n")
+	}
+	row(heads)
+	for _, l := range []struct {
+		name string
+		lat  result.Latency
+	}{
+		{"rtt", s.RTT}, {"response", s.Response}, {"up", s.Up}, {"down", s.Down},
+		{"ipdv rtt", s.IPDV.RTT}, {"ipdv up", s.IPDV.Up}, {"ipdv down", s.IPDV.Down},
+	} {
+		cells := []string{l.name, latMin(l.lat), latMean(l.lat), "-"}
+		if l.lat.Count > 0 {
+			cells[3] = Duration(l.lat.Stdev)
+		}
+		for _, p := range pcts {
+			cells = append(cells, latP(l.lat, p))
+		}
+		row(append(cells, latMax(l.lat)))
+	}
+	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
+	if res.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", res.Error)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteHistogram writes h as text: a line per bin with its count, share
+// and a bar.
+func WriteHistogram(w io.Writer, h *result.Histogram) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s histogram, %d values\n", h.Of, h.Total)
+	line := func(label string, bin result.Bin) {
+		l := fmt.Sprintf("%19s %10d %7.3f%% %s", label, bin.Count, 100*bin.Share, bar(bin.Share, 40))
+		b.WriteString(strings.TrimRight(l, " ") + "\n")
+	}
+	line("< "+Duration(h.Underflow.High), h.Underflow)
+	for _, bin := range h.Bins {
+		line(Duration(bin.Low)+" - "+Duration(bin.High), bin)
+	}
+	line(">= "+Duration(h.Overflow.Low), h.Overflow)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteText writes the whole text report: header, interval lines, summary
+// and histogram.
+func WriteText(w io.Writer, res *result.Result) error {
+	if err := WriteTextHeader(w, res.Config); err != nil {
+		return err
+	}
+	if len(res.Intervals) > 0 {
+		if err := WriteIntervalHeader(w); err != nil {
+			return err
+		}
+		for _, iv := range res.Intervals {
+			if err := WriteInterval(w, iv); err != nil {
+				return err
+			}
+		}
+	}
+	if err := WriteSummary(w, res); err != nil {
+		return err
+	}
+	if res.Histogram != nil {
+		return WriteHistogram(w, res.Histogram)
+	}
+	return nil
+}

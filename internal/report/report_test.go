@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+var pcts = []float64{50, 90, 99, 99.9, 99.99}
+
+// latency builds a distribution from n values spread deterministically
+// around base.
+func latency(n int, base time.Duration) (result.Latency, *stats.Dist) {
+	d := stats.NewDist()
+	for i := 0; i < n; i++ {
+		d.Record(int64(base) + int64(i*i%997)*int64(base)/400)
+	}
+	return d.Summary(pcts), d
+}
+
+func fixture() *result.Result {
+	iv := func(i int, lost, up uint64) result.Interval {
+		rtt, _ := latency(1000, 25*time.Microsecond)
+		resp, _ := latency(1000, 900*time.Nanosecond)
+		upL, _ := latency(1000, 12*time.Microsecond)
+		downL, _ := latency(1000, 12*time.Microsecond)
+		ipdv, _ := latency(999, 700*time.Nanosecond)
+		return result.Interval{
+			Start:  time.Duration(i) * time.Second,
+			End:    time.Duration(i+1) * time.Second,
+			Counts: result.Counts{Sent: 1000 + lost, Received: 1000, Lost: lost, LostUp: up, LostDown: lost - up, LossPercent: 100 * float64(lost) / float64(1000+lost), Duplicates: 1, Reordered: 2, Late: 1},
+			RTT:    rtt, Response: resp, Up: upL, Down: downL,
+			IPDV:       result.IPDV{RTT: ipdv, Up: ipdv, Down: ipdv},
+			Throughput: result.Throughput{ProbesPerSecUp: float64(1000 + lost), ProbesPerSecDown: 1000, BitsPerSecUp: float64(1000+lost) * 512, BitsPerSecDown: 512000},
+		}
+	}
+	rtt, d := latency(2000, 25*time.Microsecond)
+	sum := iv(0, 3, 1)
+	sum.End = 2 * time.Second
+	sum.Counts = result.Counts{Sent: 2003, Received: 2000, Lost: 3, LostUp: 1, LostDown: 2, LossPercent: 100 * 3.0 / 2003, Duplicates: 2, Reordered: 4, Late: 2}
+	sum.RTT = rtt
+	return &result.Result{
+		SchemaVersion: result.SchemaVersion,
+		Tool:          "volley",
+		Version:       "test",
+		Config: result.Config{
+			Target: "udp://127.0.0.1:7766", Transport: "udp", LocalAddr: "127.0.0.1:40000", RemoteAddr: "127.0.0.1:7766",
+			Duration: 2 * time.Second, WarmupCount: 10, Size: 64, Window: 1, Timeout: time.Second,
+			ReportInterval: time.Second, Percentiles: pcts, Timestamps: "user",
+		},
+		Start:          time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Intervals:      []result.Interval{iv(0, 0, 0), iv(1, 3, 1)},
+		Summary:        sum,
+		Histogram:      d.Histogram("rtt", 10),
+		ReflectorCount: "close",
+		Stopped:        "duration",
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
+	}
+}
+
+func TestGoldenJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "result.json", b.Bytes())
+	// The document reads back into the model unchanged.
+	var back result.Result
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := WriteJSON(&again, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), b.Bytes()) {
+		t.Error("JSON does not survive a round trip through result.Result")
+	}
+}
+
+func TestGoldenJSONL(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSONL(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "result.jsonl", b.Bytes())
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON lines, want 2 intervals and a result", len(lines))
+	}
+	for i, want := range []string{"interval", "interval", "result"} {
+		var v struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil || v.Type != want {
+			t.Errorf("line %d type %q (%v), want %q", i, v.Type, err, want)
+		}
+	}
+}
+
+func TestGoldenText(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "result.txt", b.Bytes())
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0ns"},
+		{850, "850ns"},
+		{999, "999ns"},
+		{1000, "1.00µs"},
+		{25449, "25.4µs"},
+		{123456, "123µs"},
+		{999_600, "1.00ms"},
+		{1_204_000, "1.20ms"},
+		{12_340_000, "12.3ms"},
+		{999_700_000, "1.00s"},
+		{1_200_000_000, "1.20s"},
+		{125 * time.Second, "125s"},
+		{-25449, "-25.4µs"},
+	}
+	for _, tt := range tests {
+		if got := Duration(tt.in); got != tt.want {
+			t.Errorf("Duration(%d) = %q, want %q", int64(tt.in), got, tt.want)
+		}
+	}
+}
+
+func TestSI(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 7: "7", 35012: "35.0k", 999.6: "1.00k", 17.93e6: "17.9M", 1.5: "1.50", 512000: "512k"} {
+		if got := SI(in); got != want {
+			t.Errorf("SI(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
