@@ -1,0 +1,115 @@
+// Package cli is volley's command line: the client, server and version
+// subcommands, their flags, and the exit codes. Only cmd/volley imports it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// usageError marks an error the user made on the command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitError carries an exit code for an error already reported in full.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// Version is the version volley reports; the module version when built
+// from a tagged module, "dev" otherwise.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs volley with args (without the program name) and returns the
+// exit code. Reports go to stdout, errors to stderr as one line each.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:   "volley",
+		Short: "Measure latency, jitter, loss and throughput by bouncing probes off a reflector",
+		Long: `volley measures round-trip time, one-way delay, jitter, loss and throughput
+between a client and a reflector.
+
+  volley client              measure against an in-process reflector on loopback
+  volley server              run a reflector on UDP :7766
+  volley client HOST[:PORT]  measure against it`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+	})
+	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), &cobra.Command{
+		Use:   "version",
+		Short: "Print volley's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, args []string) {
+			fmt.Fprintf(stdout, "volley %s\n", Version())
+		},
+	})
+	ran := false
+	for _, c := range root.Commands() {
+		if c.RunE != nil {
+			runE := c.RunE
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				ran = true
+				return runE(cmd, args)
+			}
+		}
+	}
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitError
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case errors.As(err, &ue), !ran:
+		// Errors from cobra itself (unknown command, bad arguments) are
+		// usage errors too.
+		code = ExitUsage
+	}
+	fmt.Fprintf(stderr, "volley: %s\n", oneLine(err.Error()))
+	return code
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/report"
+	"github.com/volley-net/volley/internal/transport"
+)
+
+func newServerCmd(stdout io.Writer) *cobra.Command {
+	var (
+		listen         string
+		quiet          bool
+		reportInterval time.Duration
+		idleTimeout    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a reflector",
+		Long: `Run a reflector: answer volley clients' probes on UDP (:7766 by default).
+
+The first line on stdout is "listening on udp://ADDRESS" with the bound
+address, so --listen 127.0.0.1:0 can be used by scripts. A line per interval
+follows (unless --quiet): packets/s and Mbit/s in and out, open sessions, and
+packets dropped by reason. On SIGINT or SIGTERM the reflector prints its totals
+and exits 0.
+
+The reflector never amplifies: until a client has echoed the cookie that
+proves it receives at its address, the reflector answers only with a cookie
+no larger than the client's message, and keeps no state for it. Replies to
+probes are the size of the probe. Malformed, unknown and out-of-session
+messages are dropped and counted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if reportInterval < 0 {
+				return usagef("--report-interval %s: want a positive duration, or 0 for none", reportInterval)
+			}
+			if idleTimeout <= 0 {
+				return usagef("--idle-timeout %s: want a positive duration", idleTimeout)
+			}
+			pc, err := transport.ListenUDP(listen)
+			if err != nil {
+				return err // a port in use is an error, not a usage error
+			}
+			defer pc.Close()
+			fmt.Fprintf(stdout, "listening on udp://%s\n", pc.LocalAddr())
+			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval}
+			if reportInterval == 0 {
+				cfg.ReportInterval = -1
+			}
+			var at time.Duration
+			if !quiet {
+				cfg.OnInterval = func(s reflector.Stats) {
+					fmt.Fprintf(stdout, "%s-%ss %s\n", strings.TrimSuffix(fmtSeconds(at), "s"), fmtSeconds(at+s.Elapsed), statsLine(s))
+					at += s.Elapsed
+				}
+			}
+			refl, err := reflector.New(cfg)
+			if err != nil {
+				return err
+			}
+			total, err := refl.Serve(cmd.Context(), pc)
+			fmt.Fprintf(stdout, "--- totals over %s: %s, sessions opened %d\n", report.Duration(total.Elapsed), statsLine(total), total.SessionsOpened)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&listen, "listen", fmt.Sprintf(":%d", transport.DefaultPort), "UDP address to listen on (HOST:PORT; port 0 picks a free one)")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
+	fl.DurationVarP(&reportInterval, "report-interval", "i", time.Second, "length of each interval line; 0 turns them off")
+	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
+	return cmd
+}
+
+func fmtSeconds(d time.Duration) string {
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// statsLine renders reflector counters: rates over s.Elapsed, sessions,
+// drops by reason.
+func statsLine(s reflector.Stats) string {
+	secs := s.Elapsed.Seconds()
+	rate := func(n uint64) float64 {
+		if secs <= 0 {
+			return 0
+		}
+		return float64(n) / secs
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, dropped %d",
+		report.SI(rate(s.PacketsIn)), report.SI(8*rate(s.BytesIn)),
+		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, s.Dropped())
+	var reasons []string
+	for r, n := range s.Drops {
+		if n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", reflector.DropReason(r), n))
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(reasons, ", "))
+	}
+	if s.SendErrors > 0 {
+		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
+	}
+	return b.String()
+}
