@@ -57,7 +57,7 @@ messages are dropped and counted.`,
 			var at time.Duration
 			if !quiet {
 				cfg.OnInterval = func(s reflector.Stats) {
-					fmt.Fprintf(stdout, "%s-%ss %s\n", strings.TrimSuffix(fmtSeconds(at), "s"), fmtSeconds(at+s.Elapsed), statsLine(s))
+					fmt.Fprintf(stdout, "%.2f-%.2fs %s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s))
 					at += s.Elapsed
 				}
 			}
@@ -66,7 +66,9 @@ messages are dropped and counted.`,
 				return err
 			}
 			total, err := refl.Serve(cmd.Context(), pc)
-			fmt.Fprintf(stdout, "--- totals over %s: %s, sessions opened %d\n", report.Duration(total.Elapsed), statsLine(total), total.SessionsOpened)
+			fmt.Fprintf(stdout, "--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
+				report.Duration(total.Elapsed), total.PacketsIn, report.SI(float64(total.BytesIn)),
+				total.PacketsOut, report.SI(float64(total.BytesOut)), total.SessionsOpened, dropsText(total))
 			return err
 		},
 	}
@@ -77,10 +79,6 @@ messages are dropped and counted.`,
 	fl.DurationVarP(&reportInterval, "report-interval", "i", time.Second, "length of each interval line; 0 turns them off")
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
 	return cmd
-}
-
-func fmtSeconds(d time.Duration) string {
-	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 // statsLine renders reflector counters: rates over s.Elapsed, sessions,
@@ -94,9 +92,16 @@ func statsLine(s reflector.Stats) string {
 		return float64(n) / secs
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, dropped %d",
+	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, %s",
 		report.SI(rate(s.PacketsIn)), report.SI(8*rate(s.BytesIn)),
-		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, s.Dropped())
+		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, dropsText(s))
+	return b.String()
+}
+
+// dropsText renders the drop count with its reasons, and send errors.
+func dropsText(s reflector.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dropped %d", s.Dropped())
 	var reasons []string
 	for r, n := range s.Drops {
 		if n > 0 {

@@ -139,7 +139,7 @@ func Dial(ctx context.Context, t Target) (Conn, error) {
 func ListenUDP(addr string) (PacketConn, error) {
 	c, err := udp.Listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on udp %s: %w", addr, err)
+		return nil, err // it names the network and address already
 	}
 	return c, nil
 }
