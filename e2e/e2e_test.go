@@ -1,0 +1,444 @@
+// Package e2e runs the real volley binary: it is built once, then servers
+// and clients run as processes on loopback.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+)
+
+var volley string // path of the built binary
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "volley-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	volley = filepath.Join(dir, "volley")
+	build := exec.Command("go", "build", "-race", "-o", volley, "../cmd/volley")
+	if out, err := build.CombinedOutput(); err != nil {
+		// -race needs cgo; fall back to a plain build.
+		build = exec.Command("go", "build", "-o", volley, "../cmd/volley")
+		if out2, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build volley: %v\n%s\n%s", err, out, out2)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// require skips the test when a system component is missing, unless
+// VOLLEY_REQUIRE names it (CI sets it), in which case the test fails.
+func require(t *testing.T, component string, missing error) {
+	t.Helper()
+	if missing == nil {
+		return
+	}
+	for _, c := range strings.Split(os.Getenv("VOLLEY_REQUIRE"), ",") {
+		if c == component || c == "all" {
+			t.Fatalf("%s is required (VOLLEY_REQUIRE=%s) but missing: %v", component, os.Getenv("VOLLEY_REQUIRE"), missing)
+		}
+	}
+	t.Skipf("skipping: %s is missing: %v", component, missing)
+}
+
+// server is a running `volley server`.
+type server struct {
+	cmd  *exec.Cmd
+	addr string // host:port it listens on
+	mu   sync.Mutex
+	out  bytes.Buffer // stdout after the first line
+	done chan struct{}
+}
+
+func (s *server) output() string {
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// startServer runs `volley server --listen listen args...` and waits for
+// the address on its first line.
+func startServer(t *testing.T, listen string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(volley, append([]string{"server", "--listen", listen}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	lines := bufio.NewReader(stdout)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := lines.ReadString('\n')
+		first <- line
+		var buf [4096]byte
+		for {
+			n, err := lines.Read(buf[:])
+			s.mu.Lock()
+			s.out.Write(buf[:n])
+			s.mu.Unlock()
+			if err != nil {
+				close(s.done)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	select {
+	case line := <-first:
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on udp://")
+		if !ok {
+			t.Fatalf("server's first line = %q, want listening on udp://ADDRESS", line)
+		}
+		s.addr = addr
+	case <-time.After(20 * time.Second):
+		t.Fatal("server printed no address within 20s")
+	}
+	return s
+}
+
+// stop sends sig to the server and waits for it to exit.
+func (s *server) stop(t *testing.T, sig os.Signal) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+	return s.cmd.Wait()
+}
+
+type run struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// volleyRun runs volley with args, for at most a minute.
+func volleyRun(t *testing.T, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, volley, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := run{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("volley %s: %v", strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("volley %s did not finish within a minute", strings.Join(args, " "))
+	}
+	return r
+}
+
+func parseResult(t *testing.T, js string) *result.Result {
+	t.Helper()
+	var res result.Result
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("client output is not a JSON result: %v\n%s", err, js)
+	}
+	return &res
+}
+
+// checkCounts checks the invariants every result holds.
+func checkCounts(t *testing.T, res *result.Result) {
+	t.Helper()
+	c := res.Summary.Counts
+	if c.Sent != c.Received+c.Lost || c.Lost != c.LostUp+c.LostDown {
+		t.Errorf("summary counts %+v: want sent = received + lost, lost = up + down", c)
+	}
+	var sent, recv uint64
+	for _, iv := range res.Intervals {
+		sent += iv.Counts.Sent
+		recv += iv.Counts.Received
+	}
+	if len(res.Intervals) > 0 && (sent != c.Sent || recv != c.Received) {
+		t.Errorf("intervals add up to %d sent, %d received; summary says %d, %d", sent, recv, c.Sent, c.Received)
+	}
+}
+
+func TestClientServer(t *testing.T) {
+	for _, tt := range []struct{ name, listen string }{{"ipv4", "127.0.0.1:0"}, {"ipv6", "[::1]:0"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "ipv6" {
+				c, err := net.ListenPacket("udp6", "[::1]:0")
+				require(t, "ipv6", err)
+				c.Close()
+			}
+			srv := startServer(t, tt.listen, "-i", "100ms")
+			r := volleyRun(t, "client", "udp://"+srv.addr, "-n", "2000", "--window", "4", "--warmup", "50", "-i", "100ms", "--format", "json")
+			if r.code != 0 {
+				t.Fatalf("client exit %d: %s", r.code, r.stderr)
+			}
+			res := parseResult(t, r.stdout)
+			checkCounts(t, res)
+			c := res.Summary.Counts
+			if res.SchemaVersion != result.SchemaVersion || c.Sent != 2000 || c.Received != 2000 || c.Lost != 0 {
+				t.Errorf("schema %d, counts %+v: want 2000 sent and received", res.SchemaVersion, c)
+			}
+			if res.ReflectorCount != "close" || res.Stopped != "count" || res.Config.Window != 4 {
+				t.Errorf("reflector count %q, stopped %q, window %d: want close, count, 4", res.ReflectorCount, res.Stopped, res.Config.Window)
+			}
+			if res.Summary.RTT.Count != 2000 || res.Summary.RTT.Min <= 0 || res.Summary.RTT.Max < res.Summary.RTT.Min {
+				t.Errorf("RTT %+v: want 2000 positive samples", res.Summary.RTT)
+			}
+			if err := srv.stop(t, syscall.SIGTERM); err != nil {
+				t.Fatalf("server exit after SIGTERM: %v, want 0", err)
+			}
+			out := srv.output()
+			// 2050 probes, the hello and the close.
+			if !strings.Contains(out, "--- totals") || !strings.Contains(out, "in 2052 packets") || !strings.Contains(out, "sessions opened 1") {
+				t.Errorf("server output lacks the totals of 2052 packets and one session:\n%s", out)
+			}
+			if !strings.Contains(out, " pkt/s ") {
+				t.Errorf("server printed no interval line:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestManyClients(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	const clients = 4
+	var wg sync.WaitGroup
+	results := make([]run, clients)
+	for i := range clients {
+		wg.Go(func() { results[i] = volleyRun(t, "client", srv.addr, "-n", "1000", "--format", "json") })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("client %d exit %d: %s", i, r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		if c := res.Summary.Counts; c.Received != 1000 || c.Lost != 0 {
+			t.Errorf("client %d counts %+v, want 1000 received", i, c)
+		}
+	}
+	srv.stop(t, os.Interrupt)
+	if out := srv.output(); !strings.Contains(out, fmt.Sprintf("sessions opened %d", clients)) {
+		t.Errorf("server totals do not show %d sessions:\n%s", clients, out)
+	}
+}
+
+func TestZeroSetup(t *testing.T) {
+	r := volleyRun(t, "client", "-t", "1s", "--histogram")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"summary: 1.00s measured", "loss per direction is exact", "rtt histogram", ">= "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "in-process reflector at udp://127.0.0.1:") {
+		t.Errorf("stderr does not name the in-process reflector: %q", r.stderr)
+	}
+}
+
+func TestJSONLines(t *testing.T) {
+	r := volleyRun(t, "client", "-t", "1s", "-i", "250ms", "--format", "jsonl")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var types []string
+	var sent uint64
+	for _, l := range lines {
+		var v struct {
+			Type   string        `json:"type"`
+			Counts result.Counts `json:"counts"`
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		types = append(types, v.Type)
+		if v.Type == "interval" {
+			sent += v.Counts.Sent
+		}
+	}
+	if len(types) != 5 || types[4] != "result" {
+		t.Fatalf("line types %v, want 4 intervals and a result", types)
+	}
+	final := parseResult(t, lines[4])
+	if final.Summary.Counts.Sent != sent {
+		t.Errorf("intervals sent %d, final line says %d", sent, final.Summary.Counts.Sent)
+	}
+}
+
+// freePort returns a UDP port on 127.0.0.1 that nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+func TestNoReflector(t *testing.T) {
+	t.Run("closed port", func(t *testing.T) {
+		port := freePort(t)
+		r := volleyRun(t, "client", fmt.Sprintf("127.0.0.1:%d", port), "--timeout", "500ms")
+		want := fmt.Sprintf("volley: no reflector answered at udp://127.0.0.1:%d", port)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Fatalf("exit %d, stderr %q: want 2 and one line starting %q", r.code, r.stderr, want)
+		}
+		if r.took > 3*500*time.Millisecond+5*time.Second {
+			t.Errorf("took %v, want within the handshake's three timeouts", r.took)
+		}
+	})
+	t.Run("silent port", func(t *testing.T) {
+		// A socket that receives and never answers: no ICMP comes back.
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r := volleyRun(t, "client", c.LocalAddr().String(), "--timeout", "200ms")
+		want := fmt.Sprintf("volley: no reflector answered at udp://%s after 3 tries over 600ms\n", c.LocalAddr())
+		if r.code != 2 || r.stderr != want {
+			t.Fatalf("exit %d, stderr %q: want 2 and %q", r.code, r.stderr, want)
+		}
+	})
+}
+
+func TestReflectorStopsMidRun(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		stop    func(*server) // how the reflector goes
+		wantErr string
+	}{
+		{"killed", func(s *server) { s.cmd.Process.Kill() }, "reflector went away"},
+		{"frozen", func(s *server) { s.cmd.Process.Signal(syscall.SIGSTOP) }, "reflector went silent"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startServer(t, "127.0.0.1:0", "-q")
+			t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGCONT) })
+			go func() {
+				time.Sleep(time.Second)
+				tt.stop(srv)
+			}()
+			r := volleyRun(t, "client", srv.addr, "-t", "30s", "--timeout", "100ms", "--format", "json")
+			if r.code != 1 || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Fatalf("exit %d, stderr %q: want 1 and %q", r.code, r.stderr, tt.wantErr)
+			}
+			res := parseResult(t, r.stdout)
+			checkCounts(t, res)
+			if res.Summary.Counts.Received == 0 || !strings.Contains(res.Error, tt.wantErr) || res.ReflectorCount != "last-reply" {
+				t.Errorf("partial result: %+v, error %q, count from %q", res.Summary.Counts, res.Error, res.ReflectorCount)
+			}
+			if r.took > 15*time.Second {
+				t.Errorf("client took %v to notice", r.took)
+			}
+		})
+	}
+}
+
+func TestClientInterrupt(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "-q")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("client exit after SIGINT: %v, want 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("client did not exit within 20s of SIGINT")
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "stopped by interrupted") || !strings.Contains(out, "exact") {
+		t.Errorf("partial report after SIGINT lacks the summary:\n%s", out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"client", "-n", "0"}, "--count 0"},
+		{[]string{"client", "-n", "-5"}, "--count -5"},
+		{[]string{"client", "--size", "20"}, "the minimum is 64 bytes"},
+		{[]string{"client", "--nope"}, "unknown flag: --nope"},
+		{[]string{"client", "--format", "xml"}, "--format"},
+		{[]string{"client", "--percentiles", "50,abc"}, "--percentiles"},
+		{[]string{"client", "--warmup", "soon"}, "--warmup"},
+		{[]string{"client", "-t", "-1s"}, "--duration"},
+		{[]string{"client", "host:99999"}, "bad port"},
+		{[]string{"client", "udp://"}, "no host"},
+		{[]string{"client", "gopher://x"}, "unknown scheme"},
+		{[]string{"client", "tcp://127.0.0.1"}, "not supported yet"},
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"server", "--idle-timeout", "0s"}, "--idle-timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := volleyRun(t, tt.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q: want 2 and one line with %q", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := volleyRun(t, "server", "--listen", c.LocalAddr().String())
+	if r.code != 1 || !strings.Contains(r.stderr, "address already in use") {
+		t.Fatalf("exit %d, stderr %q: want 1 and address already in use", r.code, r.stderr)
+	}
+}
