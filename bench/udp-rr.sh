@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# UDP ping-pong round trip on 127.0.0.1: volley against sockperf, side by
+# side in one run. Run by hand (not in CI), from the repository root:
+#
+#   bench/udp-rr.sh                 # 3 pairs of 5 s runs, 64-byte messages
+#   PAIRS=5 SECS=10 SIZE=256 bench/udp-rr.sh
+#
+# Each pair runs sockperf ping-pong, then volley ping-pong, with the same
+# message size, duration and warm-up, against servers started here. Prints
+# each run's RTT p50 and p99 in µs (sockperf with --full-rtt, so both are
+# whole round trips) and the ratio volley/sockperf. Target: p50 ratio <= 1.05.
+set -euo pipefail
+
+PAIRS=${PAIRS:-3}
+SECS=${SECS:-5}
+SIZE=${SIZE:-64}
+SP_PORT=${SP_PORT:-11111}
+
+if ! command -v sockperf >/dev/null; then
+	echo "installing sockperf from Debian packages" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sockperf >/dev/null
+fi
+command -v python3 >/dev/null || { echo "bench/udp-rr.sh needs python3 to read JSON" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/volley" ./cmd/volley
+
+sockperf server -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
+pids+=($!)
+"$tmp/volley" server --listen 127.0.0.1:0 -q >"$tmp/volley-server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+	grep -q '^listening on udp://' "$tmp/volley-server.log" && break
+	sleep 0.1
+done
+vaddr=$(sed -n 's|^listening on udp://||p' "$tmp/volley-server.log" | head -1)
+[ -n "$vaddr" ] || { echo "volley server did not start" >&2; exit 1; }
+sleep 0.5
+
+sockperf_run() {
+	sockperf ping-pong -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
+		sed 's/\x1b\[[0-9;]*m//g' |
+		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
+}
+
+volley_run() {
+	"$tmp/volley" client "$vaddr" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)["summary"]["rtt"]
+p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
+print("%.2f %.2f" % (p[50], p[99]))'
+}
+
+echo "UDP ping-pong RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-5s %12s %12s %12s %12s %9s %9s\n' pair "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x"
+ratios=()
+for i in $(seq "$PAIRS"); do
+	read -r sp50 sp99 < <(sockperf_run)
+	read -r vp50 vp99 < <(volley_run)
+	r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
+	r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
+	ratios+=("$r50")
+	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+echo "median p50 ratio volley/sockperf: $median (target <= 1.05)"
