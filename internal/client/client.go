@@ -83,6 +83,9 @@ type Config struct {
 	Histogram int
 	// Clock defaults to the system clock.
 	Clock clock.Clock
+	// history is the number of probes whose fate is remembered, for tests
+	// (default: see historySize).
+	history int
 	// OnStart, if set, receives the configuration as run once the session
 	// is open, before the first probe.
 	OnStart func(result.Config)
@@ -134,6 +137,18 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = clock.NewSystem()
 	}
 	return c, nil
+}
+
+// historySize is the number of probes whose fate the client remembers, a
+// power of two: enough to tell late replies and duplicates apart for a
+// timeout's worth of probes at high rates. A probe still unanswered when
+// that many newer probes have been sent is declared lost at once.
+func historySize(cfg Config) int {
+	n := cfg.history
+	if n == 0 {
+		n = max(4*cfg.Window, 1<<17)
+	}
+	return 1 << bits.Len64(uint64(n)-1)
 }
 
 // Probe states in the history ring.
@@ -283,7 +298,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if err != nil {
 		return nil, err
 	}
-	ringSize := uint64(1) << bits.Len64(uint64(max(4*cfg.Window, 1<<12))-1)
+	ringSize := uint64(historySize(cfg))
 	r := &run{
 		cfg:   cfg,
 		conn:  conn,
@@ -578,6 +593,14 @@ func (r *run) send(now int64) error {
 	}
 	r.seq = seq
 	s := &r.ring[seq&r.mask]
+	if s.state == stateOutstanding {
+		// A whole history of newer probes went out while this one
+		// waited: it is lost, and a reply that still comes is late.
+		r.inflight--
+		if r.measured(s.seq) {
+			r.cur.counts.Lost++
+		}
+	}
 	*s = slot{seq: seq, sent: now, state: stateOutstanding}
 	r.inflight++
 	if !r.warm {

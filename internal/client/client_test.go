@@ -320,3 +320,23 @@ func BenchmarkProbePath(b *testing.B) {
 		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
 	}
 }
+
+func TestHistoryWrap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = time.Millisecond
+		c.dropUp = func(seq uint64) bool { return seq == 5 }
+		// Probe 5 waits for a reply that never comes while the other
+		// window slot carries many more probes than the history holds.
+		cfg := Config{Count: 1000, Window: 2, Timeout: time.Hour, history: 64}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Summary.Counts
+		if got.Sent != 1000 || got.Received != 999 || got.Lost != 1 || got.LostUp != 1 {
+			t.Fatalf("counts %+v, want 999 received and the one probe lost on the way up", got)
+		}
+		checkTotals(t, res)
+	})
+}
