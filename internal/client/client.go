@@ -276,10 +276,9 @@ type run struct {
 	oldest      uint64 // lowest sequence number that may be outstanding
 	lastHeard   int64
 	highestRecv uint64
-	prev        struct {
-		seq            uint64
-		rtt, up, down  int64
-		haveSeqInRange bool
+	prev        struct { // the last probe received, for IPDV
+		seq           uint64
+		rtt, up, down int64
 	}
 	sMax, cAtSMax        uint64 // highest measured seq replied to, and the reflector's count then
 	reportedU, reportedD uint64
@@ -664,12 +663,12 @@ func (r *run) reply(h *wire.Header, n int, t4 int64) {
 	a.d[distResponse].Record(h.T3 - h.T2)
 	a.d[distUp].Record(up)
 	a.d[distDown].Record(down)
-	if r.prev.haveSeqInRange && seq == r.prev.seq+1 {
+	if r.prev.seq != 0 && seq == r.prev.seq+1 {
 		a.d[distIPDVRTT].Record(abs(rtt - r.prev.rtt))
 		a.d[distIPDVUp].Record(abs(up - r.prev.up))
 		a.d[distIPDVDown].Record(abs(down - r.prev.down))
 	}
-	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down, r.prev.haveSeqInRange = seq, rtt, up, down, true
+	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down = seq, rtt, up, down
 }
 
 // measured reports whether seq is part of the results (not warm-up).

@@ -295,6 +295,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	}
 	next := start + tick
 	var last Stats
+	lastAt := start
 	var deadline int64
 	for {
 		if next != deadline {
@@ -331,8 +332,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			if r.cfg.ReportInterval > 0 && r.cfg.OnInterval != nil {
 				cur := r.Stats()
 				iv := cur.sub(last)
-				iv.Elapsed = time.Duration(now - (next - tick))
-				last = cur
+				iv.Elapsed = time.Duration(now - lastAt)
+				last, lastAt = cur, now
 				r.cfg.OnInterval(iv)
 			}
 			for next <= now {
