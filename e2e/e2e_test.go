@@ -396,7 +396,7 @@ func TestClientInterrupt(t *testing.T) {
 		t.Fatal("client did not exit within 20s of SIGINT")
 	}
 	out := stdout.String()
-	if !strings.Contains(out, "stopped by interrupted") || !strings.Contains(out, "exact") {
+	if !strings.Contains(out, "ended: interrupted") || !strings.Contains(out, "exact") {
 		t.Errorf("partial report after SIGINT lacks the summary:\n%s", out)
 	}
 }

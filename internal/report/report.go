@@ -127,14 +127,23 @@ func latP(l result.Latency, p float64) string {
 	return "-"
 }
 
+// stopReasons words result.Result.Stopped for the summary line.
+var stopReasons = map[string]string{
+	"duration":         "duration reached",
+	"count":            "count reached",
+	"interrupted":      "interrupted",
+	"reflector-silent": "reflector silent",
+	"reflector-gone":   "reflector gone",
+}
+
 // WriteSummary writes the summary block of a text report.
 func WriteSummary(w io.Writer, res *result.Result) error {
 	s := res.Summary
 	c := s.Counts
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s://%s summary: %s measured", res.Config.Transport, res.Config.RemoteAddr, Duration(s.End-s.Start))
-	if res.Stopped != "" {
-		fmt.Fprintf(&b, ", stopped by %s", res.Stopped)
+	if why, ok := stopReasons[res.Stopped]; ok {
+		fmt.Fprintf(&b, ", ended: %s", why)
 	}
 	b.WriteString(" ---\n")
 	fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d, reordered %d, late %d, errors %d\n",
