@@ -1,0 +1,133 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/clock"
+)
+
+func TestFixedSchedule(t *testing.T) {
+	// 3 probes/s: gaps of 333.33ms must not drift over many slots.
+	s := NewRate(1000, 3)
+	var at int64
+	for i := 0; i < 3000; i++ {
+		at, _ = s.Next(at)
+	}
+	if want := int64(1000 + 999_666_666_667); at != want {
+		t.Fatalf("slot 3000 at %d, want %d", at, want)
+	}
+}
+
+func TestPoissonMean(t *testing.T) {
+	const n = 200000
+	mean := 100 * time.Microsecond
+	s := NewPoisson(0, mean, 42)
+	s.SetMaxLag(math.MaxInt64)
+	first, _ := s.Next(0)
+	var last int64
+	var gaps []float64
+	prev := first
+	for i := 1; i < n; i++ {
+		last, _ = s.Next(0)
+		gaps = append(gaps, float64(last-prev))
+		prev = last
+	}
+	got := float64(last-first) / float64(n-1)
+	// The mean of 200k exponential gaps is within 1% of the mean with
+	// overwhelming probability (its standard error is 0.22%).
+	if math.Abs(got-float64(mean))/float64(mean) > 0.01 {
+		t.Fatalf("mean gap %.0fns, want %v within 1%%", got, mean)
+	}
+	// Exponential: the standard deviation equals the mean.
+	var sq float64
+	for _, g := range gaps {
+		sq += (g - got) * (g - got)
+	}
+	if sd := math.Sqrt(sq / float64(len(gaps))); math.Abs(sd-got)/got > 0.02 {
+		t.Fatalf("gap stdev %.0fns, want about the mean %.0fns", sd, got)
+	}
+	// The same seed gives the same schedule.
+	a, b := NewPoisson(0, mean, 7), NewPoisson(0, mean, 7)
+	for i := 0; i < 100; i++ {
+		x, _ := a.Next(0)
+		y, _ := b.Next(0)
+		if x != y {
+			t.Fatalf("slot %d: %d and %d from the same seed", i, x, y)
+		}
+	}
+}
+
+func TestCatchUpAfterStall(t *testing.T) {
+	gap := 100 * time.Microsecond
+	s := NewFixed(0, gap)
+	if lag := DefaultMaxLag(gap); lag != time.Millisecond {
+		t.Fatalf("DefaultMaxLag(100µs) = %v, want 1ms", lag)
+	}
+	// Slot 0 on time, then a 5ms stall: slots 1..39 are more than 1ms
+	// behind and skipped; 40..50 are sent back to back with their own
+	// scheduled times; then the schedule goes on.
+	at, skipped := s.Next(0)
+	if at != 0 || skipped != 0 {
+		t.Fatalf("Next(0) = %d, %d, want 0, 0", at, skipped)
+	}
+	now := int64(5 * time.Millisecond)
+	at, skipped = s.Next(now)
+	if skipped != 39 || at != int64(40*gap) {
+		t.Fatalf("after a 5ms stall Next = %v, skipped %d; want slot 40 (4ms), 39 skipped", time.Duration(at), skipped)
+	}
+	late := 0
+	for {
+		at, skipped = s.Next(now)
+		if skipped != 0 {
+			t.Fatalf("skipped %d while catching up", skipped)
+		}
+		if at > now {
+			break
+		}
+		late++
+	}
+	if late != 10 || at != int64(51*gap) {
+		t.Fatalf("%d late slots sent back to back, then %v; want 10 and 5.1ms", late, time.Duration(at))
+	}
+}
+
+func TestBurstSchedule(t *testing.T) {
+	// Bursts are slots at the same time: a fixed schedule of periods.
+	s := NewFixed(0, time.Second)
+	for i := 0; i < 3; i++ {
+		at, _ := s.Next(int64(i) * int64(time.Second))
+		if at != int64(i)*int64(time.Second) {
+			t.Fatalf("period %d at %d", i, at)
+		}
+	}
+}
+
+func TestWaiter(t *testing.T) {
+	clk := clock.NewFake(0)
+	var slept []time.Duration
+	w := &Waiter{Clock: clk, Sleep: func(d time.Duration) { slept = append(slept, d); clk.Advance(d) }}
+	if got := w.Until(int64(time.Millisecond)); got != int64(time.Millisecond) {
+		t.Fatalf("Until(1ms) returned at %d", got)
+	}
+	// It sleeps to 100µs before the target, then finishes the wait.
+	if len(slept) != 2 || slept[0] != 900*time.Microsecond || slept[1] != 100*time.Microsecond {
+		t.Fatalf("slept %v, want [900µs 100µs]", slept)
+	}
+	slept = nil
+	if got := w.Until(0); got != int64(time.Millisecond) || len(slept) != 0 {
+		t.Fatalf("Until(past) = %d after sleeping %v, want at once", got, slept)
+	}
+}
+
+func TestWaiterRealClock(t *testing.T) {
+	// The precise sleep path on the real clock reaches its target; how
+	// close it comes is for bench/rate.sh to measure, not a test.
+	clk := clock.NewSystem()
+	w := &Waiter{Clock: clk}
+	target := clk.Now() + int64(2*time.Millisecond)
+	if got := w.Until(target); got < target {
+		t.Fatalf("Until returned %dns early", target-got)
+	}
+}
