@@ -15,6 +15,8 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
@@ -37,6 +39,12 @@ const (
 	// MaxSize is the largest request a UDP datagram can carry.
 	MaxSize = 65507
 )
+
+// MaxRate is the highest open-loop rate: one probe a microsecond.
+const MaxRate = 1_000_000
+
+// openLoop reports whether the run sends on a schedule.
+func (c Config) openLoop() bool { return c.Rate > 0 || c.SendInterval > 0 }
 
 // DefaultPercentiles are the percentiles reported unless told otherwise.
 var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
@@ -66,8 +74,25 @@ type Config struct {
 	WarmupCount    uint64
 	// Size is the request size in bytes, header included.
 	Size int
-	// Window is the number of probes in flight (ping-pong: 1).
+	// Window is the number of probes in flight (ping-pong: 1). It bounds
+	// closed-loop runs only.
 	Window int
+	// Rate (probes/s) or SendInterval makes the run open-loop: probes
+	// leave on schedule whether or not replies came back, and latency is
+	// also measured from each probe's scheduled send time.
+	Rate         float64
+	SendInterval time.Duration
+	// Poisson draws the gaps of an open-loop schedule from an exponential
+	// distribution with the mean the rate gives, seeded with Seed.
+	Poisson bool
+	Seed    uint64
+	// Burst and Period: a closed-loop run sends Burst probes back to back
+	// (each after the last one's reply, Window in flight) at the start of
+	// every Period. Period 0 means no pause.
+	Burst  int
+	Period time.Duration
+	// Threshold ends the run at the first RTT above it (0: never).
+	Threshold time.Duration
 	// Timeout is how long a probe waits for its reply before it is lost.
 	Timeout time.Duration
 	// ReportInterval is the length of each interval; negative means none.
@@ -86,6 +111,8 @@ type Config struct {
 	// history is the number of probes whose fate is remembered, for tests
 	// (default: see historySize).
 	history int
+	// sleep replaces the open-loop sender's precise sleep, for tests.
+	sleep func(time.Duration)
 	// OnStart, if set, receives the configuration as run once the session
 	// is open, before the first probe.
 	OnStart func(result.Config)
@@ -112,6 +139,20 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Window < 1 || c.Window > MaxWindow {
 		return c, fmt.Errorf("%w: window %d out of range (want 1 to %d)", ErrConfig, c.Window, MaxWindow)
+	}
+	switch {
+	case c.Rate < 0 || c.SendInterval < 0 || c.Period < 0 || c.Burst < 0 || c.Threshold < 0:
+		return c, fmt.Errorf("%w: negative rate, interval, burst, period or threshold", ErrConfig)
+	case c.Rate > 0 && c.SendInterval > 0:
+		return c, fmt.Errorf("%w: give a rate or a send interval, not both", ErrConfig)
+	case c.Rate > MaxRate:
+		return c, fmt.Errorf("%w: rate %v above the most a schedule can pace (%d probes/s)", ErrConfig, c.Rate, MaxRate)
+	case c.Poisson && !c.openLoop():
+		return c, fmt.Errorf("%w: Poisson gaps need a rate or a send interval", ErrConfig)
+	case c.Burst > 0 && c.openLoop():
+		return c, fmt.Errorf("%w: bursts are closed-loop; they do not mix with a rate", ErrConfig)
+	case c.Period > 0 && c.Burst == 0:
+		return c, fmt.Errorf("%w: a period needs a burst size", ErrConfig)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -163,6 +204,7 @@ const (
 type slot struct {
 	seq   uint64
 	sent  int64
+	sched int64 // scheduled send time (open loop), 0 otherwise
 	state uint8
 }
 
@@ -175,6 +217,8 @@ const (
 	distIPDVRTT
 	distIPDVUp
 	distIPDVDown
+	distRTTSched  // RTT from the scheduled send time (open loop)
+	distSendError // actual minus scheduled send time (open loop)
 	numDists
 )
 
@@ -206,6 +250,7 @@ func (a *acc) merge(o *acc) {
 	c.Reordered += oc.Reordered
 	c.Late += oc.Late
 	c.Errors += oc.Errors
+	c.Skipped += oc.Skipped
 	a.bytesUp += o.bytesUp
 	a.bytesDown += o.bytesDown
 	for i := range a.d {
@@ -239,6 +284,10 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 			Down: a.d[distIPDVDown].Summary(pct),
 		},
 	}
+	if a.d[distSendError].Count() > 0 || a.d[distRTTSched].Count() > 0 {
+		rs, se := a.d[distRTTSched].Summary(pct), a.d[distSendError].Summary(pct)
+		iv.RTTFromSchedule, iv.SendError = &rs, &se
+	}
 	if iv.Counts.Sent > 0 {
 		iv.Counts.LossPercent = 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
 	}
@@ -248,6 +297,7 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 			ProbesPerSecDown: float64(a.counts.Received) / secs,
 			BitsPerSecUp:     float64(a.bytesUp*8) / secs,
 			BitsPerSecDown:   float64(a.bytesDown*8) / secs,
+			RequestsPerSec:   float64(a.counts.Received) / secs,
 		}
 	}
 	return iv
@@ -286,6 +336,22 @@ type run struct {
 
 	cur, total *acc
 	res        *result.Result
+
+	nextReport int64 // end of the current interval (0: none)
+
+	// Closed-loop bursts.
+	burstSent int
+	periodEnd int64
+
+	// Open loop: see openloop.go.
+	open       bool
+	sent       *sentQueue
+	senderDone atomic.Bool // set by the sender as it returns
+	senderStop string      // why the sender stopped; read after senderDone
+	stopSender atomic.Bool // set by the receiver
+	senderGone atomic.Bool // the sender saw the port unreachable
+	sendErrors atomic.Uint64
+	senderWG   sync.WaitGroup
 }
 
 // Run measures through conn until the configured duration or count is
@@ -309,6 +375,10 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 		mask:  ringSize - 1,
 		cur:   newAcc(),
 		total: newAcc(),
+		open:  cfg.openLoop(),
+	}
+	if r.open {
+		r.sent = newSentQueue(1 << 16)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -333,6 +403,12 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 			ReportInterval: max(cfg.ReportInterval, 0),
 			Percentiles:    cfg.Percentiles,
 			Timestamps:     "user",
+			Rate:           cfg.Rate,
+			SendInterval:   cfg.SendInterval,
+			Poisson:        cfg.Poisson,
+			Burst:          cfg.Burst,
+			Period:         cfg.Period,
+			Threshold:      cfg.Threshold,
 		},
 		Start:     cfg.Clock.Time(r.clk.Now()),
 		Intervals: []result.Interval{},
@@ -340,7 +416,16 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if cfg.OnStart != nil {
 		cfg.OnStart(r.res.Config)
 	}
+	if cfg.Poisson {
+		r.res.Config.Seed = cfg.Seed
+	}
 	err = r.loop(ctx)
+	if r.open {
+		// The sender is done, or must be now; take in its last probes.
+		r.stopSender.Store(true)
+		r.senderWG.Wait()
+		r.drain()
+	}
 	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) {
 		r.res.ReflectorCount = "last-reply"
 	} else {
@@ -407,7 +492,8 @@ func (r *run) noReflector(err error) error {
 	return fmt.Errorf("%w at %s: %w", ErrNoReflector, r.peer, err)
 }
 
-// loop sends probes and handles replies until the run is over.
+// loop sends probes (or, in an open-loop run, takes them from the sender)
+// and handles replies until the run is over.
 func (r *run) loop(ctx context.Context) error {
 	cfg := &r.cfg
 	now := r.clk.Now()
@@ -418,14 +504,16 @@ func (r *run) loop(ctx context.Context) error {
 	}
 	r.sending = true
 	r.oldest = 1
-	nextReport := int64(0)
-	if !r.warm && cfg.ReportInterval > 0 {
-		nextReport = r.origin + int64(cfg.ReportInterval)
+	if r.open {
+		r.senderWG.Go(func() { r.sender(ctx, now) })
 	}
 	var deadline int64 // the read deadline currently set
 	var measured uint64
 	var h wire.Header
 	for {
+		if r.open {
+			r.drain()
+		}
 		// Declare timed-out probes lost, oldest first.
 		for r.inflight > 0 {
 			s := &r.ring[r.oldest&r.mask]
@@ -443,53 +531,53 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			r.oldest++
 		}
-		if r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
+		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
 			r.warm = false
 			r.warmupLast = r.seq
 			r.startMeasuring(now)
-			if cfg.ReportInterval > 0 {
-				nextReport = r.origin + int64(cfg.ReportInterval)
+		}
+		if r.reportDue(r.nextReport) && now >= r.nextReport {
+			r.flush(r.nextReport, r.lostUpEstimate(r.lostSoFar()))
+			r.nextReport += int64(cfg.ReportInterval)
+			if r.nextReport <= now { // a long stall: skip, do not emit empty intervals in a burst
+				r.nextReport = now + int64(cfg.ReportInterval)
 			}
 		}
-		if r.reportDue(nextReport) && now >= nextReport {
-			r.flush(nextReport, r.lostUpEstimate(r.lostSoFar()))
-			nextReport += int64(cfg.ReportInterval)
-			if nextReport <= now { // a long stall: skip, do not emit empty intervals in a burst
-				nextReport = now + int64(cfg.ReportInterval)
-			}
-		}
-		if r.sending {
-			switch {
-			case ctx.Err() != nil:
-				r.sending = false
-				r.res.Stopped = "interrupted"
-				if r.warm {
-					r.warm = false
-					r.warmupLast = r.seq
-					r.startMeasuring(now)
+		switch {
+		case !r.sending:
+		case r.open:
+			if r.senderDone.Load() {
+				r.drain() // what it sent between the last drain and stopping
+				r.stopSending(r.senderStop)
+				if r.senderGone.Load() {
+					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
 				}
-			case r.warm:
-			case cfg.Count > 0 && measured >= cfg.Count:
-				r.sending = false
-				r.res.Stopped = "count"
-			case r.sendUntil != 0 && now >= r.sendUntil:
-				r.sending = false
-				r.res.Stopped = "duration"
 			}
+		case ctx.Err() != nil:
+			r.stopSending("interrupted")
+			if r.warm {
+				r.warm = false
+				r.warmupLast = r.seq
+				r.startMeasuring(now)
+			}
+		case r.warm:
+		case cfg.Count > 0 && measured >= cfg.Count:
+			r.stopSending("count")
+		case r.sendUntil != 0 && now >= r.sendUntil:
+			r.stopSending("duration")
 		}
 		if !r.sending && r.inflight == 0 {
 			return nil
 		}
 		if r.inflight > 0 && now-r.lastHeard >= int64(cfg.Silence) {
-			r.sending = false
-			r.res.Stopped = "reflector-silent"
+			r.stopSending("reflector-silent")
 			return fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)
 		}
-		for r.sending && r.inflight < cfg.Window && !(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
+		for !r.open && r.sending && r.inflight < cfg.Window && r.burstOpen(now) &&
+			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(now); err != nil {
 				if transport.IsRefused(err) {
-					r.sending = false
-					r.res.Stopped = "reflector-gone"
+					r.stopSending("reflector-gone")
 					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
 				}
 				r.cur.counts.Errors++
@@ -497,27 +585,38 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			if !r.warm {
 				measured++
+				r.burstSent++
 			}
 			now = r.clk.Now()
 		}
 
 		// Wake at the earliest of: the oldest probe's timeout, the next
-		// report, the end of sending, the end of warm-up, silence. A
-		// deadline already set earlier than needed is left alone: an early
-		// wake-up costs one loop, a new deadline per probe costs more.
+		// report, the end of sending, the end of warm-up, the next burst,
+		// silence; and, while an open-loop sender runs, soon enough to
+		// take in what it sent. A deadline already set earlier than needed
+		// is left alone: an early wake-up costs one loop, a new deadline
+		// per probe costs more.
 		want := r.lastHeard + int64(cfg.Silence)
 		if r.inflight > 0 {
 			if s := &r.ring[r.oldest&r.mask]; s.state == stateOutstanding {
 				want = min(want, s.sent+int64(cfg.Timeout))
 			}
 		}
-		if r.reportDue(nextReport) {
-			want = min(want, nextReport)
+		if r.reportDue(r.nextReport) {
+			want = min(want, r.nextReport)
 		}
-		if r.sending && r.sendUntil != 0 {
-			want = min(want, r.sendUntil)
+		if r.sending {
+			switch {
+			case r.open:
+				want = min(want, now+int64(drainEvery))
+			case r.sendUntil != 0:
+				want = min(want, r.sendUntil)
+			}
+			if cfg.Burst > 0 && !r.burstOpen(now) {
+				want = min(want, r.periodEnd)
+			}
 		}
-		if r.warm && cfg.WarmupDuration > 0 {
+		if r.warm && cfg.WarmupDuration > 0 && !r.open {
 			want = min(want, warmUntil)
 		}
 		if deadline <= now || want < deadline {
@@ -526,7 +625,7 @@ func (r *run) loop(ctx context.Context) error {
 				return fmt.Errorf("set read deadline: %w", err)
 			}
 		}
-		if ctx.Err() != nil && r.sending {
+		if ctx.Err() != nil && r.sending && !r.open {
 			continue // stop sending at the top of the loop, then drain
 		}
 		n, err := r.conn.Read(r.rbuf)
@@ -535,17 +634,16 @@ func (r *run) loop(ctx context.Context) error {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				if ctx.Err() != nil {
-					// Interrupted: the deadline was forced; stop
-					// sending and give in-flight probes their timeout.
+					// Interrupted: the deadline was forced. Stop
+					// sending (the open-loop sender sees ctx itself)
+					// and give in-flight probes their timeout.
 					deadline = 0
-					if r.sending {
-						r.sending = false
-						r.res.Stopped = "interrupted"
+					if r.sending && !r.open {
+						r.stopSending("interrupted")
 					}
 				}
 			case transport.IsRefused(err):
-				r.sending = false
-				r.res.Stopped = "reflector-gone"
+				r.stopSending("reflector-gone")
 				return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
 			case errors.Is(err, net.ErrClosed):
 				return err
@@ -559,9 +657,46 @@ func (r *run) loop(ctx context.Context) error {
 			continue
 		}
 		if h.Type == wire.TypeReply {
+			if r.open {
+				r.drain() // the probe may have left since the last look
+			}
 			r.reply(&h, n, now)
 		}
 	}
+}
+
+// drainEvery is how often the receiver of an open-loop run wakes to take
+// in the sender's probes when no reply wakes it.
+const drainEvery = 5 * time.Millisecond
+
+// stopSending ends sending for the reason given (the first reason wins).
+func (r *run) stopSending(reason string) {
+	if r.res.Stopped == "" {
+		r.res.Stopped = reason
+	}
+	r.sending = false
+	if r.open {
+		r.stopSender.Store(true)
+	}
+}
+
+// burstOpen reports whether a closed-loop run may send now: without bursts
+// always; with them, until the period's burst is sent.
+func (r *run) burstOpen(now int64) bool {
+	if r.cfg.Burst == 0 || r.warm {
+		return true
+	}
+	if now >= r.periodEnd {
+		if r.periodEnd == 0 || r.cfg.Period == 0 {
+			r.periodEnd = now + int64(r.cfg.Period)
+		} else {
+			for r.periodEnd <= now {
+				r.periodEnd += int64(r.cfg.Period)
+			}
+		}
+		r.burstSent = 0
+	}
+	return r.burstSent < r.cfg.Burst
 }
 
 // reportDue reports whether an interval ends at next (0: none): the
@@ -577,6 +712,9 @@ func (r *run) startMeasuring(now int64) {
 	if r.cfg.Duration > 0 {
 		r.sendUntil = now + int64(r.cfg.Duration)
 	}
+	if r.cfg.ReportInterval > 0 {
+		r.nextReport = now + int64(r.cfg.ReportInterval)
+	}
 }
 
 // send sends the next probe.
@@ -590,6 +728,17 @@ func (r *run) send(now int64) error {
 	if _, err := r.conn.Write(r.buf); err != nil {
 		return err
 	}
+	r.track(seq, now, 0)
+	if !r.warm {
+		r.cur.counts.Sent++
+		r.cur.bytesUp += uint64(len(r.buf))
+	}
+	return nil
+}
+
+// track starts tracking probe seq, sent at sent (and scheduled at sched,
+// or 0), as outstanding.
+func (r *run) track(seq uint64, sent, sched int64) {
 	r.seq = seq
 	s := &r.ring[seq&r.mask]
 	if s.state == stateOutstanding {
@@ -600,13 +749,8 @@ func (r *run) send(now int64) error {
 			r.cur.counts.Lost++
 		}
 	}
-	*s = slot{seq: seq, sent: now, state: stateOutstanding}
+	*s = slot{seq: seq, sent: sent, sched: sched, state: stateOutstanding}
 	r.inflight++
-	if !r.warm {
-		r.cur.counts.Sent++
-		r.cur.bytesUp += uint64(len(r.buf))
-	}
-	return nil
 }
 
 // reply records the reply h of n bytes received at t4.
@@ -663,6 +807,13 @@ func (r *run) reply(h *wire.Header, n int, t4 int64) {
 	a.d[distResponse].Record(h.T3 - h.T2)
 	a.d[distUp].Record(up)
 	a.d[distDown].Record(down)
+	if s.sched != 0 {
+		a.d[distRTTSched].Record(t4 - s.sched)
+	}
+	if r.cfg.Threshold > 0 && rtt > int64(r.cfg.Threshold) && r.res.Threshold == nil {
+		r.res.Threshold = &result.ThresholdHit{Seq: seq - r.warmupLast, At: time.Duration(t4 - r.origin), RTT: time.Duration(rtt)}
+		r.stopSending("threshold")
+	}
 	if r.prev.seq != 0 && seq == r.prev.seq+1 {
 		a.d[distIPDVRTT].Record(abs(rtt - r.prev.rtt))
 		a.d[distIPDVUp].Record(abs(up - r.prev.up))

@@ -22,6 +22,7 @@ import (
 type memConn struct {
 	refl     *reflector.Reflector
 	delay    time.Duration
+	delayOf  func(seq uint64) time.Duration // the way up, when set
 	dropUp   func(seq uint64) bool
 	dropDown func(seq uint64) bool
 	dead     func() bool // true: the reflector no longer answers
@@ -55,7 +56,11 @@ func (c *memConn) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	pkt := append([]byte(nil), b...)
-	time.AfterFunc(c.delay, func() {
+	up := c.delay
+	if c.delayOf != nil && h.Type == wire.TypeProbe {
+		up = c.delayOf(h.Seq)
+	}
+	time.AfterFunc(up, func() {
 		c.mu.Lock()
 		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano())
 		c.mu.Unlock()
@@ -260,6 +265,12 @@ func TestConfigErrors(t *testing.T) {
 		{Window: MaxWindow + 1},
 		{Duration: -time.Second},
 		{Percentiles: []float64{101}},
+		{Rate: 100, SendInterval: time.Millisecond},
+		{Rate: -1},
+		{Rate: MaxRate + 1},
+		{Poisson: true},
+		{Burst: 3, Rate: 10},
+		{Period: time.Second},
 	} {
 		if _, err := Run(context.Background(), cfg, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("Run(%+v) = %v, want ErrConfig", cfg, err)
@@ -336,6 +347,134 @@ func TestHistoryWrap(t *testing.T) {
 		got := res.Summary.Counts
 		if got.Sent != 1000 || got.Received != 999 || got.Lost != 1 || got.LostUp != 1 {
 			t.Fatalf("counts %+v, want 999 received and the one probe lost on the way up", got)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestOpenLoopRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		cfg := Config{Rate: 1000, Duration: 2 * time.Second, WarmupCount: 20, sleep: time.Sleep}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if s.Counts.Sent != 2000 || s.Counts.Received != 2000 || res.Stopped != "duration" || res.ReflectorCount != "close" {
+			t.Fatalf("counts %+v, stopped %q, count from %q: want 2000 sent and received, duration, close", s.Counts, res.Stopped, res.ReflectorCount)
+		}
+		if len(res.Intervals) != 2 || res.Intervals[0].Counts.Sent != 1000 {
+			t.Fatalf("%d intervals, first sent %d: want 2 of 1000", len(res.Intervals), res.Intervals[0].Counts.Sent)
+		}
+		if s.SendError == nil || s.SendError.Max != 0 || s.RTTFromSchedule.Max != 2*c.delay || s.RTT.Max != 2*c.delay {
+			t.Fatalf("send error %+v, RTT from schedule %+v: want exact sends and %v", s.SendError, s.RTTFromSchedule, 2*c.delay)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestOpenLoopStallIsNotHidden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		sleeps := 0
+		stall := 25 * time.Millisecond
+		// The sender stalls once, 25ms, a quarter into the run.
+		sleep := func(d time.Duration) {
+			sleeps++
+			if sleeps == 250 {
+				d += stall
+			}
+			time.Sleep(d)
+		}
+		cfg := Config{Rate: 1000, Duration: time.Second, sleep: sleep, Poisson: false}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		// Slots more than 10ms (ten gaps) behind are skipped, the ten
+		// behind less than that are sent at once, stamped with their slots.
+		if s.Counts.Skipped < 10 || s.Counts.Skipped > 16 {
+			t.Errorf("skipped %d slots, want about 15", s.Counts.Skipped)
+		}
+		if s.Counts.Sent+s.Counts.Skipped != 1000 {
+			t.Errorf("sent %d + skipped %d, want the schedule's 1000 slots", s.Counts.Sent, s.Counts.Skipped)
+		}
+		if s.SendError.Max < 9*time.Millisecond || s.RTTFromSchedule.Max < 9*time.Millisecond {
+			t.Errorf("send error max %v, RTT from schedule max %v: the stall is hidden", s.SendError.Max, s.RTTFromSchedule.Max)
+		}
+		if s.RTT.Max != 2*c.delay {
+			t.Errorf("RTT from the actual send max %v, want %v", s.RTT.Max, 2*c.delay)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestOpenLoopPoisson(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 50 * time.Microsecond
+		cfg := Config{Rate: 2000, Poisson: true, Seed: 1, Duration: 5 * time.Second, sleep: time.Sleep}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 10000 expected; the count of a Poisson process has stdev 100.
+		if got := res.Summary.Counts.Sent; got < 9500 || got > 10500 {
+			t.Fatalf("sent %d in 5s at a mean of 2000/s", got)
+		}
+		if res.Config.Seed != 1 || !res.Config.Poisson {
+			t.Fatalf("config %+v does not record the Poisson seed", res.Config)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = time.Millisecond
+		cfg := Config{Burst: 5, Period: 100 * time.Millisecond, Duration: time.Second}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Summary
+		if got.Counts.Sent != 50 || got.Counts.Received != 50 {
+			t.Fatalf("counts %+v, want 10 bursts of 5", got.Counts)
+		}
+		for i, iv := range res.Intervals {
+			if iv.Counts.Sent%5 != 0 {
+				t.Errorf("interval %d sent %d, not whole bursts", i, iv.Counts.Sent)
+			}
+		}
+		if rps := got.Throughput.RequestsPerSec; rps < 49 || rps > 51 {
+			t.Errorf("requests/s %v, want 50", rps)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		c.delayOf = func(seq uint64) time.Duration {
+			if seq == 40 {
+				return 2 * time.Millisecond
+			}
+			return 100 * time.Microsecond
+		}
+		res, err := Run(context.Background(), Config{Threshold: time.Millisecond, WarmupCount: 10, Duration: time.Minute}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := res.Threshold
+		if res.Stopped != "threshold" || hit == nil || hit.Seq != 30 || hit.RTT != 2100*time.Microsecond {
+			t.Fatalf("stopped %q, hit %+v: want probe 30 (seq 40 after 10 warm-up) with 2.1ms", res.Stopped, hit)
 		}
 		checkTotals(t, res)
 	})

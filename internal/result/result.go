@@ -7,7 +7,8 @@ import "time"
 
 // SchemaVersion is the version of the JSON document this package describes.
 // The golden file report/testdata/result.json is its contract: a change
-// that alters that file must bump this number.
+// that removes a field or changes its meaning must bump this number;
+// adding a field does not.
 const SchemaVersion = 1
 
 // Result is one client run.
@@ -28,8 +29,11 @@ type Result struct {
 	// session could not be closed).
 	ReflectorCount string `json:"reflector_count"`
 	// Stopped says why the run ended: "duration", "count", "interrupted",
-	// "reflector-silent" or "reflector-gone".
+	// "threshold", "reflector-silent" or "reflector-gone".
 	Stopped string `json:"stopped"`
+	// Threshold is the probe whose RTT first exceeded the threshold, when
+	// that ended the run.
+	Threshold *ThresholdHit `json:"threshold_hit,omitempty"`
 	// Error is the error that ended the run early, if any.
 	Error string `json:"error,omitempty"`
 }
@@ -51,6 +55,22 @@ type Config struct {
 	ReportInterval time.Duration `json:"report_interval_ns"`
 	Percentiles    []float64     `json:"percentiles"`
 	Timestamps     string        `json:"timestamps"`
+	// Open loop: probes/s asked for (or SendInterval), Poisson gaps.
+	Rate         float64       `json:"rate_pps,omitempty"`
+	SendInterval time.Duration `json:"send_interval_ns,omitempty"`
+	Poisson      bool          `json:"poisson,omitempty"`
+	Seed         uint64        `json:"seed,omitempty"`
+	// Closed-loop bursts: Burst probes every Period.
+	Burst     int           `json:"burst,omitempty"`
+	Period    time.Duration `json:"period_ns,omitempty"`
+	Threshold time.Duration `json:"threshold_ns,omitempty"`
+}
+
+// ThresholdHit says which probe crossed the RTT threshold, and when.
+type ThresholdHit struct {
+	Seq uint64        `json:"seq"`   // its number among measured probes, from 1
+	At  time.Duration `json:"at_ns"` // when its reply came, from the start of measurement
+	RTT time.Duration `json:"rtt_ns"`
 }
 
 // Interval is the result of one report interval, or of the whole run.
@@ -66,6 +86,11 @@ type Interval struct {
 	Down       Latency    `json:"down"`
 	IPDV       IPDV       `json:"ipdv"`
 	Throughput Throughput `json:"throughput"`
+	// Open-loop runs only: RTT measured from each probe's scheduled send
+	// time (a stalled sender cannot hide latency from it), and the send
+	// error, actual minus scheduled send time.
+	RTTFromSchedule *Latency `json:"rtt_from_schedule,omitempty"`
+	SendError       *Latency `json:"send_error,omitempty"`
 }
 
 // Counts are the probe counts of an interval. Sent = Received + Lost for
@@ -83,6 +108,9 @@ type Counts struct {
 	Reordered   uint64  `json:"reordered"`
 	Late        uint64  `json:"late"`
 	Errors      uint64  `json:"errors"`
+	// Skipped counts the schedule's slots an open-loop sender skipped
+	// rather than send in a flood after a stall.
+	Skipped uint64 `json:"skipped,omitempty"`
 }
 
 // Latency summarises a distribution of delays. Values below zero (one-way
@@ -118,6 +146,8 @@ type Throughput struct {
 	ProbesPerSecDown float64 `json:"probes_per_sec_down"`
 	BitsPerSecUp     float64 `json:"bits_per_sec_up"`
 	BitsPerSecDown   float64 `json:"bits_per_sec_down"`
+	// RequestsPerSec is completed exchanges per second of wall time.
+	RequestsPerSec float64 `json:"requests_per_sec"`
 }
 
 // Histogram is a log-binned histogram with an underflow and an overflow

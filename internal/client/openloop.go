@@ -1,0 +1,192 @@
+package client
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/volley-net/volley/internal/pace"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// An open-loop run (--rate, --send-interval) has two goroutines: the
+// sender paces probes and writes them, the receiver (the run's loop) reads
+// replies and does all the accounting. The sender hands each probe over
+// through a single-producer single-consumer queue before writing it, so the
+// receiver knows a probe before its reply can arrive. Neither side locks.
+
+// sentRecord is what the sender tells the receiver about one probe.
+type sentRecord struct {
+	seq     uint64
+	sent    int64  // when it was written (T1)
+	sched   int64  // when the schedule said it should leave
+	skipped uint64 // slots skipped just before it (after a stall)
+	warm    bool
+}
+
+// sentQueue is a lock-free single-producer single-consumer ring.
+type sentQueue struct {
+	buf  []sentRecord
+	mask uint64
+	head atomic.Uint64 // next slot to write; the producer's
+	tail atomic.Uint64 // next slot to read; the consumer's
+}
+
+func newSentQueue(size int) *sentQueue {
+	return &sentQueue{buf: make([]sentRecord, size), mask: uint64(size - 1)}
+}
+
+// push adds rec and reports false when the queue is full.
+func (q *sentQueue) push(rec sentRecord) bool {
+	h := q.head.Load()
+	if h-q.tail.Load() == uint64(len(q.buf)) {
+		return false
+	}
+	q.buf[h&q.mask] = rec
+	q.head.Store(h + 1)
+	return true
+}
+
+// pop takes the oldest record, if any.
+func (q *sentQueue) pop() (sentRecord, bool) {
+	t := q.tail.Load()
+	if t == q.head.Load() {
+		return sentRecord{}, false
+	}
+	rec := q.buf[t&q.mask]
+	q.tail.Store(t + 1)
+	return rec, true
+}
+
+// sender paces and writes the probes of an open-loop run, starting its
+// schedule at start. It stops when the duration or count is reached, ctx
+// is done, or the receiver asks it to.
+func (r *run) sender(ctx context.Context, start int64) {
+	reason := ""
+	defer func() {
+		r.senderStop = reason
+		r.senderDone.Store(true) // publishes senderStop
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = pace.PrepareThread() // best effort: without it sleeps are coarser
+
+	cfg := &r.cfg
+	var sched *pace.Schedule
+	switch {
+	case cfg.Poisson:
+		sched = pace.NewPoisson(start, r.meanGap(), cfg.Seed)
+	case cfg.SendInterval > 0:
+		sched = pace.NewFixed(start, cfg.SendInterval)
+	default:
+		sched = pace.NewRate(start, cfg.Rate)
+	}
+	w := pace.Waiter{Clock: r.clk, Sleep: cfg.sleep}
+	buf := make([]byte, cfg.Size)
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token}
+	warm := cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
+	warmUntil := start + int64(cfg.WarmupDuration)
+	var seq, measured uint64
+	var sendUntil int64
+	const check = int64(50 * time.Millisecond) // longest wait between looks at ctx
+	stopped := func() bool {
+		switch {
+		case ctx.Err() != nil:
+			reason = "interrupted"
+			return true
+		case r.stopSender.Load():
+			return true
+		}
+		return false
+	}
+	for !stopped() {
+		now := r.clk.Now()
+		at, skipped := sched.Next(now)
+		for at-now > check && !stopped() {
+			now = w.Until(now + check)
+		}
+		if reason != "" || r.stopSender.Load() {
+			break
+		}
+		if at > now {
+			now = w.Until(at)
+		}
+		if warm && ((cfg.WarmupDuration > 0 && at >= warmUntil) || (cfg.WarmupCount > 0 && seq >= cfg.WarmupCount)) {
+			warm = false
+			skipped = 0 // slots skipped while warming up are not the measurement's
+		}
+		if !warm {
+			if sendUntil == 0 && cfg.Duration > 0 {
+				sendUntil = at + int64(cfg.Duration)
+			}
+			if cfg.Count > 0 && measured >= cfg.Count {
+				reason = "count"
+				break
+			}
+			if sendUntil != 0 && at >= sendUntil {
+				reason = "duration"
+				break
+			}
+		}
+		seq++
+		h.Seq, h.T1, h.Flags = seq, now, 0
+		if warm {
+			h.Flags = wire.FlagWarmup
+		}
+		_ = h.Encode(buf)
+		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, warm: warm}) {
+			// The receiver drains at least every few milliseconds; a
+			// full queue means it is starved of CPU.
+			runtime.Gosched()
+			if stopped() {
+				return
+			}
+		}
+		if _, err := r.conn.Write(buf); err != nil {
+			if transport.IsRefused(err) {
+				r.senderGone.Store(true)
+				reason = "reflector-gone"
+				break
+			}
+			r.sendErrors.Add(1)
+		}
+		if !warm {
+			measured++
+		}
+	}
+}
+
+// meanGap is the mean time between probes of an open-loop run.
+func (r *run) meanGap() time.Duration {
+	if r.cfg.SendInterval > 0 {
+		return r.cfg.SendInterval
+	}
+	return time.Duration(1e9 / r.cfg.Rate)
+}
+
+// drain takes in what the sender sent since the last call.
+func (r *run) drain() {
+	if e := r.sendErrors.Swap(0); e > 0 {
+		r.cur.counts.Errors += e
+	}
+	for {
+		rec, ok := r.sent.pop()
+		if !ok {
+			return
+		}
+		if r.warm && !rec.warm {
+			r.warm = false
+			r.warmupLast = rec.seq - 1
+			r.startMeasuring(rec.sched)
+		}
+		r.track(rec.seq, rec.sent, rec.sched)
+		if r.measured(rec.seq) {
+			r.cur.counts.Sent++
+			r.cur.counts.Skipped += rec.skipped
+			r.cur.bytesUp += uint64(r.cfg.Size)
+			r.cur.d[distSendError].Record(rec.sent - rec.sched)
+		}
+	}
+}
