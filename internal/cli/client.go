@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,13 @@ type clientFlags struct {
 	format         string
 	histogram      bool
 	quiet          bool
+	rate           float64
+	sendInterval   time.Duration
+	poisson        bool
+	seed           uint64
+	burst          int
+	period         time.Duration
+	threshold      time.Duration
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -43,9 +51,19 @@ func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
 udp://HOST[:PORT] (port 7766 unless given). With no TARGET, volley starts a
 reflector inside the client on 127.0.0.1 and measures against it.
 
-The run is closed-loop ping-pong: --window probes are in flight, and each reply
-sends the next probe. A probe unanswered after --timeout is lost; a reply that
-comes after that is counted late, and the probe stays lost.
+By default the run is closed-loop ping-pong: --window probes are in flight, and
+each reply sends the next probe. --burst N sends N such probes back to back at
+the start of every --period (iperf 2's bounceback).
+
+With --rate or --send-interval the run is open-loop: probes leave on schedule
+whether or not replies came back, and latency is reported twice, from the
+actual and from the scheduled send time, so a stall of the sender or the
+reflector shows up instead of being hidden (no coordinated omission). After a
+stall the missed slots are sent back to back, but those more than ten gaps
+(and at least 1ms) behind are skipped and counted, never sent in a flood.
+
+A probe unanswered after --timeout is lost; a reply that comes after that is
+counted late, and the probe stays lost.
 
 Warm-up probes (--warmup 1s, or --warmup 100 for a count) go first and are
 left out of every figure; --duration and --count count after them.
@@ -76,6 +94,13 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.StringVar(&f.warmup, "warmup", "", "warm-up before measuring, left out of the results: a duration (2s) or a probe count (100)")
 	fl.IntVarP(&f.size, "size", "l", client.DefaultSize, fmt.Sprintf("request size in bytes, the %d-byte header included", wire.HeaderLen))
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
+	fl.Float64Var(&f.rate, "rate", 0, "open loop: send this many probes/s on schedule, whether or not replies came back")
+	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
+	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")
+	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
+	fl.DurationVar(&f.period, "period", time.Second, "with --burst: how often a burst starts; 0 for no pause")
+	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when")
 	fl.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long a probe waits for its reply before it counts as lost")
 	fl.DurationVarP(&f.reportInterval, "report-interval", "i", client.DefaultReportInterval, "length of each interval report; 0 turns them off")
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
@@ -119,6 +144,28 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	switch {
+	case f.rate < 0 || f.rate > client.MaxRate:
+		return cfg, usagef("--rate %v: want 1 to %d probes/s", f.rate, client.MaxRate)
+	case f.sendInterval < 0 || (changed("send-interval") && f.sendInterval < time.Microsecond):
+		return cfg, usagef("--send-interval %s: want at least 1µs", f.sendInterval)
+	case f.rate > 0 && f.sendInterval > 0:
+		return cfg, usagef("--rate and --send-interval both given: want one of them")
+	case f.poisson && f.rate == 0 && f.sendInterval == 0:
+		return cfg, usagef("--poisson needs --rate or --send-interval")
+	case changed("seed") && !f.poisson:
+		return cfg, usagef("--seed is for --poisson")
+	case f.burst < 0 || (changed("burst") && f.burst == 0):
+		return cfg, usagef("--burst %d: want at least 1", f.burst)
+	case f.burst > 0 && (f.rate > 0 || f.sendInterval > 0):
+		return cfg, usagef("--burst is closed-loop: it does not mix with --rate or --send-interval")
+	case changed("period") && f.burst == 0:
+		return cfg, usagef("--period needs --burst")
+	case f.period < 0:
+		return cfg, usagef("--period %s: want a duration, or 0 for no pause", f.period)
+	case f.threshold < 0 || (changed("threshold") && f.threshold == 0):
+		return cfg, usagef("--threshold %s: want a positive duration", f.threshold)
+	}
 	cfg = client.Config{
 		Duration:       f.duration,
 		Count:          uint64(f.count),
@@ -127,6 +174,18 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		Timeout:        f.timeout,
 		ReportInterval: f.reportInterval,
 		Percentiles:    pcts,
+		Rate:           f.rate,
+		SendInterval:   f.sendInterval,
+		Poisson:        f.poisson,
+		Seed:           f.seed,
+		Burst:          f.burst,
+		Threshold:      f.threshold,
+	}
+	if f.burst > 0 {
+		cfg.Period = f.period
+	}
+	if f.poisson && !changed("seed") {
+		cfg.Seed = rand.Uint64()
 	}
 	if f.reportInterval == 0 {
 		cfg.ReportInterval = -1

@@ -321,6 +321,7 @@ type run struct {
 	warm        bool   // still warming up
 	origin      int64  // end of warm-up: time zero of the results
 	sendUntil   int64  // stop sending at this time (0: no limit yet)
+	sendEnd     int64  // when sending stopped: the summary's rates are over [origin, sendEnd]
 	sending     bool
 	inflight    int
 	oldest      uint64 // lowest sequence number that may be outstanding
@@ -348,6 +349,7 @@ type run struct {
 	sent       *sentQueue
 	senderDone atomic.Bool // set by the sender as it returns
 	senderStop string      // why the sender stopped; read after senderDone
+	senderEnd  int64       // when the sender stopped; read after senderDone
 	stopSender atomic.Bool // set by the receiver
 	senderGone atomic.Bool // the sender saw the port unreachable
 	sendErrors atomic.Uint64
@@ -674,6 +676,16 @@ func (r *run) stopSending(reason string) {
 	if r.res.Stopped == "" {
 		r.res.Stopped = reason
 	}
+	if r.sendEnd == 0 {
+		r.sendEnd = r.clk.Now()
+		if r.open && r.senderDone.Load() {
+			r.sendEnd = r.senderEnd
+		}
+		if r.sendUntil != 0 {
+			// Deciding to stop takes a moment; the run was this long.
+			r.sendEnd = min(r.sendEnd, r.sendUntil)
+		}
+	}
 	r.sending = false
 	if r.open {
 		r.stopSender.Store(true)
@@ -944,7 +956,11 @@ func (r *run) finish() {
 		u = min(r.lostUpEstimate(lost)+after, lost)
 	}
 	r.flush(now, u)
-	sum := r.total.interval(r.origin, now, r.cfg.Percentiles)
+	end := now
+	if r.sendEnd > r.origin {
+		end = r.sendEnd
+	}
+	sum := r.total.interval(r.origin, end, r.cfg.Percentiles)
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
 	r.res.Summary = sum

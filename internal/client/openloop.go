@@ -65,8 +65,13 @@ func (q *sentQueue) pop() (sentRecord, bool) {
 // is done, or the receiver asks it to.
 func (r *run) sender(ctx context.Context, start int64) {
 	reason := ""
+	var end int64
 	defer func() {
 		r.senderStop = reason
+		if end == 0 {
+			end = r.clk.Now()
+		}
+		r.senderEnd = end
 		r.senderDone.Store(true) // publishes senderStop
 	}()
 	runtime.LockOSThread()
@@ -83,7 +88,11 @@ func (r *run) sender(ctx context.Context, start int64) {
 	default:
 		sched = pace.NewRate(start, cfg.Rate)
 	}
-	w := pace.Waiter{Clock: r.clk, Sleep: cfg.sleep}
+	// Spin at most a tenth of each gap: at high rates the sender sleeps
+	// and sends the slots that came due back to back, so that it leaves
+	// CPU to the receiver and, on one machine, the reflector. The send
+	// error this costs is measured and reported.
+	w := pace.Waiter{Clock: r.clk, Sleep: cfg.sleep, SpinFor: min(pace.DefaultSpinFor, r.meanGap()/10)}
 	buf := make([]byte, cfg.Size)
 	h := wire.Header{Type: wire.TypeProbe, Token: r.token}
 	warm := cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
@@ -122,11 +131,11 @@ func (r *run) sender(ctx context.Context, start int64) {
 				sendUntil = at + int64(cfg.Duration)
 			}
 			if cfg.Count > 0 && measured >= cfg.Count {
-				reason = "count"
+				reason, end = "count", at
 				break
 			}
 			if sendUntil != 0 && at >= sendUntil {
-				reason = "duration"
+				reason, end = "duration", sendUntil
 				break
 			}
 		}

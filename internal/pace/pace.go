@@ -112,7 +112,7 @@ const DefaultSpinFor = 100 * time.Microsecond
 // Until returns once the clock reads t or later, with the time it read.
 func (w *Waiter) Until(t int64) int64 {
 	spin := int64(w.SpinFor)
-	if spin == 0 {
+	if spin <= 0 {
 		spin = int64(DefaultSpinFor)
 	}
 	sleep := w.Sleep

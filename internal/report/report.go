@@ -64,8 +64,23 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	case c.WarmupDuration > 0:
 		warm = " after " + Duration(c.WarmupDuration) + " of warm-up"
 	}
-	_, err := fmt.Fprintf(w, "volley %s://%s from %s: %d-byte probes, window %d, timeout %s, %s%s\n",
-		c.Transport, c.RemoteAddr, c.LocalAddr, c.Size, c.Window, Duration(c.Timeout), length, warm)
+	shape := fmt.Sprintf("window %d", c.Window)
+	switch {
+	case c.Rate > 0:
+		shape = fmt.Sprintf("open loop at %s probes/s", SI(c.Rate))
+	case c.SendInterval > 0:
+		shape = "open loop every " + Duration(c.SendInterval)
+	case c.Burst > 0:
+		shape = fmt.Sprintf("bursts of %d every %s, window %d", c.Burst, Duration(c.Period), c.Window)
+	}
+	if c.Poisson {
+		shape += fmt.Sprintf(" (Poisson gaps, seed %d)", c.Seed)
+	}
+	if c.Threshold > 0 {
+		length += ", stopping at an RTT above " + Duration(c.Threshold)
+	}
+	_, err := fmt.Fprintf(w, "volley %s://%s from %s: %d-byte probes, %s, timeout %s, %s%s\n",
+		c.Transport, c.RemoteAddr, c.LocalAddr, c.Size, shape, Duration(c.Timeout), length, warm)
 	return err
 }
 
@@ -155,8 +170,20 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")
 	}
 	t := s.Throughput
-	fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down\n",
-		SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown))
+	fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
+		SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
+	if se := s.SendError; se != nil {
+		asked := res.Config.Rate
+		if res.Config.SendInterval > 0 {
+			asked = 1e9 / float64(res.Config.SendInterval)
+		}
+		fmt.Fprintf(&b, "schedule asked %s probes/s, achieved %s (%+.2f%%); send error p50 %s, p99 %s, max %s; %d slots skipped after stalls\n",
+			SI(asked), SI(t.ProbesPerSecUp), 100*(t.ProbesPerSecUp-asked)/asked,
+			latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
+	}
+	if h := res.Threshold; h != nil {
+		fmt.Fprintf(&b, "threshold probe %d took %s, above %s, %ss into the run\n", h.Seq, Duration(h.RTT), Duration(res.Config.Threshold), seconds(h.At))
+	}
 
 	pcts := res.Config.Percentiles
 	heads := []string{"", "min", "mean", "stdev"}
@@ -172,13 +199,17 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("\n")
 	}
 	row(heads)
-	for _, l := range []struct {
+	type named struct {
 		name string
 		lat  result.Latency
-	}{
-		{"rtt", s.RTT}, {"response", s.Response}, {"up", s.Up}, {"down", s.Down},
-		{"ipdv rtt", s.IPDV.RTT}, {"ipdv up", s.IPDV.Up}, {"ipdv down", s.IPDV.Down},
-	} {
+	}
+	rows := []named{{"rtt", s.RTT}}
+	if s.RTTFromSchedule != nil {
+		rows = append(rows, named{"rtt sched", *s.RTTFromSchedule})
+	}
+	rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
+		named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
+	for _, l := range rows {
 		cells := []string{l.name, latMin(l.lat), latMean(l.lat), "-"}
 		if l.lat.Count > 0 {
 			cells[3] = Duration(l.lat.Stdev)
@@ -187,6 +218,9 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 			cells = append(cells, latP(l.lat, p))
 		}
 		row(append(cells, latMax(l.lat)))
+	}
+	if s.RTTFromSchedule != nil {
+		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
 	}
 	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
 	if res.Error != "" {

@@ -49,6 +49,11 @@ func fixture() *result.Result {
 	sum.End = 2 * time.Second
 	sum.Counts = result.Counts{Sent: 2003, Received: 2000, Lost: 3, LostUp: 1, LostDown: 2, LossPercent: 100 * 3.0 / 2003, Duplicates: 2, Reordered: 4, Late: 2}
 	sum.RTT = rtt
+	sched, _ := latency(2000, 26*time.Microsecond)
+	sendErr, _ := latency(2000, 150*time.Nanosecond)
+	sum.RTTFromSchedule, sum.SendError = &sched, &sendErr
+	sum.Counts.Skipped = 3
+	sum.Throughput.RequestsPerSec = 1000
 	return &result.Result{
 		SchemaVersion: result.SchemaVersion,
 		Tool:          "volley",
@@ -57,6 +62,7 @@ func fixture() *result.Result {
 			Target: "udp://127.0.0.1:7766", Transport: "udp", LocalAddr: "127.0.0.1:40000", RemoteAddr: "127.0.0.1:7766",
 			Duration: 2 * time.Second, WarmupCount: 10, Size: 64, Window: 1, Timeout: time.Second,
 			ReportInterval: time.Second, Percentiles: pcts, Timestamps: "user",
+			Rate: 1000, Poisson: true, Seed: 7, Threshold: 5 * time.Millisecond,
 		},
 		Start:          time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
 		Intervals:      []result.Interval{iv(0, 0, 0), iv(1, 3, 1)},
