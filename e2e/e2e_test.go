@@ -442,3 +442,58 @@ func TestPortInUse(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want 1 and address already in use", r.code, r.stderr)
 	}
 }
+
+func TestLoadShapes(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	t.Run("rate", func(t *testing.T) {
+		r := volleyRun(t, "client", srv.addr, "--rate", "2000", "-n", "1000", "--warmup", "100", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		s := res.Summary
+		if s.Counts.Sent != 1000 || res.Config.Rate != 2000 || s.SendError == nil || s.RTTFromSchedule == nil {
+			t.Fatalf("sent %d at rate %v, send error %v, rtt from schedule %v: want 1000 at 2000/s with both", s.Counts.Sent, res.Config.Rate, s.SendError, s.RTTFromSchedule)
+		}
+		if s.RTTFromSchedule.Count != int64(s.Counts.Received) {
+			t.Errorf("RTT from schedule has %d samples for %d replies", s.RTTFromSchedule.Count, s.Counts.Received)
+		}
+	})
+	t.Run("bursts", func(t *testing.T) {
+		r := volleyRun(t, "client", srv.addr, "--burst", "5", "--period", "100ms", "-t", "1s", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		if c := res.Summary.Counts; c.Sent != 50 || c.Received != 50 {
+			t.Fatalf("counts %+v, want 10 bursts of 5", c)
+		}
+	})
+	t.Run("threshold", func(t *testing.T) {
+		r := volleyRun(t, "client", srv.addr, "--threshold", "1ns", "--warmup", "3", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		if res.Stopped != "threshold" || res.Threshold == nil || res.Threshold.Seq != 1 || res.Threshold.RTT <= 0 {
+			t.Fatalf("stopped %q, hit %+v: want the first measured probe", res.Stopped, res.Threshold)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"--rate", "10", "--send-interval", "1ms"},
+			{"--poisson"},
+			{"--burst", "3", "--rate", "100"},
+			{"--period", "1s"},
+			{"--threshold", "0s"},
+		} {
+			r := volleyRun(t, append([]string{"client", srv.addr}, args...)...)
+			if r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("volley client %v: exit %d, stderr %q, want 2 and one line", args, r.code, r.stderr)
+			}
+		}
+	})
+}

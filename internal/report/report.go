@@ -147,6 +147,7 @@ var stopReasons = map[string]string{
 	"duration":         "duration reached",
 	"count":            "count reached",
 	"interrupted":      "interrupted",
+	"threshold":        "RTT threshold crossed",
 	"reflector-silent": "reflector silent",
 	"reflector-gone":   "reflector gone",
 }
