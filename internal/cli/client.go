@@ -60,7 +60,7 @@ whether or not replies came back, and latency is reported twice, from the
 actual and from the scheduled send time, so a stall of the sender or the
 reflector shows up instead of being hidden (no coordinated omission). After a
 stall the missed slots are sent back to back, but those more than ten gaps
-(and at least 1ms) behind are skipped and counted, never sent in a flood.
+(and at least 5ms) behind are skipped and counted, never sent in a flood.
 
 A probe unanswered after --timeout is lost; a reply that comes after that is
 counted late, and the probe stays lost.

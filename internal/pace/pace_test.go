@@ -62,9 +62,10 @@ func TestPoissonMean(t *testing.T) {
 func TestCatchUpAfterStall(t *testing.T) {
 	gap := 100 * time.Microsecond
 	s := NewFixed(0, gap)
-	if lag := DefaultMaxLag(gap); lag != time.Millisecond {
-		t.Fatalf("DefaultMaxLag(100µs) = %v, want 1ms", lag)
+	if lag := DefaultMaxLag(gap); lag != 5*time.Millisecond {
+		t.Fatalf("DefaultMaxLag(100µs) = %v, want 5ms", lag)
 	}
+	s.SetMaxLag(time.Millisecond)
 	// Slot 0 on time, then a 5ms stall: slots 1..39 are more than 1ms
 	// behind and skipped; 40..50 are sent back to back with their own
 	// scheduled times; then the schedule goes on.

@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// BufferSize is the socket buffer volley asks for on each side, so that
+// bursts (an open-loop sender catching up, many clients at once) are not
+// dropped by volley's own sockets. The kernel grants at most its
+// net.core.rmem_max and wmem_max; asking for more is not an error.
+const BufferSize = 4 << 20
+
 // Dial opens a UDP socket connected to addr ("host:port"). A connected
 // socket receives only the reflector's datagrams and reports ICMP port
 // unreachable as an error on the next read or write.
@@ -20,7 +26,15 @@ func Dial(ctx context.Context, addr string) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.(*net.UDPConn), nil
+	uc := c.(*net.UDPConn)
+	setBuffers(uc)
+	return uc, nil
+}
+
+// setBuffers asks for BufferSize each way; a smaller grant is fine.
+func setBuffers(c *net.UDPConn) {
+	_ = c.SetReadBuffer(BufferSize)
+	_ = c.SetWriteBuffer(BufferSize)
 }
 
 // PacketConn is a reflector's UDP socket.
@@ -39,6 +53,7 @@ func Listen(addr string) (*PacketConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	setBuffers(c)
 	return &PacketConn{c: c}, nil
 }
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Open-loop pacing on 127.0.0.1: volley --rate against sockperf under-load
+# at the same rates, side by side in one run. Run by hand (not in CI), from
+# the repository root:
+#
+#   bench/rate.sh                    # 10k, 50k and 100k probes/s, 5 s each
+#   RATES="1000 10000" SECS=10 bench/rate.sh
+#
+# For each rate it prints what each tool achieved (probes/s sent), its loss,
+# the client's CPU use, and volley's send-time error (actual minus scheduled:
+# p50, p99, max). Both servers reply to every message (sockperf with
+# --reply-every 1), so both clients receive what they send.
+set -euo pipefail
+
+RATES=${RATES:-"10000 50000 100000"}
+SECS=${SECS:-5}
+SIZE=${SIZE:-64}
+SP_PORT=${SP_PORT:-11112}
+
+if ! command -v sockperf >/dev/null; then
+	echo "installing sockperf from Debian packages" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sockperf >/dev/null
+fi
+command -v python3 >/dev/null || { echo "bench/rate.sh needs python3 to read JSON" >&2; exit 1; }
+[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/volley" ./cmd/volley
+sockperf server -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
+pids+=($!)
+"$tmp/volley" server --listen 127.0.0.1:0 -q >"$tmp/volley-server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+	grep -q '^listening on udp://' "$tmp/volley-server.log" && break
+	sleep 0.1
+done
+vaddr=$(sed -n 's|^listening on udp://||p' "$tmp/volley-server.log" | head -1)
+[ -n "$vaddr" ] || { echo "volley server did not start" >&2; exit 1; }
+sleep 0.5
+
+echo "open-loop pacing on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-8s %-9s %12s %9s %8s %9s %9s %9s\n' rate tool achieved "rate err" loss "cpu" "err p50" "err p99"
+for rate in $RATES; do
+	/usr/bin/time -f '%P' -o "$tmp/sp.cpu" sockperf under-load -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" \
+		--mps "$rate" --reply-every 1 --full-rtt >"$tmp/sp.out" 2>&1 || true
+	sed 's/\x1b\[[0-9;]*m//g' "$tmp/sp.out" | python3 -c '
+import re, sys
+text = sys.stdin.read()
+m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", text)
+secs, sent, recv = float(m.group(1)), int(m.group(2)), int(m.group(3))
+rate, cpu = float(sys.argv[1]), open(sys.argv[2]).read().strip()
+loss = 100 * (sent - recv) / sent if sent else 0
+print("%-8s %-9s %12.0f %+8.2f%% %7.3f%% %9s %9s %9s" % (sys.argv[1], "sockperf", sent / secs, 100 * (sent / secs - rate) / rate, loss, cpu, "-", "-"))
+' "$rate" "$tmp/sp.cpu"
+	/usr/bin/time -f '%P' -o "$tmp/v.cpu" "$tmp/volley" client "$vaddr" --rate "$rate" -t "${SECS}s" -l "$SIZE" \
+		--warmup 400ms -i 0 --format json >"$tmp/v.json" || true
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[3]))
+s = r["summary"]
+c, rate, cpu = s["counts"], float(sys.argv[1]), open(sys.argv[2]).read().strip()
+got = s["throughput"]["probes_per_sec_up"]
+p = {q["p"]: q["value_ns"] / 1000 for q in s["send_error"]["percentiles"]}
+print("%-8s %-9s %12.0f %+8.2f%% %7.3f%% %9s %8.1fµs %8.1fµs" % (sys.argv[1], "volley", got, 100 * (got - rate) / rate, c["loss_percent"], cpu, p[50], p[99]))
+' "$rate" "$tmp/v.cpu" "$tmp/v.json"
+done
