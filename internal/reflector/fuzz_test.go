@@ -1,7 +1,9 @@
 package reflector
 
 import (
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -45,9 +47,23 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("Handle counted %d packets in for one", after.PacketsIn-before.PacketsIn)
 		}
 		if reply == nil {
-			// Every message left unanswered is a drop with a reason.
-			if after.Dropped() != before.Dropped()+1 {
-				t.Fatalf("Handle(%x) neither answered nor counted one drop", pkt)
+			// Every message left unanswered is a drop with a reason, or a
+			// reply held for later.
+			heldBefore := len(r.heldQ)
+			if after.Dropped() != before.Dropped()+1 && r.NextDue() == 0 {
+				t.Fatalf("Handle(%x) neither answered, held nor counted one drop", pkt)
+			}
+			r.Due(clk.Now()+int64(time.Hour), func(b []byte, to netip.AddrPort) {
+				var h wire.Header
+				if err := h.Decode(b); err != nil {
+					t.Fatalf("held reply %x does not decode: %v", b, err)
+				}
+				if to != alice || (fromBob && len(b) > in) {
+					t.Fatalf("held reply of %d bytes to %v for %d bytes from %v", len(b), to, in, from)
+				}
+			})
+			if heldBefore > 0 && r.NextDue() != 0 {
+				t.Fatal("held replies left after Due for an hour later")
 			}
 			return
 		}

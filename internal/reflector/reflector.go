@@ -43,10 +43,12 @@ const (
 	DropAddress                    // a session's token from another address
 	DropClosed                     // a probe after its session was closed
 	DropOversize                   // larger than MaxMessage
+	DropRate                       // above the session's rate limit
+	DropHoldFull                   // too many replies already held
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {
@@ -107,7 +109,25 @@ type Config struct {
 	Clock clock.Clock
 	// Secret keys the cookies; a random one is made when nil.
 	Secret []byte
+	// MaxSize bounds the reply size a probe may ask for (default and
+	// most: DefaultMaxSize).
+	MaxSize int
+	// MaxHold bounds the hold a probe may ask for (default DefaultMaxHold).
+	MaxHold time.Duration
+	// MaxRate bounds each session's probes/s (default DefaultMaxRate);
+	// probes above it are dropped and counted.
+	MaxRate float64
+	// MaxHeld bounds the replies held at once (default DefaultMaxHeld).
+	MaxHeld int
 }
+
+// Defaults for the reflector's limits.
+const (
+	DefaultMaxSize = 65000
+	DefaultMaxHold = time.Second
+	DefaultMaxRate = 1_000_000
+	DefaultMaxHeld = 4096
+)
 
 // cookieEpoch is how long a cookie stays valid before a session uses it: a
 // cookie is accepted in the epoch it was made and the next.
@@ -118,6 +138,15 @@ type session struct {
 	count    uint64
 	lastSeen int64
 	closed   bool
+	tokens   float64 // rate limit: a token bucket of probes
+	refilled int64
+}
+
+// held is a reply waiting out its hold.
+type held struct {
+	due  int64
+	addr netip.AddrPort
+	buf  []byte
 }
 
 // Reflector holds the state of one reflecting loop. It is not safe for
@@ -131,6 +160,9 @@ type Reflector struct {
 	sessions map[uint64]*session
 	open     int
 	st       Stats
+
+	heldQ []held   // a min-heap by due time
+	free  [][]byte // buffers of replies sent after their hold
 }
 
 // New returns a Reflector for cfg.
@@ -143,6 +175,19 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewSystem()
+	}
+	if cfg.MaxSize <= 0 || cfg.MaxSize > DefaultMaxSize {
+		cfg.MaxSize = DefaultMaxSize
+	}
+	cfg.MaxSize = max(cfg.MaxSize, wire.HeaderLen)
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = DefaultMaxHold
+	}
+	if cfg.MaxRate <= 0 {
+		cfg.MaxRate = DefaultMaxRate
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
 	}
 	if cfg.Secret == nil {
 		cfg.Secret = make([]byte, 32)
@@ -174,9 +219,17 @@ func (r *Reflector) validCookie(token uint64, addr netip.AddrPort, now int64) bo
 	return token == r.cookie(addr, e) || token == r.cookie(addr, e-1)
 }
 
+// Limits returns the limits in force, defaults filled in.
+func (r *Reflector) Limits() (maxSize int, maxHold time.Duration, maxRate float64) {
+	return r.cfg.MaxSize, r.cfg.MaxHold, r.cfg.MaxRate
+}
+
 // Handle processes one received message pkt from addr, received at t2
-// (Unix ns), and returns the reply to send, or nil. The reply is written
-// into pkt's memory; it never allocates except to open a session.
+// (Unix ns), and returns the reply to send now, or nil. The reply is
+// written into pkt's memory, up to its capacity: a reply larger than the
+// probe uses the space after it, zeroed. A reply with a hold is kept and
+// sent by Due. Handle never allocates except to open a session or to hold
+// a reply for the first time.
 func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 	r.st.PacketsIn++
 	r.st.BytesIn += uint64(len(pkt))
@@ -200,8 +253,13 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 	}
 	switch h.Type {
 	case wire.TypeHello:
-		// Stateless: answer with a cookie no larger than the Hello.
-		h = wire.Header{Type: wire.TypeCookie, Token: r.cookie(addr, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2}
+		// Stateless: answer with a cookie no larger than the Hello, and
+		// the grants within the limits.
+		size, hold := r.grant(&h, r.cfg.MaxSize)
+		h = wire.Header{
+			Type: wire.TypeCookie, Token: r.cookie(addr, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
+			Count: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
+		}
 		return r.reply(pkt[:wire.HeaderLen], &h)
 	case wire.TypeProbe, wire.TypeClose:
 		s := r.session(h.Token, addr, t2)
@@ -221,14 +279,124 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropClosed]++
 			return nil
 		}
+		if !r.allow(s, t2) {
+			r.st.Drops[DropRate]++
+			return nil
+		}
 		if h.Flags&wire.FlagWarmup == 0 {
 			s.count++
 		}
-		h.Type, h.T2, h.Count = wire.TypeReply, t2, s.count
-		return r.reply(pkt, &h)
+		size, hold := r.grant(&h, cap(pkt))
+		if size == 0 {
+			size = len(pkt)
+		}
+		size = max(size, wire.HeaderLen)
+		if n := len(pkt); size > n {
+			pkt = pkt[:size]
+			clear(pkt[n:]) // never echo what an earlier datagram left there
+		} else {
+			pkt = pkt[:size]
+		}
+		h.Type, h.T2, h.Count, h.ReplySize, h.HoldMicro = wire.TypeReply, t2, s.count, uint32(size), hold
+		if hold == 0 {
+			return r.reply(pkt, &h)
+		}
+		r.hold(pkt, &h, addr, t2+int64(hold)*int64(time.Microsecond))
+		return nil
 	default:
 		r.st.Drops[DropType]++
 		return nil
+	}
+}
+
+// grant clamps the reply size and hold h asks for to the limits, and the
+// size to room, the space there is for the reply. A size of 0 (the probe's
+// own) stays 0.
+func (r *Reflector) grant(h *wire.Header, room int) (size int, holdMicro uint32) {
+	size = min(int(h.ReplySize), r.cfg.MaxSize, room)
+	if h.ReplySize > 0 {
+		size = max(size, wire.HeaderLen)
+	}
+	holdMicro = min(h.HoldMicro, uint32(r.cfg.MaxHold/time.Microsecond))
+	return size, holdMicro
+}
+
+// allow takes a token from s's bucket, which holds a tenth of a second of
+// probes at the rate limit (at least 10).
+func (r *Reflector) allow(s *session, now int64) bool {
+	burst := max(r.cfg.MaxRate/10, 10)
+	if s.refilled == 0 {
+		s.tokens = burst
+	} else {
+		s.tokens = min(burst, s.tokens+float64(now-s.refilled)*r.cfg.MaxRate/1e9)
+	}
+	s.refilled = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+// hold keeps the encoded reply pkt for addr until due.
+func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due int64) {
+	if len(r.heldQ) >= r.cfg.MaxHeld {
+		r.st.Drops[DropHoldFull]++
+		return
+	}
+	_ = h.Encode(pkt)
+	var buf []byte
+	if n := len(r.free); n > 0 {
+		buf, r.free = r.free[n-1], r.free[:n-1]
+	}
+	buf = append(buf[:0], pkt...)
+	// Push onto the heap.
+	r.heldQ = append(r.heldQ, held{due: due, addr: addr, buf: buf})
+	for i := len(r.heldQ) - 1; i > 0; {
+		p := (i - 1) / 2
+		if r.heldQ[p].due <= r.heldQ[i].due {
+			break
+		}
+		r.heldQ[p], r.heldQ[i] = r.heldQ[i], r.heldQ[p]
+		i = p
+	}
+}
+
+// NextDue returns when the next held reply is due, or 0 when none is held.
+func (r *Reflector) NextDue() int64 {
+	if len(r.heldQ) == 0 {
+		return 0
+	}
+	return r.heldQ[0].due
+}
+
+// Due hands every held reply due by now to send, stamped with its send
+// time; send must not keep the buffer.
+func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
+	for len(r.heldQ) > 0 && r.heldQ[0].due <= now {
+		top := r.heldQ[0]
+		last := len(r.heldQ) - 1
+		r.heldQ[0] = r.heldQ[last]
+		r.heldQ[last] = held{}
+		r.heldQ = r.heldQ[:last]
+		// Sift the moved element down.
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < len(r.heldQ) && r.heldQ[l].due < r.heldQ[m].due {
+				m = l
+			}
+			if l+1 < len(r.heldQ) && r.heldQ[l+1].due < r.heldQ[m].due {
+				m = l + 1
+			}
+			if m == i {
+				break
+			}
+			r.heldQ[i], r.heldQ[m] = r.heldQ[m], r.heldQ[i]
+			i = m
+		}
+		wire.PutT3(top.buf, r.clk.Now())
+		send(top.buf, top.addr)
+		r.free = append(r.free, top.buf)
 	}
 }
 
@@ -288,6 +456,14 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	defer stop()
 
 	buf := make([]byte, MaxMessage+1)
+	send := func(b []byte, to netip.AddrPort) {
+		if _, err := conn.WriteTo(b, to); err != nil {
+			r.st.SendErrors++
+			return
+		}
+		r.st.PacketsOut++
+		r.st.BytesOut += uint64(len(b))
+	}
 	start := r.clk.Now()
 	tick := int64(r.cfg.ReportInterval)
 	if tick < 0 {
@@ -298,7 +474,14 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	lastAt := start
 	var deadline int64
 	for {
-		if next != deadline {
+		if want := r.NextDue(); want != 0 && want < next {
+			if want != deadline {
+				deadline = want
+				if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
+					return r.total(start), fmt.Errorf("set read deadline: %w", err)
+				}
+			}
+		} else if next != deadline {
 			deadline = next
 			if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
 				return r.total(start), fmt.Errorf("set read deadline: %w", err)
@@ -320,12 +503,10 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				r.st.SendErrors++
 			}
 		} else if reply := r.Handle(buf[:n], from, now); reply != nil {
-			if _, err := conn.WriteTo(reply, from); err != nil {
-				r.st.SendErrors++
-			} else {
-				r.st.PacketsOut++
-				r.st.BytesOut += uint64(len(reply))
-			}
+			send(reply, from)
+		}
+		if len(r.heldQ) > 0 {
+			r.Due(r.clk.Now(), send)
 		}
 		if now >= next {
 			r.Sweep(now)

@@ -226,6 +226,7 @@ func BenchmarkHandleProbe(b *testing.B) {
 	for b.Loop() {
 		msg := probe
 		msg[3] = byte(wire.TypeProbe) // the reply overwrote the type
+		clk.Advance(time.Microsecond) // within the default rate limit
 		if r.Handle(msg, alice, clk.Now()) == nil {
 			b.Fatal("probe dropped")
 		}
@@ -238,5 +239,114 @@ func BenchmarkHandleForged(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Handle(probe, alice, clk.Now())
+	}
+}
+
+func TestGrants(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxSize: 200, MaxHold: 5 * time.Millisecond, MaxRate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := msg(t, wire.Header{Type: wire.TypeHello, Seq: 1, ReplySize: 1000, HoldMicro: 9000}, 100)
+	c := decode(t, r.Handle(hello, alice, clk.Now()))
+	if c.ReplySize != 200 || c.HoldMicro != 5000 || c.Count != 100 {
+		t.Fatalf("cookie grants size %d, hold %dµs, rate %d; want 200, 5000, 100", c.ReplySize, c.HoldMicro, c.Count)
+	}
+	// A 100-byte probe asking for a 150-byte reply, in a buffer with room,
+	// whose tail holds an earlier datagram's bytes.
+	buf := make([]byte, 1024)
+	for i := range buf {
+		buf[i] = 0xee
+	}
+	probe := buf[:100]
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Seq: 1, ReplySize: 150}).Encode(probe)
+	clear(probe[wire.HeaderLen:])
+	reply := r.Handle(probe, alice, clk.Now())
+	if len(reply) != 150 || decode(t, reply).ReplySize != 150 {
+		t.Fatalf("reply is %d bytes, want 150", len(reply))
+	}
+	for i, b := range reply[wire.HeaderLen:] {
+		if b != 0 {
+			t.Fatalf("reply byte %d = %#x: stale data from an earlier datagram", wire.HeaderLen+i, b)
+		}
+	}
+	// Asking beyond the limit gets the limit.
+	probe = buf[:64]
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Seq: 2, ReplySize: 60000}).Encode(probe)
+	if reply := r.Handle(probe, alice, clk.Now()); len(reply) != 200 {
+		t.Fatalf("reply to a 60000-byte ask is %d bytes, want the 200-byte limit", len(reply))
+	}
+}
+
+func TestHold(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxHeld: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	t2 := clk.Now()
+	for seq, hold := range map[uint64]uint32{1: 3000, 2: 1000, 3: 2000} {
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq, HoldMicro: hold}, 64)
+		if reply := r.Handle(p, alice, t2); reply != nil {
+			t.Fatalf("probe %d with a hold was answered at once", seq)
+		}
+	}
+	if got := r.Stats().Drops[DropHoldFull]; got != 1 {
+		t.Fatalf("hold-full drops = %d, want 1 (two held at most)", got)
+	}
+	var sent []wire.Header
+	send := func(b []byte, to netip.AddrPort) {
+		if to != alice {
+			t.Errorf("held reply sent to %v", to)
+		}
+		sent = append(sent, decode(t, b))
+	}
+	clk.Advance(500 * time.Microsecond)
+	r.Due(clk.Now(), send)
+	if len(sent) != 0 {
+		t.Fatalf("%d replies sent before their hold", len(sent))
+	}
+	clk.Advance(5 * time.Millisecond)
+	r.Due(clk.Now(), send)
+	if len(sent) != 2 || r.NextDue() != 0 {
+		t.Fatalf("%d replies sent after the holds, next due %d; want 2 and none", len(sent), r.NextDue())
+	}
+	for i := 1; i < len(sent); i++ {
+		if sent[i].HoldMicro < sent[i-1].HoldMicro {
+			t.Errorf("held replies left out of order: %+v", sent)
+		}
+	}
+	if h := sent[0]; h.T3-h.T2 < int64(h.HoldMicro)*1000 || h.T2 != t2 {
+		t.Errorf("held reply T2 %d T3 %d for a %dµs hold", h.T2, h.T3, h.HoldMicro)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxRate: 100}) // a bucket of 10 probes
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	answered := 0
+	for seq := uint64(1); seq <= 20; seq++ {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq}, 64), alice, clk.Now()) != nil {
+			answered++
+		}
+	}
+	if answered != 10 || r.Stats().Drops[DropRate] != 10 {
+		t.Fatalf("answered %d of 20 at once, rate drops %d; want 10 and 10", answered, r.Stats().Drops[DropRate])
+	}
+	clk.Advance(50 * time.Millisecond) // five more tokens
+	answered = 0
+	for seq := uint64(21); seq <= 30; seq++ {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq}, 64), alice, clk.Now()) != nil {
+			answered++
+		}
+	}
+	if answered != 5 {
+		t.Fatalf("answered %d after 50ms at 100/s, want 5", answered)
 	}
 }

@@ -52,6 +52,14 @@
 // session until the client has shown it receives at its source address. A
 // Cookie is never larger than the Hello it answers.
 //
+// Reply size and hold mean, by type:
+//
+//   - Hello: the largest reply size and hold the client will ask for.
+//   - Cookie: what the reflector grants of those, within its limits; Count
+//     carries its rate limit per session in probes/s (0: none).
+//   - Probe: what this probe asks for (reply size 0: the probe's own size).
+//   - Reply: what the reflector applied to this probe.
+//
 // Decoding never allocates and never panics, whatever the input.
 package wire
 
@@ -143,6 +151,12 @@ func (h *Header) Encode(b []byte) error {
 	binary.BigEndian.PutUint32(b[56:], h.ReplySize)
 	binary.BigEndian.PutUint32(b[60:], h.HoldMicro)
 	return nil
+}
+
+// PutT3 overwrites the T3 field of the encoded message b, for a reply whose
+// send time is known only when it leaves. b must hold a header.
+func PutT3(b []byte, t3 int64) {
+	binary.BigEndian.PutUint64(b[40:48], uint64(t3))
 }
 
 // Decode reads a message's header from b. It checks the length, magic,

@@ -198,3 +198,14 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestPutT3(t *testing.T) {
+	b := make([]byte, HeaderLen)
+	in := Header{Type: TypeReply, Seq: 3, T1: 1, T2: 2, T3: 3}
+	_ = in.Encode(b)
+	PutT3(b, 99)
+	var h Header
+	if err := h.Decode(b); err != nil || h.T3 != 99 || h.T2 != 2 || h.Count != 0 {
+		t.Fatalf("after PutT3(99): %+v, %v; want T3 99 and the rest unchanged", h, err)
+	}
+}
