@@ -497,3 +497,38 @@ func TestLoadShapes(t *testing.T) {
 		}
 	})
 }
+
+func TestSizesAndLimits(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q", "--max-size", "200", "--max-hold", "2ms")
+	t.Run("asymmetric", func(t *testing.T) {
+		r := volleyRun(t, "client", srv.addr, "-l", "100", "--reply-size", "180", "-n", "300", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		s := res.Summary
+		if s.Counts.Received != 300 || s.Throughput.BytesUp != 100*300 || s.Throughput.BytesDown != 180*300 {
+			t.Fatalf("received %d, bytes up %d, down %d; want 300, 30000, 54000", s.Counts.Received, s.Throughput.BytesUp, s.Throughput.BytesDown)
+		}
+	})
+	t.Run("limited", func(t *testing.T) {
+		r := volleyRun(t, "client", srv.addr, "--reply-size", "512", "--hold", "5ms", "-n", "50", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		g := res.Config.Granted
+		if g.ReplySize != 200 || g.Hold != 2*time.Millisecond || res.Config.ReplySize != 512 {
+			t.Fatalf("granted %+v for 512 bytes and 5ms, want 200 bytes and 2ms", g)
+		}
+		s := res.Summary
+		if s.Throughput.BytesDown != 200*s.Counts.Received || s.RTT.Min < 2*time.Millisecond {
+			t.Fatalf("bytes down %d for %d replies, RTT min %v: want 200 each and the 2ms hold", s.Throughput.BytesDown, s.Counts.Received, s.RTT.Min)
+		}
+		text := volleyRun(t, "client", srv.addr, "--reply-size", "512", "-n", "5", "-q=false")
+		if !strings.Contains(text.stdout, "granted less than asked: reply size 200 bytes (asked 512)") {
+			t.Errorf("text report does not say what was granted:\n%s", text.stdout)
+		}
+	})
+}

@@ -40,6 +40,8 @@ type clientFlags struct {
 	burst          int
 	period         time.Duration
 	threshold      time.Duration
+	replySize      int
+	hold           time.Duration
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -93,6 +95,8 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.Int64VarP(&f.count, "count", "n", 0, "how many probes to measure, after warm-up (whichever of --duration and --count comes first ends the run)")
 	fl.StringVar(&f.warmup, "warmup", "", "warm-up before measuring, left out of the results: a duration (2s) or a probe count (100)")
 	fl.IntVarP(&f.size, "size", "l", client.DefaultSize, fmt.Sprintf("request size in bytes, the %d-byte header included", wire.HeaderLen))
+	fl.IntVar(&f.replySize, "reply-size", 0, "reply size in bytes, header included (default: the request's size)")
+	fl.DurationVar(&f.hold, "hold", 0, "ask the reflector to wait this long before each reply (left out of its response time)")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
 	fl.Float64Var(&f.rate, "rate", 0, "open loop: send this many probes/s on schedule, whether or not replies came back")
 	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
@@ -124,7 +128,13 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		return cfg, usagef("--size %d is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
 	}
 	if f.size > client.MaxSize {
-		return cfg, usagef("--size %d is larger than a UDP datagram can carry: the maximum is %d bytes", f.size, client.MaxSize)
+		return cfg, usagef("--size %d is too large: the maximum over UDP is %d bytes", f.size, client.MaxSize)
+	}
+	if changed("reply-size") && (f.replySize < wire.HeaderLen || f.replySize > client.MaxSize) {
+		return cfg, usagef("--reply-size %d: want %d to %d bytes, header included", f.replySize, wire.HeaderLen, client.MaxSize)
+	}
+	if f.hold < 0 || (changed("hold") && f.hold < time.Microsecond) {
+		return cfg, usagef("--hold %s: want at least 1µs", f.hold)
 	}
 	if f.window < 1 || f.window > client.MaxWindow {
 		return cfg, usagef("--window %d: want 1 to %d", f.window, client.MaxWindow)
@@ -180,6 +190,8 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		Seed:           f.seed,
 		Burst:          f.burst,
 		Threshold:      f.threshold,
+		ReplySize:      f.replySize,
+		Hold:           f.hold,
 	}
 	if f.burst > 0 {
 		cfg.Period = f.period

@@ -11,6 +11,7 @@ import (
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
 )
 
 func newServerCmd(stdout io.Writer) *cobra.Command {
@@ -19,6 +20,9 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		quiet          bool
 		reportInterval time.Duration
 		idleTimeout    time.Duration
+		maxSize        int
+		maxHold        time.Duration
+		maxRate        float64
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -34,7 +38,8 @@ and exits 0.
 The reflector never amplifies: until a client has echoed the cookie that
 proves it receives at its address, the reflector answers only with a cookie
 no larger than the client's message, and keeps no state for it. Replies to
-probes are the size of the probe. Malformed, unknown and out-of-session
+probes are the size the probe asks for, within --max-size, and only inside a
+session the cookie opened. Malformed, unknown and out-of-session
 messages are dropped and counted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,13 +49,23 @@ messages are dropped and counted.`,
 			if idleTimeout <= 0 {
 				return usagef("--idle-timeout %s: want a positive duration", idleTimeout)
 			}
+			if maxSize < wire.HeaderLen || maxSize > reflector.DefaultMaxSize {
+				return usagef("--max-size %d: want %d to %d bytes", maxSize, wire.HeaderLen, reflector.DefaultMaxSize)
+			}
+			if maxHold <= 0 {
+				return usagef("--max-hold %s: want a positive duration", maxHold)
+			}
+			if maxRate <= 0 {
+				return usagef("--max-rate %v: want a positive number of probes/s", maxRate)
+			}
 			pc, err := transport.ListenUDP(listen)
 			if err != nil {
 				return err // a port in use is an error, not a usage error
 			}
 			defer pc.Close()
 			fmt.Fprintf(stdout, "listening on udp://%s\n", pc.LocalAddr())
-			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval}
+			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval,
+				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -78,6 +93,9 @@ messages are dropped and counted.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
 	fl.DurationVarP(&reportInterval, "report-interval", "i", time.Second, "length of each interval line; 0 turns them off")
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
+	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
+	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"net"
 	"os"
@@ -36,8 +37,8 @@ const (
 	// MaxWindow bounds --window: the probe history must be larger than the
 	// window for late replies and duplicates to be told apart.
 	MaxWindow = 1 << 14
-	// MaxSize is the largest request a UDP datagram can carry.
-	MaxSize = 65507
+	// MaxSize is the largest request or reply over UDP.
+	MaxSize = 65000
 )
 
 // MaxRate is the highest open-loop rate: one probe a microsecond.
@@ -74,6 +75,11 @@ type Config struct {
 	WarmupCount    uint64
 	// Size is the request size in bytes, header included.
 	Size int
+	// ReplySize asks the reflector for replies of this size (0: the size
+	// of the request), and Hold asks it to wait this long before each
+	// reply. The reflector grants them within its limits.
+	ReplySize int
+	Hold      time.Duration
 	// Window is the number of probes in flight (ping-pong: 1). It bounds
 	// closed-loop runs only.
 	Window int
@@ -133,6 +139,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Size < wire.HeaderLen || c.Size > MaxSize {
 		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.Size, wire.HeaderLen, MaxSize)
+	}
+	if c.ReplySize != 0 && (c.ReplySize < wire.HeaderLen || c.ReplySize > MaxSize) {
+		return c, fmt.Errorf("%w: reply size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.ReplySize, wire.HeaderLen, MaxSize)
+	}
+	if c.Hold < 0 || c.Hold > time.Duration(math.MaxUint32)*time.Microsecond {
+		return c, fmt.Errorf("%w: hold %s out of range", ErrConfig, c.Hold)
 	}
 	if c.Window == 0 {
 		c.Window = 1
@@ -291,14 +303,14 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 	if iv.Counts.Sent > 0 {
 		iv.Counts.LossPercent = 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
 	}
+	iv.Throughput.BytesUp, iv.Throughput.BytesDown = a.bytesUp, a.bytesDown
 	if secs := time.Duration(end - a.start).Seconds(); secs > 0 {
-		iv.Throughput = result.Throughput{
-			ProbesPerSecUp:   float64(a.counts.Sent) / secs,
-			ProbesPerSecDown: float64(a.counts.Received) / secs,
-			BitsPerSecUp:     float64(a.bytesUp*8) / secs,
-			BitsPerSecDown:   float64(a.bytesDown*8) / secs,
-			RequestsPerSec:   float64(a.counts.Received) / secs,
-		}
+		t := &iv.Throughput
+		t.ProbesPerSecUp = float64(a.counts.Sent) / secs
+		t.ProbesPerSecDown = float64(a.counts.Received) / secs
+		t.BitsPerSecUp = float64(a.bytesUp*8) / secs
+		t.BitsPerSecDown = float64(a.bytesDown*8) / secs
+		t.RequestsPerSec = float64(a.counts.Received) / secs
 	}
 	return iv
 }
@@ -339,6 +351,7 @@ type run struct {
 	res        *result.Result
 
 	nextReport int64 // end of the current interval (0: none)
+	grant      result.Grant
 
 	// Closed-loop bursts.
 	burstSent int
@@ -409,6 +422,9 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 			SendInterval:   cfg.SendInterval,
 			Poisson:        cfg.Poisson,
 			Burst:          cfg.Burst,
+			ReplySize:      cfg.ReplySize,
+			Hold:           cfg.Hold,
+			Granted:        r.grant,
 			Period:         cfg.Period,
 			Threshold:      cfg.Threshold,
 		},
@@ -450,7 +466,7 @@ func (r *run) handshake(ctx context.Context) error {
 	// The Hello is as large as the probes, so the reflector may answer a
 	// client of any size without ever amplifying.
 	clear(r.buf)
-	hello := wire.Header{Type: wire.TypeHello, Seq: nonce}
+	hello := wire.Header{Type: wire.TypeHello, Seq: nonce, ReplySize: uint32(r.cfg.ReplySize), HoldMicro: uint32(r.cfg.Hold / time.Microsecond)}
 	for try := 1; try <= r.cfg.HandshakeTries; try++ {
 		hello.T1 = r.clk.Now()
 		_ = hello.Encode(r.buf)
@@ -475,6 +491,7 @@ func (r *run) handshake(ctx context.Context) error {
 			var h wire.Header
 			if h.Decode(r.rbuf[:n]) == nil && h.Type == wire.TypeCookie && h.Seq == nonce {
 				r.token = h.Token
+				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
 				r.lastHeard = r.clk.Now()
 				return nil
 			}
@@ -732,7 +749,8 @@ func (r *run) startMeasuring(now int64) {
 // send sends the next probe.
 func (r *run) send(now int64) error {
 	seq := r.seq + 1
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Seq: seq, T1: now}
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Seq: seq, T1: now,
+		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	if r.warm {
 		h.Flags = wire.FlagWarmup
 	}
@@ -816,7 +834,8 @@ func (r *run) reply(h *wire.Header, n int, t4 int64) {
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
-	a.d[distResponse].Record(h.T3 - h.T2)
+	// The hold the reflector applied is not its response time.
+	a.d[distResponse].Record(h.T3 - h.T2 - int64(h.HoldMicro)*int64(time.Microsecond))
 	a.d[distUp].Record(up)
 	a.d[distDown].Record(down)
 	if s.sched != 0 {

@@ -79,8 +79,40 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	if c.Threshold > 0 {
 		length += ", stopping at an RTT above " + Duration(c.Threshold)
 	}
-	_, err := fmt.Fprintf(w, "volley %s://%s from %s: %d-byte probes, %s, timeout %s, %s%s\n",
-		c.Transport, c.RemoteAddr, c.LocalAddr, c.Size, shape, Duration(c.Timeout), length, warm)
+	sizes := fmt.Sprintf("%d-byte probes", c.Size)
+	if c.Granted.ReplySize > 0 {
+		sizes += fmt.Sprintf(" and %d-byte replies", c.Granted.ReplySize)
+	}
+	if c.Granted.Hold > 0 {
+		sizes += ", held " + Duration(c.Granted.Hold)
+	}
+	if _, err := fmt.Fprintf(w, "volley %s://%s from %s: %s, %s, timeout %s, %s%s\n",
+		c.Transport, c.RemoteAddr, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
+		return err
+	}
+	return writeGrantNotes(w, c)
+}
+
+// writeGrantNotes says where the reflector granted less than was asked.
+func writeGrantNotes(w io.Writer, c result.Config) error {
+	var notes []string
+	if c.ReplySize > 0 && c.Granted.ReplySize != c.ReplySize {
+		notes = append(notes, fmt.Sprintf("reply size %d bytes (asked %d)", c.Granted.ReplySize, c.ReplySize))
+	}
+	if c.Hold != c.Granted.Hold {
+		notes = append(notes, fmt.Sprintf("hold %s (asked %s)", Duration(c.Granted.Hold), Duration(c.Hold)))
+	}
+	asked := c.Rate
+	if c.SendInterval > 0 {
+		asked = 1e9 / float64(c.SendInterval)
+	}
+	if c.Granted.MaxRate > 0 && asked > c.Granted.MaxRate {
+		notes = append(notes, fmt.Sprintf("at most %s probes/s (asked %s): probes above it are dropped", SI(c.Granted.MaxRate), SI(asked)))
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "the reflector granted less than asked: %s\n", strings.Join(notes, ", "))
 	return err
 }
 

@@ -64,6 +64,19 @@ type Config struct {
 	Burst     int           `json:"burst,omitempty"`
 	Period    time.Duration `json:"period_ns,omitempty"`
 	Threshold time.Duration `json:"threshold_ns,omitempty"`
+	// ReplySize (0: the request's size) and Hold asked of the reflector,
+	// and what it granted.
+	ReplySize int           `json:"reply_size"`
+	Hold      time.Duration `json:"hold_ns"`
+	Granted   Grant         `json:"granted"`
+}
+
+// Grant is what the reflector granted of what the client asked, within
+// its limits, and its rate limit per session.
+type Grant struct {
+	ReplySize int           `json:"reply_size"`
+	Hold      time.Duration `json:"hold_ns"`
+	MaxRate   float64       `json:"max_rate_pps"`
 }
 
 // ThresholdHit says which probe crossed the RTT threshold, and when.
@@ -79,8 +92,10 @@ type Interval struct {
 	Start time.Duration `json:"start_ns"`
 	End   time.Duration `json:"end_ns"`
 
-	Counts     Counts     `json:"counts"`
-	RTT        Latency    `json:"rtt"`
+	Counts Counts  `json:"counts"`
+	RTT    Latency `json:"rtt"`
+	// Response is the reflector's response time, T3-T2 less the hold it
+	// applied.
 	Response   Latency    `json:"response"`
 	Up         Latency    `json:"up"`
 	Down       Latency    `json:"down"`
@@ -148,6 +163,9 @@ type Throughput struct {
 	BitsPerSecDown   float64 `json:"bits_per_sec_down"`
 	// RequestsPerSec is completed exchanges per second of wall time.
 	RequestsPerSec float64 `json:"requests_per_sec"`
+	// BytesUp and BytesDown are the payload bytes sent and received.
+	BytesUp   uint64 `json:"bytes_up"`
+	BytesDown uint64 `json:"bytes_down"`
 }
 
 // Histogram is a log-binned histogram with an underflow and an overflow
