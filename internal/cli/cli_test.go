@@ -18,7 +18,7 @@ func TestMainExitCodes(t *testing.T) {
 		{[]string{"client", "--window", "0"}, ExitUsage, "", "--window 0"},
 		{[]string{"client", "--timeout", "0s"}, ExitUsage, "", "--timeout"},
 		{[]string{"client", "-i", "-1s"}, ExitUsage, "", "--report-interval"},
-		{[]string{"client", "--size", "70000"}, ExitUsage, "", "the maximum is 65507"},
+		{[]string{"client", "--size", "70000"}, ExitUsage, "", "the maximum over UDP is 65000"},
 		{[]string{"client", "--percentiles", "101"}, ExitUsage, "", "--percentiles"},
 		{[]string{"server", "--listen", "nonsense:port:x"}, ExitError, "", "nonsense"},
 		{[]string{"version", "extra"}, ExitUsage, "", "unknown command"},
