@@ -532,3 +532,18 @@ func TestSizesAndLimits(t *testing.T) {
 		}
 	})
 }
+
+func TestServerInterfaceCounters(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "--interface", "lo", "-i", "200ms")
+	if r := volleyRun(t, "client", srv.addr, "-t", "1s", "-q"); r.code != 0 {
+		t.Fatalf("client exit %d: %s", r.code, r.stderr)
+	}
+	srv.stop(t, os.Interrupt)
+	if out := srv.output(); !strings.Contains(out, ", lo rx ") {
+		t.Errorf("interval lines lack lo's counters:\n%s", out)
+	}
+	r := volleyRun(t, "server", "--listen", "127.0.0.1:0", "--interface", "no-such-if0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--interface no-such-if0") {
+		t.Errorf("unknown interface: exit %d, stderr %q; want 2 naming it", r.code, r.stderr)
+	}
+}

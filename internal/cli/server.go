@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volley-net/volley/internal/ifstats"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/transport"
@@ -23,6 +24,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxSize        int
 		maxHold        time.Duration
 		maxRate        float64
+		iface          string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -58,6 +60,14 @@ messages are dropped and counted.`,
 			if maxRate <= 0 {
 				return usagef("--max-rate %v: want a positive number of probes/s", maxRate)
 			}
+			var nicLast ifstats.Counters
+			if iface != "" {
+				c, err := ifstats.Read(iface)
+				if err != nil {
+					return usagef("--interface %s: %v", iface, err)
+				}
+				nicLast = c
+			}
 			pc, err := transport.ListenUDP(listen)
 			if err != nil {
 				return err // a port in use is an error, not a usage error
@@ -72,7 +82,16 @@ messages are dropped and counted.`,
 			var at time.Duration
 			if !quiet {
 				cfg.OnInterval = func(s reflector.Stats) {
-					fmt.Fprintf(stdout, "%.2f-%.2fs %s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s))
+					nic := ""
+					if iface != "" {
+						if c, err := ifstats.Read(iface); err == nil {
+							d, secs := c.Sub(nicLast), s.Elapsed.Seconds()
+							nic = fmt.Sprintf(", %s rx %s pkt/s tx %s pkt/s (rx dropped %d)", iface,
+								report.SI(float64(d.RXPackets)/secs), report.SI(float64(d.TXPackets)/secs), d.RXDropped)
+							nicLast = c
+						}
+					}
+					fmt.Fprintf(stdout, "%.2f-%.2fs %s%s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s), nic)
 					at += s.Elapsed
 				}
 			}
@@ -95,6 +114,7 @@ messages are dropped and counted.`,
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
 	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.StringVar(&iface, "interface", "", "add this network interface's RX/TX packet counters to each interval line")
 	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd
 }
