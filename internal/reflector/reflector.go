@@ -66,6 +66,7 @@ type Stats struct {
 	BytesIn        uint64
 	BytesOut       uint64
 	SendErrors     uint64
+	OneWay         uint64 // one-way probes received (they get no reply)
 	Sessions       int    // sessions open at the end of the interval
 	SessionsOpened uint64 // sessions opened in the interval
 	Drops          [NumDropReasons]uint64
@@ -87,6 +88,7 @@ func (s Stats) sub(o Stats) Stats {
 	d.BytesIn -= o.BytesIn
 	d.BytesOut -= o.BytesOut
 	d.SendErrors -= o.SendErrors
+	d.OneWay -= o.OneWay
 	d.SessionsOpened -= o.SessionsOpened
 	for i := range d.Drops {
 		d.Drops[i] -= o.Drops[i]
@@ -119,6 +121,12 @@ type Config struct {
 	MaxRate float64
 	// MaxHeld bounds the replies held at once (default DefaultMaxHeld).
 	MaxHeld int
+	// OnOneWay receives, for each session sending one-way probes, what it
+	// received in each report interval, or every ReportEvery probes when
+	// that is set (dpong's reporting period). It runs on the reflecting
+	// goroutine and must return quickly.
+	OnOneWay    func(OneWayReport)
+	ReportEvery uint64
 }
 
 // Defaults for the reflector's limits.
@@ -140,6 +148,7 @@ type session struct {
 	closed   bool
 	tokens   float64 // rate limit: a token bucket of probes
 	refilled int64
+	oneway   *oneway // one-way probes, once the first arrives
 }
 
 // held is a reply waiting out its hold.
@@ -273,7 +282,15 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 				r.open--
 			}
 			h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
-			return r.reply(pkt[:wire.HeaderLen], &h)
+			size := wire.HeaderLen
+			if s.oneway != nil {
+				// The session's one-way results ride after the header,
+				// when they fit (they are a few kilobytes).
+				if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res) <= cap(pkt) {
+					size += copy(pkt[wire.HeaderLen:cap(pkt)], res)
+				}
+			}
+			return r.reply(pkt[:size], &h)
 		}
 		if s.closed {
 			r.st.Drops[DropClosed]++
@@ -285,6 +302,10 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		if h.Flags&wire.FlagWarmup == 0 {
 			s.count++
+		}
+		if h.Flags&wire.FlagOneWay != 0 {
+			r.oneWay(s, &h, addr, t2)
+			return nil
 		}
 		size, hold := r.grant(&h, cap(pkt))
 		if size == 0 {
@@ -306,6 +327,33 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 	default:
 		r.st.Drops[DropType]++
 		return nil
+	}
+}
+
+// oneWay records a one-way probe of session s.
+func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 int64) {
+	if h.Flags&wire.FlagWarmup != 0 {
+		return
+	}
+	r.st.OneWay++
+	if s.oneway == nil {
+		s.oneway = newOneway()
+	}
+	s.oneway.record(h.Seq, t2-h.T1)
+	if r.cfg.ReportEvery > 0 && s.oneway.win.Received >= r.cfg.ReportEvery && r.cfg.OnOneWay != nil {
+		r.cfg.OnOneWay(s.oneway.report(addr))
+	}
+}
+
+// reportOneWay hands over each one-way session's interval.
+func (r *Reflector) reportOneWay() {
+	if r.cfg.OnOneWay == nil || r.cfg.ReportEvery > 0 {
+		return
+	}
+	for _, s := range r.sessions {
+		if s.oneway != nil && (s.oneway.win.Received > 0 || s.oneway.maxSeq > s.oneway.winSeq) {
+			r.cfg.OnOneWay(s.oneway.report(s.addr))
+		}
 	}
 }
 
@@ -509,6 +557,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			r.Due(r.clk.Now(), send)
 		}
 		if now >= next {
+			r.reportOneWay()
 			r.Sweep(now)
 			if r.cfg.ReportInterval > 0 && r.cfg.OnInterval != nil {
 				cur := r.Stats()

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/netip"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -348,5 +350,45 @@ func TestRateLimit(t *testing.T) {
 	}
 	if answered != 5 {
 		t.Fatalf("answered %d after 50ms at 100/s, want 5", answered)
+	}
+}
+
+func TestOneWay(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	var reports []OneWayReport
+	r, err := New(Config{Clock: clk, ReportEvery: 3, OnOneWay: func(rep OneWayReport) { reports = append(reports, rep) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	t1 := clk.Now()
+	for i, seq := range []uint64{1, 2, 2, 4, 3, 6} {
+		clk.Advance(time.Microsecond)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Seq: seq, T1: t1 + int64(i)*1000}, 64)
+		if reply := r.Handle(p, alice, clk.Now()); reply != nil {
+			t.Fatalf("one-way probe %d was answered", seq)
+		}
+	}
+	// Every probe arrived 1µs after its send stamp; report windows of 3.
+	if len(reports) != 1 || reports[0].Received != 3 || reports[0].Lost != 1 || reports[0].Max != time.Microsecond {
+		t.Fatalf("reports %+v, want one window: 3 received, 1 lost (seq 3 was late), 1µs", reports)
+	}
+	buf := make([]byte, 65536)
+	closeMsg := buf[:wire.HeaderLen]
+	_ = (&wire.Header{Type: wire.TypeClose, Token: tok}).Encode(closeMsg)
+	ack := r.Handle(closeMsg, alice, clk.Now())
+	if decode(t, ack).Type != wire.TypeCloseAck || len(ack) <= wire.HeaderLen {
+		t.Fatalf("close ack of %d bytes, want results after the header", len(ack))
+	}
+	var res wire.OneWayResults
+	if err := json.Unmarshal(ack[wire.HeaderLen:], &res); err != nil {
+		t.Fatal(err)
+	}
+	var snap stats.Snapshot
+	if err := json.Unmarshal(res.Delay, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if res.Received != 5 || res.Duplicates != 1 || res.Reordered != 1 || snap.Count != 5 || snap.Max != 1000 {
+		t.Fatalf("results %+v, delay count %d max %d; want 5 received, 1 dup, 1 reordered, 1µs", res, snap.Count, snap.Max)
 	}
 }

@@ -4,6 +4,8 @@
 package stats
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -160,4 +162,44 @@ func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
 		share(&out.Bins[i])
 	}
 	return out
+}
+
+// Snapshot is a Dist in a form that can cross the network: exact moments
+// and the HDR histogram in its standard compressed encoding.
+type Snapshot struct {
+	Count     int64   `json:"count"`
+	Mean      float64 `json:"mean"`
+	M2        float64 `json:"m2"`
+	Min       int64   `json:"min"`
+	Max       int64   `json:"max"`
+	Histogram []byte  `json:"histogram"` // HDR V2 compressed, base64
+}
+
+// Snapshot returns d as a Snapshot.
+func (d *Dist) Snapshot() (Snapshot, error) {
+	enc, err := d.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("encode histogram: %w", err)
+	}
+	return Snapshot{Count: d.n, Mean: d.mean, M2: d.m2, Min: d.min, Max: d.max, Histogram: enc}, nil
+}
+
+// ErrSnapshot says a snapshot does not describe a distribution.
+var ErrSnapshot = errors.New("stats: bad snapshot")
+
+// FromSnapshot rebuilds a Dist from s, which may come from another host:
+// it is checked, not trusted.
+func FromSnapshot(s Snapshot) (*Dist, error) {
+	h, err := hdrhistogram.Decode(s.Histogram)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
+	if h.TotalCount() != s.Count || s.Count < 0 || (s.Count > 0 && s.Min > s.Max) ||
+		h.HighestTrackableValue() > highest || math.IsNaN(s.Mean) || math.IsNaN(s.M2) || s.M2 < 0 {
+		return nil, fmt.Errorf("%w: histogram of %d values for a count of %d", ErrSnapshot, h.TotalCount(), s.Count)
+	}
+	d := NewDist()
+	d.h.Merge(h)
+	d.n, d.mean, d.m2, d.min, d.max = s.Count, s.Mean, s.M2, s.Min, s.Max
+	return d, nil
 }

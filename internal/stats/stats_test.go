@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -113,5 +114,33 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		v = v*1103515245%1000003 + 1000
 		d.Record(v)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	d := NewDist()
+	for i := int64(1); i <= 1000; i++ {
+		d.Record(i * 997)
+	}
+	d.Record(-42)
+	s, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromSnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := []float64{0, 50, 99, 100}
+	if got, want := back.Summary(p), d.Summary(p); got.Count != want.Count || got.Mean != want.Mean ||
+		got.Stdev != want.Stdev || got.Percentiles[2] != want.Percentiles[2] || got.Min != -42 {
+		t.Fatalf("FromSnapshot(Snapshot()) = %+v, want %+v", got, want)
+	}
+	s.Count++
+	if _, err := FromSnapshot(s); !errors.Is(err, ErrSnapshot) {
+		t.Fatalf("FromSnapshot with a wrong count = %v, want ErrSnapshot", err)
+	}
+	if _, err := FromSnapshot(Snapshot{Histogram: []byte("garbage")}); !errors.Is(err, ErrSnapshot) {
+		t.Fatalf("FromSnapshot(garbage) = %v, want ErrSnapshot", err)
 	}
 }

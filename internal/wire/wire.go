@@ -65,6 +65,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 )
 
@@ -104,9 +105,26 @@ func (t Type) String() string {
 // Flags modify a message.
 type Flags uint16
 
-// FlagWarmup marks a warm-up probe: the reflector reflects it but does not
-// count it, so counts cover only measured probes.
-const FlagWarmup Flags = 1 << 0
+// The flags.
+const (
+	// FlagWarmup marks a warm-up probe: the reflector reflects it but does
+	// not count it, so counts cover only measured probes.
+	FlagWarmup Flags = 1 << 0
+	// FlagOneWay marks a one-way probe: the reflector does not reply, but
+	// measures its one-way delay (T1 to its receive time), and returns its
+	// results in the payload of the session's CloseAck (OneWayResults).
+	FlagOneWay Flags = 1 << 1
+)
+
+// OneWayResults is the payload of the CloseAck of a session that sent
+// one-way probes, as JSON after the header. Delay is a stats snapshot of
+// the one-way delays in nanoseconds.
+type OneWayResults struct {
+	Received   uint64          `json:"received"`
+	Duplicates uint64          `json:"duplicates"`
+	Reordered  uint64          `json:"reordered"`
+	Delay      json.RawMessage `json:"delay"`
+}
 
 // The decoder's errors.
 var (
