@@ -332,10 +332,10 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 
 // oneWay records a one-way probe of session s.
 func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 int64) {
+	r.st.OneWay++
 	if h.Flags&wire.FlagWarmup != 0 {
 		return
 	}
-	r.st.OneWay++
 	if s.oneway == nil {
 		s.oneway = newOneway()
 	}
