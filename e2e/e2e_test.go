@@ -547,3 +547,30 @@ func TestServerInterfaceCounters(t *testing.T) {
 		t.Errorf("unknown interface: exit %d, stderr %q; want 2 naming it", r.code, r.stderr)
 	}
 }
+
+func TestOneWay(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-i", "200ms")
+	r := volleyRun(t, "client", srv.addr, "--oneway", "--rate", "2000", "-n", "1000", "--warmup", "20", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	s := res.Summary
+	if !res.Config.OneWay || s.Counts.Sent != 1000 || s.Counts.Received != 1000 || s.Up.Count != 1000 || s.RTT.Count != 0 {
+		t.Fatalf("one-way %v, counts %+v, up count %d, rtt count %d: want 1000 sent and received by the reflector, 1000 delays",
+			res.Config.OneWay, s.Counts, s.Up.Count, s.RTT.Count)
+	}
+	srv.stop(t, os.Interrupt)
+	out := srv.output()
+	var recv uint64
+	for _, line := range strings.Split(out, "\n") {
+		var addr string
+		var n, lost uint64
+		if _, err := fmt.Sscanf(line, "one-way from %s recv %d lost %d", &addr, &n, &lost); err == nil {
+			recv += n
+		}
+	}
+	if recv != 1000 {
+		t.Errorf("the reflector's one-way lines add up to %d received, want 1000:\n%s", recv, out)
+	}
+}

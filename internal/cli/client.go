@@ -42,6 +42,7 @@ type clientFlags struct {
 	threshold      time.Duration
 	replySize      int
 	hold           time.Duration
+	oneway         bool
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -63,6 +64,11 @@ actual and from the scheduled send time, so a stall of the sender or the
 reflector shows up instead of being hidden (no coordinated omission). After a
 stall the missed slots are sent back to back, but those more than ten gaps
 (and at least 5ms) behind are skipped and counted, never sent in a flood.
+
+With --oneway the reflector sends nothing back: it measures each probe's
+one-way delay, loss, duplicates and reordering, prints them per interval (per
+N probes with its --report-every N), and returns its totals when the session
+closes, so the client prints the usual report, with the up direction filled.
 
 A probe unanswered after --timeout is lost; a reply that comes after that is
 counted late, and the probe stays lost.
@@ -102,6 +108,7 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")
+	fl.BoolVar(&f.oneway, "oneway", false, "one-way: the reflector does not reply but measures delay and loss, and returns its results at the end (open loop; --rate 1000 unless given)")
 	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
 	fl.DurationVar(&f.period, "period", time.Second, "with --burst: how often a burst starts; 0 for no pause")
 	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when")
@@ -175,6 +182,8 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		return cfg, usagef("--period %s: want a duration, or 0 for no pause", f.period)
 	case f.threshold < 0 || (changed("threshold") && f.threshold == 0):
 		return cfg, usagef("--threshold %s: want a positive duration", f.threshold)
+	case f.oneway && (f.burst > 0 || changed("reply-size") || changed("hold") || changed("threshold") || changed("window")):
+		return cfg, usagef("--oneway gets no replies: it does not mix with --burst, --reply-size, --hold, --threshold or --window")
 	}
 	cfg = client.Config{
 		Duration:       f.duration,
@@ -192,6 +201,10 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		Threshold:      f.threshold,
 		ReplySize:      f.replySize,
 		Hold:           f.hold,
+		OneWay:         f.oneway,
+	}
+	if f.oneway && f.rate == 0 && f.sendInterval == 0 {
+		cfg.Rate = 1000
 	}
 	if f.burst > 0 {
 		cfg.Period = f.period

@@ -25,6 +25,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
+		reportEvery    uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -75,12 +76,16 @@ messages are dropped and counted.`,
 			defer pc.Close()
 			fmt.Fprintf(stdout, "listening on udp://%s\n", pc.LocalAddr())
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval,
-				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate}
+				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
 			var at time.Duration
 			if !quiet {
+				cfg.OnOneWay = func(o reflector.OneWayReport) {
+					fmt.Fprintf(stdout, "one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
+						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
+				}
 				cfg.OnInterval = func(s reflector.Stats) {
 					nic := ""
 					if iface != "" {
@@ -114,6 +119,7 @@ messages are dropped and counted.`,
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
 	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "add this network interface's RX/TX packet counters to each interval line")
 	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -58,6 +59,8 @@ var (
 	ErrSilent = errors.New("reflector went silent")
 	// ErrGone: the reflector's port became unreachable mid-run.
 	ErrGone = errors.New("reflector went away")
+	// ErrNoResults: a one-way run's results did not come back.
+	ErrNoResults = errors.New("the reflector's one-way results did not arrive")
 	// ErrConfig: the configuration cannot be run.
 	ErrConfig = errors.New("bad configuration")
 )
@@ -99,6 +102,10 @@ type Config struct {
 	Period time.Duration
 	// Threshold ends the run at the first RTT above it (0: never).
 	Threshold time.Duration
+	// OneWay sends open-loop probes the reflector does not answer: it
+	// measures their one-way delay, loss, duplicates and reordering, and
+	// hands its results back when the session closes.
+	OneWay bool
 	// Timeout is how long a probe waits for its reply before it is lost.
 	Timeout time.Duration
 	// ReportInterval is the length of each interval; negative means none.
@@ -165,6 +172,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: bursts are closed-loop; they do not mix with a rate", ErrConfig)
 	case c.Period > 0 && c.Burst == 0:
 		return c, fmt.Errorf("%w: a period needs a burst size", ErrConfig)
+	case c.OneWay && !c.openLoop():
+		return c, fmt.Errorf("%w: one-way probes need a rate or a send interval", ErrConfig)
+	case c.OneWay && (c.ReplySize != 0 || c.Hold != 0 || c.Threshold != 0):
+		return c, fmt.Errorf("%w: one-way probes get no reply, so no reply size, hold or RTT threshold", ErrConfig)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -346,6 +357,7 @@ type run struct {
 	sMax, cAtSMax        uint64 // highest measured seq replied to, and the reflector's count then
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
+	oneway               *wire.OneWayResults
 
 	cur, total *acc
 	res        *result.Result
@@ -425,6 +437,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 			ReplySize:      cfg.ReplySize,
 			Hold:           cfg.Hold,
 			Granted:        r.grant,
+			OneWay:         cfg.OneWay,
 			Period:         cfg.Period,
 			Threshold:      cfg.Threshold,
 		},
@@ -449,7 +462,9 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	} else {
 		r.close()
 	}
-	r.finish()
+	if ferr := r.finish(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		r.res.Error = err.Error()
 	}
@@ -941,6 +956,12 @@ func (r *run) close() {
 			case wire.TypeCloseAck:
 				r.res.ReflectorCount = "close"
 				r.finalCount = in.Count
+				if r.cfg.OneWay && n > wire.HeaderLen {
+					var res wire.OneWayResults
+					if json.Unmarshal(r.rbuf[wire.HeaderLen:n], &res) == nil {
+						r.oneway = &res
+					}
+				}
 				return
 			}
 		}
@@ -949,7 +970,7 @@ func (r *run) close() {
 
 // finish declares what is still in flight lost, settles the direction of
 // every loss, and fills in the summary.
-func (r *run) finish() {
+func (r *run) finish() error {
 	now := r.clk.Now()
 	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
 		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
@@ -983,7 +1004,44 @@ func (r *run) finish() {
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
 	r.res.Summary = sum
+	if r.cfg.OneWay {
+		return r.finishOneWay()
+	}
 	if r.cfg.Histogram > 0 {
 		r.res.Histogram = r.total.d[distRTT].Histogram("rtt", r.cfg.Histogram)
 	}
+	return nil
+}
+
+// finishOneWay fills the summary of a one-way run from the reflector's
+// results: what arrived, and its one-way delays.
+func (r *run) finishOneWay() error {
+	if r.oneway == nil {
+		return fmt.Errorf("%w from %s", ErrNoResults, r.peer)
+	}
+	var snap stats.Snapshot
+	if err := json.Unmarshal(r.oneway.Delay, &snap); err != nil {
+		return fmt.Errorf("%w from %s: %w", ErrNoResults, r.peer, err)
+	}
+	d, err := stats.FromSnapshot(snap)
+	if err != nil {
+		return fmt.Errorf("%w from %s: %w", ErrNoResults, r.peer, err)
+	}
+	sum := &r.res.Summary
+	c := &sum.Counts
+	c.Received = min(r.oneway.Received, c.Sent)
+	c.Lost = c.Sent - c.Received
+	c.LostUp, c.LostDown = c.Lost, 0
+	c.Duplicates, c.Reordered = r.oneway.Duplicates, r.oneway.Reordered
+	c.LossPercent = 0
+	if c.Sent > 0 {
+		c.LossPercent = 100 * float64(c.Lost) / float64(c.Sent)
+	}
+	sum.Up = d.Summary(r.cfg.Percentiles)
+	// Nothing came back down: what the reflector received is Received.
+	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
+	if r.cfg.Histogram > 0 {
+		r.res.Histogram = d.Histogram("up", r.cfg.Histogram)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,7 +56,8 @@ func (c *memConn) Write(b []byte) (int, error) {
 	if (c.dead != nil && c.dead()) || (h.Type == wire.TypeProbe && c.dropUp != nil && c.dropUp(h.Seq)) {
 		return len(b), nil
 	}
-	pkt := append([]byte(nil), b...)
+	pkt := make([]byte, len(b), 1<<16) // room for replies larger than the probe
+	copy(pkt, b)
 	up := c.delay
 	if c.delayOf != nil && h.Type == wire.TypeProbe {
 		up = c.delayOf(h.Seq)
@@ -478,5 +480,51 @@ func TestThreshold(t *testing.T) {
 			t.Fatalf("stopped %q, hit %+v: want probe 30 (seq 40 after 10 warm-up) with 2.1ms", res.Stopped, hit)
 		}
 		checkTotals(t, res)
+	})
+}
+
+func TestOneWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 300 * time.Microsecond
+		c.dropUp = func(seq uint64) bool { return seq%10 == 0 }
+		cfg := Config{OneWay: true, Rate: 1000, Duration: time.Second, sleep: time.Sleep, Histogram: 10}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if s.Counts.Sent != 1000 || s.Counts.Received != 900 || s.Counts.LostUp != 100 || s.Counts.LostDown != 0 {
+			t.Fatalf("counts %+v, want 1000 sent, 900 received, 100 lost on the way up", s.Counts)
+		}
+		if s.Up.Count != 900 || s.Up.Min != c.delay || s.Up.Max != c.delay || s.RTT.Count != 0 {
+			t.Fatalf("up %+v, rtt count %d: want 900 delays of %v and no RTT", s.Up, s.RTT.Count, c.delay)
+		}
+		if !res.Config.OneWay || res.Histogram == nil || res.Histogram.Of != "up" {
+			t.Fatalf("config one-way %v, histogram %+v", res.Config.OneWay, res.Histogram)
+		}
+		// The client's intervals know only what it sent.
+		var sent uint64
+		for _, iv := range res.Intervals {
+			sent += iv.Counts.Sent
+		}
+		if c := s.Counts; sent != c.Sent || c.Sent != c.Received+c.Lost {
+			t.Fatalf("intervals sent %d, summary %+v", sent, c)
+		}
+	})
+}
+
+func TestOneWayNoResults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 300 * time.Microsecond
+		var dead atomic.Bool // set by the receiver, read by the sender
+		c.dead = dead.Load
+		cfg := Config{OneWay: true, Rate: 100, Duration: time.Second, sleep: time.Sleep, ReportInterval: 500 * time.Millisecond,
+			OnInterval: func(result.Interval) { dead.Store(true) }} // the reflector dies half way
+		res, err := Run(context.Background(), cfg, c)
+		if !errors.Is(err, ErrNoResults) || res == nil || res.Summary.Counts.Sent != 100 {
+			t.Fatalf("Run = %v, sent %v; want ErrNoResults and the 100 sent", err, res)
+		}
 	})
 }

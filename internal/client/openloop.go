@@ -145,6 +145,9 @@ func (r *run) sender(ctx context.Context, start int64) {
 		if warm {
 			h.Flags = wire.FlagWarmup
 		}
+		if cfg.OneWay {
+			h.Flags |= wire.FlagOneWay
+		}
 		_ = h.Encode(buf)
 		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, warm: warm}) {
 			// The receiver drains at least every few milliseconds; a
@@ -191,7 +194,11 @@ func (r *run) drain() {
 			r.warmupLast = rec.seq - 1
 			r.startMeasuring(rec.sched)
 		}
-		r.track(rec.seq, rec.sent, rec.sched)
+		if r.cfg.OneWay {
+			r.seq = rec.seq // no reply will come: nothing to wait for
+		} else {
+			r.track(rec.seq, rec.sent, rec.sched)
+		}
 		if r.measured(rec.seq) {
 			r.cur.counts.Sent++
 			r.cur.counts.Skipped += rec.skipped

@@ -283,6 +283,9 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			}
 			h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
 			size := wire.HeaderLen
+			if s.oneway != nil && s.oneway.win.Received > 0 && r.cfg.OnOneWay != nil {
+				r.cfg.OnOneWay(s.oneway.report(addr)) // the last window
+			}
 			if s.oneway != nil {
 				// The session's one-way results ride after the header,
 				// when they fit (they are a few kilobytes).

@@ -196,8 +196,10 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	b.WriteString(" ---\n")
 	fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d, reordered %d, late %d, errors %d\n",
 		c.Sent, c.Received, c.Lost, c.LossPercent, c.LostUp, c.LostDown, c.Duplicates, c.Reordered, c.Late, c.Errors)
-	switch res.ReflectorCount {
-	case "close":
+	switch {
+	case res.Config.OneWay:
+		b.WriteString("         one-way: the reflector counted what arrived and measured the up delays; nothing came back down\n")
+	case res.ReflectorCount == "close":
 		b.WriteString("         loss per direction is exact: from the reflector's final count\n")
 	default:
 		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")

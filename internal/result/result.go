@@ -69,6 +69,9 @@ type Config struct {
 	ReplySize int           `json:"reply_size"`
 	Hold      time.Duration `json:"hold_ns"`
 	Granted   Grant         `json:"granted"`
+	// OneWay: the reflector did not reply; it measured the probes and
+	// returned its results, which fill the summary's counts and "up".
+	OneWay bool `json:"oneway,omitempty"`
 }
 
 // Grant is what the reflector granted of what the client asked, within
