@@ -570,13 +570,7 @@ func (r *run) loop(ctx context.Context) error {
 			r.warmupLast = r.seq
 			r.startMeasuring(now)
 		}
-		if r.reportDue(r.nextReport) && now >= r.nextReport {
-			r.flush(r.nextReport, r.lostUpEstimate(r.lostSoFar()))
-			r.nextReport += int64(cfg.ReportInterval)
-			if r.nextReport <= now { // a long stall: skip, do not emit empty intervals in a burst
-				r.nextReport = now + int64(cfg.ReportInterval)
-			}
-		}
+		r.flushDue(now)
 		switch {
 		case !r.sending:
 		case r.open:
@@ -694,6 +688,7 @@ func (r *run) loop(ctx context.Context) error {
 			if r.open {
 				r.drain() // the probe may have left since the last look
 			}
+			r.flushDue(now) // a reply belongs to the interval it arrived in
 			r.reply(&h, n, now)
 		}
 	}
@@ -741,6 +736,18 @@ func (r *run) burstOpen(now int64) bool {
 		r.burstSent = 0
 	}
 	return r.burstSent < r.cfg.Burst
+}
+
+// flushDue ends the current interval if t is past its end.
+func (r *run) flushDue(t int64) {
+	if !r.reportDue(r.nextReport) || t < r.nextReport {
+		return
+	}
+	r.flush(r.nextReport, r.lostUpEstimate(r.lostSoFar()))
+	r.nextReport += int64(r.cfg.ReportInterval)
+	if r.nextReport <= t { // a long stall: skip, do not emit empty intervals in a burst
+		r.nextReport = t + int64(r.cfg.ReportInterval)
+	}
 }
 
 // reportDue reports whether an interval ends at next (0: none): the

@@ -200,6 +200,7 @@ func (r *run) drain() {
 			r.track(rec.seq, rec.sent, rec.sched)
 		}
 		if r.measured(rec.seq) {
+			r.flushDue(rec.sched) // a probe belongs to the interval of its slot
 			r.cur.counts.Sent++
 			r.cur.counts.Skipped += rec.skipped
 			r.cur.bytesUp += uint64(r.cfg.Size)
