@@ -574,3 +574,27 @@ func TestOneWay(t *testing.T) {
 		t.Errorf("the reflector's one-way lines add up to %d received, want 1000:\n%s", recv, out)
 	}
 }
+
+func TestParallel(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	r := volleyRun(t, "client", srv.addr, "-P", "4", "-n", "500", "-i", "200ms", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	if len(res.Flows) != 4 || res.Summary.Counts.Sent != 2000 || res.Summary.Counts.Received != 2000 {
+		t.Fatalf("%d flows, counts %+v: want 4 flows of 500", len(res.Flows), res.Summary.Counts)
+	}
+	seen := map[string]bool{}
+	for _, f := range res.Flows {
+		seen[f.LocalAddr] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("flows share sockets: %v", seen)
+	}
+	srv.stop(t, os.Interrupt)
+	if out := srv.output(); !strings.Contains(out, "sessions opened 4") {
+		t.Errorf("the reflector did not see 4 sessions:\n%s", out)
+	}
+}

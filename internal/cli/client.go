@@ -43,6 +43,7 @@ type clientFlags struct {
 	replySize      int
 	hold           time.Duration
 	oneway         bool
+	parallel       int
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -104,6 +105,7 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.IntVar(&f.replySize, "reply-size", 0, "reply size in bytes, header included (default: the request's size)")
 	fl.DurationVar(&f.hold, "hold", 0, "ask the reflector to wait this long before each reply (left out of its response time)")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
+	fl.IntVarP(&f.parallel, "parallel", "P", 1, "run N flows at once, each its own socket, session and thread; per-flow and total results")
 	fl.Float64Var(&f.rate, "rate", 0, "open loop: send this many probes/s on schedule, whether or not replies came back")
 	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
@@ -145,6 +147,9 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	}
 	if f.window < 1 || f.window > client.MaxWindow {
 		return cfg, usagef("--window %d: want 1 to %d", f.window, client.MaxWindow)
+	}
+	if f.parallel < 1 || f.parallel > maxParallel {
+		return cfg, usagef("--parallel %d: want 1 to %d", f.parallel, maxParallel)
 	}
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout %s: want a positive duration", f.timeout)
@@ -230,6 +235,9 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	return cfg, nil
 }
 
+// maxParallel bounds -P: each flow is an OS thread and a socket.
+const maxParallel = 256
+
 func parsePercentiles(s string) ([]float64, error) {
 	var out []float64
 	for _, field := range strings.Split(s, ",") {
@@ -276,11 +284,19 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	if err != nil {
 		return usageError{err}
 	}
-	conn, err := transport.Dial(ctx, t)
-	if err != nil {
-		return usageError{err}
+	conns := make([]transport.Conn, 0, f.parallel)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range f.parallel {
+		conn, err := transport.Dial(ctx, t)
+		if err != nil {
+			return usageError{err}
+		}
+		conns = append(conns, conn)
 	}
-	defer conn.Close()
 
 	var werr error // the first error writing the report
 	write := func(err error) {
@@ -304,7 +320,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	case "jsonl":
 		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(stdout, iv)) }
 	}
-	res, runErr := client.Run(ctx, cfg, conn)
+	res, runErr := client.RunFlows(ctx, cfg, conns)
 	if res == nil {
 		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) {
 			return usageError{runErr}

@@ -364,6 +364,10 @@ type run struct {
 
 	nextReport int64 // end of the current interval (0: none)
 	grant      result.Grant
+	// collect, in a parallel run, takes each interval (its index, its
+	// accumulator, its span) before the accumulator is reset.
+	collect func(k int, a *acc, start, end time.Duration)
+	upDist  *stats.Dist // one-way: the reflector's delays
 
 	// Closed-loop bursts.
 	burstSent int
@@ -390,6 +394,21 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if err != nil {
 		return nil, err
 	}
+	r := newRun(cfg, conn)
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.res.Config)
+	}
+	err = r.execute(ctx)
+	return r.res, err
+}
+
+// newRun prepares a run of cfg (defaults filled in) through conn.
+func newRun(cfg Config, conn transport.Conn) *run {
 	ringSize := uint64(historySize(cfg))
 	r := &run{
 		cfg:   cfg,
@@ -407,19 +426,22 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	return r
+}
 
+// start opens the session and the result.
+func (r *run) start(ctx context.Context) error {
 	if err := r.handshake(ctx); err != nil {
-		return nil, err
+		return err
 	}
+	cfg := &r.cfg
 	r.res = &result.Result{
 		SchemaVersion: result.SchemaVersion,
 		Tool:          "volley",
 		Config: result.Config{
-			Transport:      conn.RemoteAddr().Network(),
-			LocalAddr:      conn.LocalAddr().String(),
-			RemoteAddr:     conn.RemoteAddr().String(),
+			Transport:      r.conn.RemoteAddr().Network(),
+			LocalAddr:      r.conn.LocalAddr().String(),
+			RemoteAddr:     r.conn.RemoteAddr().String(),
 			Duration:       cfg.Duration,
 			Count:          cfg.Count,
 			WarmupDuration: cfg.WarmupDuration,
@@ -440,17 +462,20 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 			OneWay:         cfg.OneWay,
 			Period:         cfg.Period,
 			Threshold:      cfg.Threshold,
+			Parallel:       1,
 		},
 		Start:     cfg.Clock.Time(r.clk.Now()),
 		Intervals: []result.Interval{},
 	}
-	if cfg.OnStart != nil {
-		cfg.OnStart(r.res.Config)
-	}
 	if cfg.Poisson {
 		r.res.Config.Seed = cfg.Seed
 	}
-	err = r.loop(ctx)
+	return nil
+}
+
+// execute measures, closes the session and fills in the result.
+func (r *run) execute(ctx context.Context) error {
+	err := r.loop(ctx)
 	if r.open {
 		// The sender is done, or must be now; take in its last probes.
 		r.stopSender.Store(true)
@@ -468,7 +493,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if err != nil {
 		r.res.Error = err.Error()
 	}
-	return r.res, err
+	return err
 }
 
 // handshake sends Hellos until a Cookie answers, and keeps its token.
@@ -920,6 +945,9 @@ func (r *run) flush(end int64, u uint64) {
 		if r.cfg.OnInterval != nil {
 			r.cfg.OnInterval(iv)
 		}
+		if r.collect != nil {
+			r.collect(len(r.res.Intervals)-1, r.cur, iv.Start, iv.End)
+		}
 	}
 	r.total.merge(r.cur)
 	r.cur.reset(end)
@@ -1045,6 +1073,7 @@ func (r *run) finishOneWay() error {
 		c.LossPercent = 100 * float64(c.Lost) / float64(c.Sent)
 	}
 	sum.Up = d.Summary(r.cfg.Percentiles)
+	r.upDist = d
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	if r.cfg.Histogram > 0 {

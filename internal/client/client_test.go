@@ -528,3 +528,41 @@ func TestOneWayNoResults(t *testing.T) {
 		}
 	})
 }
+
+func TestParallelFlows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var conns []transport.Conn
+		for i := 0; i < 3; i++ {
+			c := newMemConn(t)
+			c.delay = time.Duration(i+1) * 100 * time.Microsecond
+			conns = append(conns, c)
+		}
+		var seen int
+		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, OnInterval: func(result.Interval) { seen++ }}
+		res, err := RunFlows(context.Background(), cfg, conns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Flows) != 3 || res.Config.Parallel != 3 {
+			t.Fatalf("%d flows, parallel %d, want 3", len(res.Flows), res.Config.Parallel)
+		}
+		var sent uint64
+		for i, f := range res.Flows {
+			// Ping-pong: one probe per round trip of 2×delay.
+			rtt := time.Duration(i+1) * 200 * time.Microsecond
+			want := uint64((2*time.Second + rtt - 1) / rtt) // a probe leaves at every multiple of rtt before 2s
+			if f.Summary.Counts.Sent != want || f.Summary.Counts.Lost != 0 {
+				t.Errorf("flow %d counts %+v, want %d sent", i, f.Summary.Counts, want)
+			}
+			sent += f.Summary.Counts.Sent
+		}
+		s := res.Summary
+		if s.Counts.Sent != sent || s.RTT.Count != int64(sent) || s.RTT.Min != 200*time.Microsecond || s.RTT.Max != 600*time.Microsecond {
+			t.Fatalf("total counts %+v, RTT %+v: want %d and the three flows' RTTs", s.Counts, s.RTT, sent)
+		}
+		if len(res.Intervals) != 4 || seen != 4 {
+			t.Fatalf("%d total intervals (%d handed over), want 4", len(res.Intervals), seen)
+		}
+		checkTotals(t, res)
+	})
+}

@@ -76,6 +76,9 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	if c.Poisson {
 		shape += fmt.Sprintf(" (Poisson gaps, seed %d)", c.Seed)
 	}
+	if c.Parallel > 1 {
+		shape += fmt.Sprintf(", %d flows", c.Parallel)
+	}
 	if c.Threshold > 0 {
 		length += ", stopping at an RTT above " + Duration(c.Threshold)
 	}
@@ -258,6 +261,16 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
 	}
 	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
+	for i, f := range res.Flows {
+		fc := f.Summary.Counts
+		fmt.Fprintf(&b, "flow %d from %s: sent %d, received %d, lost %d (%d up, %d down); rtt min %s p50 %s max %s",
+			i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost, fc.LostUp, fc.LostDown,
+			latMin(f.Summary.RTT), latP(f.Summary.RTT, 50), latMax(f.Summary.RTT))
+		if f.Error != "" {
+			fmt.Fprintf(&b, "; %s", f.Error)
+		}
+		b.WriteString("\n")
+	}
 	if res.Error != "" {
 		fmt.Fprintf(&b, "error: %s\n", res.Error)
 	}

@@ -34,6 +34,9 @@ type Result struct {
 	// Threshold is the probe whose RTT first exceeded the threshold, when
 	// that ended the run.
 	Threshold *ThresholdHit `json:"threshold_hit,omitempty"`
+	// Flows holds each flow's own summary when the run had more than one;
+	// Intervals and Summary then cover all flows together.
+	Flows []Flow `json:"flows,omitempty"`
 	// Error is the error that ended the run early, if any.
 	Error string `json:"error,omitempty"`
 }
@@ -72,6 +75,8 @@ type Config struct {
 	// OneWay: the reflector did not reply; it measured the probes and
 	// returned its results, which fill the summary's counts and "up".
 	OneWay bool `json:"oneway,omitempty"`
+	// Parallel is the number of flows, each its own socket and session.
+	Parallel int `json:"parallel"`
 }
 
 // Grant is what the reflector granted of what the client asked, within
@@ -188,4 +193,13 @@ type Bin struct {
 	High  time.Duration `json:"high_ns"`
 	Count int64         `json:"count"`
 	Share float64       `json:"share"`
+}
+
+// Flow is one flow of a parallel run.
+type Flow struct {
+	LocalAddr      string   `json:"local_addr"`
+	Summary        Interval `json:"summary"`
+	ReflectorCount string   `json:"reflector_count"`
+	Stopped        string   `json:"stopped"`
+	Error          string   `json:"error,omitempty"`
 }

@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
+)
+
+// RunFlows measures through every conn at once: one flow per conn, each its
+// own session and goroutine locked to its own OS thread. The result's
+// Intervals and Summary cover all flows together (the k-th interval of each
+// flow makes the k-th total interval); Flows has each flow's summary. With
+// one conn it is Run.
+func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.Result, error) {
+	if len(conns) == 1 {
+		return Run(ctx, cfg, conns[0])
+	}
+	if len(conns) == 0 {
+		return nil, fmt.Errorf("%w: no flows", ErrConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	col := &collector{want: len(conns), pct: cfg.Percentiles, onInterval: cfg.OnInterval}
+	flowCfg := cfg
+	flowCfg.OnInterval, flowCfg.OnStart = nil, nil
+	runs := make([]*run, len(conns))
+	for i, c := range conns {
+		r := newRun(flowCfg, c)
+		r.collect = col.add
+		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+		defer stop()
+		if err := r.start(ctx); err != nil {
+			return nil, fmt.Errorf("flow %d: %w", i+1, err)
+		}
+		runs[i] = r
+	}
+	res := *runs[0].res
+	res.Config.Parallel = len(conns)
+	if cfg.OnStart != nil {
+		cfg.OnStart(res.Config)
+	}
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			errs[i] = r.execute(ctx)
+		})
+	}
+	wg.Wait()
+	res.Intervals = col.finish()
+	err = errors.Join(errs...)
+	res.Summary, res.Histogram = total(runs, cfg)
+	res.ReflectorCount, res.Stopped = "close", runs[0].res.Stopped
+	for i, r := range runs {
+		f := result.Flow{LocalAddr: r.res.Config.LocalAddr, Summary: r.res.Summary,
+			ReflectorCount: r.res.ReflectorCount, Stopped: r.res.Stopped, Error: r.res.Error}
+		res.Flows = append(res.Flows, f)
+		if f.ReflectorCount != "close" {
+			res.ReflectorCount = f.ReflectorCount
+		}
+		if errs[i] != nil && res.Error == "" {
+			res.Stopped, res.Error = f.Stopped, fmt.Sprintf("flow %d: %s", i+1, f.Error)
+		}
+	}
+	return &res, err
+}
+
+// total merges the flows' distributions and adds up their counts.
+func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
+	all := newAcc()
+	var origin, end int64
+	var counts result.Counts
+	var bytesUp, bytesDown uint64
+	for i, r := range runs {
+		all.merge(r.total)
+		if r.upDist != nil { // one-way: the reflector's delays
+			all.d[distUp].Merge(r.upDist)
+		}
+		s := r.res.Summary
+		if i == 0 || r.origin < origin {
+			origin = r.origin
+		}
+		end = max(end, r.origin+int64(s.End))
+		c := s.Counts
+		counts.Sent += c.Sent
+		counts.Received += c.Received
+		counts.Lost += c.Lost
+		counts.LostUp += c.LostUp
+		counts.LostDown += c.LostDown
+		counts.Duplicates += c.Duplicates
+		counts.Reordered += c.Reordered
+		counts.Late += c.Late
+		counts.Errors += c.Errors
+		counts.Skipped += c.Skipped
+		bytesUp += s.Throughput.BytesUp
+		bytesDown += s.Throughput.BytesDown
+	}
+	all.counts = counts
+	all.bytesUp, all.bytesDown = bytesUp, bytesDown
+	all.start = origin
+	sum := all.interval(origin, end, cfg.Percentiles)
+	if cfg.OneWay {
+		sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
+	}
+	var h *result.Histogram
+	if cfg.Histogram > 0 {
+		of, d := "rtt", all.d[distRTT]
+		if cfg.OneWay {
+			of, d = "up", all.d[distUp]
+		}
+		h = d.Histogram(of, cfg.Histogram)
+	}
+	return sum, h
+}
+
+// collector merges the flows' k-th intervals into the k-th total interval.
+type collector struct {
+	mu         sync.Mutex
+	want       int
+	pct        []float64
+	onInterval func(result.Interval)
+	pending    []*pendingInterval
+	emitted    int
+	out        []result.Interval
+}
+
+type pendingInterval struct {
+	acc        *acc
+	n          int
+	start, end time.Duration
+}
+
+// add takes a flow's k-th interval, a ending at end, and emits the total
+// intervals that are complete.
+func (c *collector) add(k int, a *acc, start, end time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.pending) <= k-c.emitted {
+		c.pending = append(c.pending, &pendingInterval{acc: newAcc()})
+	}
+	p := c.pending[k-c.emitted]
+	if p.n == 0 {
+		p.start, p.end = start, end
+		p.acc.start = a.start
+	}
+	p.acc.merge(a)
+	p.n++
+	for len(c.pending) > 0 && c.pending[0].n == c.want {
+		c.emit(c.pending[0])
+		c.pending = c.pending[1:]
+	}
+}
+
+func (c *collector) emit(p *pendingInterval) {
+	iv := p.acc.interval(p.acc.start, p.acc.start+int64(p.end-p.start), c.pct)
+	iv.Start, iv.End = p.start, p.end
+	c.out = append(c.out, iv)
+	c.emitted++
+	if c.onInterval != nil {
+		c.onInterval(iv)
+	}
+}
+
+// finish emits what is left, from flows that had fewer intervals, and
+// returns every total interval.
+func (c *collector) finish() []result.Interval {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pending {
+		if p.n > 0 {
+			c.emit(p)
+		}
+	}
+	c.pending = nil
+	if c.out == nil {
+		c.out = []result.Interval{}
+	}
+	return c.out
+}
