@@ -598,3 +598,21 @@ func TestParallel(t *testing.T) {
 		t.Errorf("the reflector did not see 4 sessions:\n%s", out)
 	}
 }
+
+func TestWorkers(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "--workers", "3", "-i", "200ms")
+	r := volleyRun(t, "client", srv.addr, "-P", "6", "-n", "300", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	if res.Summary.Counts.Received != 1800 {
+		t.Fatalf("counts %+v, want 6 flows of 300", res.Summary.Counts)
+	}
+	srv.stop(t, os.Interrupt)
+	// 6 × 302 packets: probes, hellos and closes, whichever worker had them.
+	if out := srv.output(); !strings.Contains(out, "in 1812 packets") || !strings.Contains(out, "sessions opened 6") {
+		t.Errorf("the workers' totals do not add up to 1812 packets and 6 sessions:\n%s", out)
+	}
+}

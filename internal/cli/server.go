@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +29,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxRate        float64
 		iface          string
 		reportEvery    uint64
+		workers        int
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -69,24 +73,44 @@ messages are dropped and counted.`,
 				}
 				nicLast = c
 			}
-			pc, err := transport.ListenUDP(listen)
+			if workers < 1 || workers > maxWorkers {
+				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
+			}
+			pcs, err := transport.ListenUDPWorkers(cmd.Context(), listen, workers)
 			if err != nil {
 				return err // a port in use is an error, not a usage error
 			}
-			defer pc.Close()
-			fmt.Fprintf(stdout, "listening on udp://%s\n", pc.LocalAddr())
-			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval,
+			defer func() {
+				for _, pc := range pcs {
+					pc.Close()
+				}
+			}()
+			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
+			// One cookie secret for all workers: a peer's Hello and probes
+			// reach the same worker, but need not.
+			secret := make([]byte, 32)
+			if _, err := rand.Read(secret); err != nil {
+				return err
+			}
+			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
 				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
+			var out sync.Mutex // workers print from their own goroutines
+			printf := func(format string, args ...any) {
+				out.Lock()
+				defer out.Unlock()
+				fmt.Fprintf(stdout, format, args...)
+			}
 			var at time.Duration
+			agg := &statsSum{workers: workers}
 			if !quiet {
 				cfg.OnOneWay = func(o reflector.OneWayReport) {
-					fmt.Fprintf(stdout, "one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
+					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
 						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
 				}
-				cfg.OnInterval = func(s reflector.Stats) {
+				agg.emit = func(s reflector.Stats) {
 					nic := ""
 					if iface != "" {
 						if c, err := ifstats.Read(iface); err == nil {
@@ -96,18 +120,33 @@ messages are dropped and counted.`,
 							nicLast = c
 						}
 					}
-					fmt.Fprintf(stdout, "%.2f-%.2fs %s%s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s), nic)
+					printf("%.2f-%.2fs %s%s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s), nic)
 					at += s.Elapsed
 				}
 			}
-			refl, err := reflector.New(cfg)
-			if err != nil {
-				return err
+			totals := make([]reflector.Stats, workers)
+			errs := make([]error, workers)
+			var wg sync.WaitGroup
+			for i, pc := range pcs {
+				wcfg := cfg
+				if agg.emit != nil {
+					wcfg.OnInterval = func(s reflector.Stats) { agg.add(i, s) }
+				}
+				refl, err := reflector.New(wcfg)
+				if err != nil {
+					return err
+				}
+				wg.Go(func() { totals[i], errs[i] = refl.Serve(cmd.Context(), pc) })
 			}
-			total, err := refl.Serve(cmd.Context(), pc)
-			fmt.Fprintf(stdout, "--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
+			wg.Wait()
+			var total reflector.Stats
+			for _, t := range totals {
+				total = total.Add(t)
+			}
+			printf("--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
 				report.Duration(total.Elapsed), total.PacketsIn, report.SI(float64(total.BytesIn)),
 				total.PacketsOut, report.SI(float64(total.BytesOut)), total.SessionsOpened, dropsText(total))
+			err = errors.Join(errs...)
 			return err
 		},
 	}
@@ -119,10 +158,50 @@ messages are dropped and counted.`,
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
 	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "add this network interface's RX/TX packet counters to each interval line")
 	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd
+}
+
+// maxWorkers bounds --workers.
+const maxWorkers = 64
+
+// statsSum adds up the workers' k-th intervals and emits each sum once
+// every worker has reported it.
+type statsSum struct {
+	mu      sync.Mutex
+	workers int
+	emit    func(reflector.Stats)
+	ticks   map[int]int // worker: intervals reported
+	pending map[int]*pendingStats
+}
+
+type pendingStats struct {
+	s reflector.Stats
+	n int
+}
+
+func (a *statsSum) add(worker int, s reflector.Stats) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ticks == nil {
+		a.ticks, a.pending = map[int]int{}, map[int]*pendingStats{}
+	}
+	k := a.ticks[worker]
+	a.ticks[worker]++
+	p := a.pending[k]
+	if p == nil {
+		p = &pendingStats{}
+		a.pending[k] = p
+	}
+	p.s = p.s.Add(s)
+	p.n++
+	if p.n == a.workers {
+		delete(a.pending, k)
+		a.emit(p.s)
+	}
 }
 
 // statsLine renders reflector counters: rates over s.Elapsed, sessions,

@@ -81,6 +81,25 @@ func (s Stats) Dropped() uint64 {
 	return n
 }
 
+// Add returns the sum of s and o, as for several workers; Elapsed is the
+// longer of the two.
+func (s Stats) Add(o Stats) Stats {
+	d := s
+	d.Elapsed = max(s.Elapsed, o.Elapsed)
+	d.PacketsIn += o.PacketsIn
+	d.PacketsOut += o.PacketsOut
+	d.BytesIn += o.BytesIn
+	d.BytesOut += o.BytesOut
+	d.SendErrors += o.SendErrors
+	d.OneWay += o.OneWay
+	d.Sessions += o.Sessions
+	d.SessionsOpened += o.SessionsOpened
+	for i := range d.Drops {
+		d.Drops[i] += o.Drops[i]
+	}
+	return d
+}
+
 func (s Stats) sub(o Stats) Stats {
 	d := s
 	d.PacketsIn -= o.PacketsIn

@@ -144,6 +144,27 @@ func ListenUDP(addr string) (PacketConn, error) {
 	return c, nil
 }
 
+// ListenUDPWorkers opens n reflector sockets sharing addr's port
+// (SO_REUSEPORT); n = 1 is ListenUDP.
+func ListenUDPWorkers(ctx context.Context, addr string, n int) ([]PacketConn, error) {
+	if n == 1 {
+		c, err := ListenUDP(addr)
+		if err != nil {
+			return nil, err
+		}
+		return []PacketConn{c}, nil
+	}
+	cs, err := udp.ListenShared(ctx, addr, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PacketConn, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out, nil
+}
+
 // IsRefused reports whether err says the peer's port is closed (an ICMP
 // port unreachable on a connected socket).
 func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

@@ -57,6 +57,28 @@ func Listen(addr string) (*PacketConn, error) {
 	return &PacketConn{c: c}, nil
 }
 
+// ListenShared opens n sockets on the same addr with SO_REUSEPORT, for n
+// reflector workers: the kernel gives each peer address to one of them.
+// With port 0 the first socket picks the port and the others join it.
+func ListenShared(ctx context.Context, addr string, n int) ([]*PacketConn, error) {
+	lc := net.ListenConfig{Control: reusePort}
+	var out []*PacketConn
+	for i := 0; i < n; i++ {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			for _, p := range out {
+				p.Close()
+			}
+			return nil, fmt.Errorf("listen on udp %s with SO_REUSEPORT: %w", addr, err)
+		}
+		c := pc.(*net.UDPConn)
+		setBuffers(c)
+		out = append(out, &PacketConn{c: c})
+		addr = c.LocalAddr().String() // the others join the port the first got
+	}
+	return out, nil
+}
+
 // ReadFrom reads one datagram into b and returns its length and sender.
 func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 	return p.c.ReadFromUDPAddrPort(b)
