@@ -616,3 +616,37 @@ func TestWorkers(t *testing.T) {
 		t.Errorf("the workers' totals do not add up to 1812 packets and 6 sessions:\n%s", out)
 	}
 }
+
+func TestWorkloadFile(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	path := filepath.Join(t.TempDir(), "mix.yaml")
+	mix := "- {name: small, weight: 3, size: 100, reply_size: 500}\n- {name: big, weight: 1, size: 1400, reply_size: 64, hold: 1ms}\n"
+	if err := os.WriteFile(path, []byte(mix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := volleyRun(t, "client", srv.addr, "--workload", path, "--seed", "5", "-n", "400", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	if len(res.Workload) != 2 || res.Config.Seed != 5 {
+		t.Fatalf("workload results %+v, seed %d", res.Workload, res.Config.Seed)
+	}
+	small, big := res.Workload[0], res.Workload[1]
+	tp := res.Summary.Throughput
+	if small.Sent+big.Sent != 400 || small.Sent < big.Sent || tp.BytesUp != 100*small.Sent+1400*big.Sent ||
+		tp.BytesDown != 500*small.Received+64*big.Received || big.RTT.Min < time.Millisecond {
+		t.Fatalf("entries %+v / %+v, bytes %d up %d down: do not match the mix", small, big, tp.BytesUp, tp.BytesDown)
+	}
+	// The same seed draws the same mix.
+	again := parseResult(t, volleyRun(t, "client", srv.addr, "--workload", path, "--seed", "5", "-n", "400", "--format", "json").stdout)
+	if again.Workload[0].Sent != small.Sent {
+		t.Errorf("seed 5 drew %d small probes, then %d", small.Sent, again.Workload[0].Sent)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("- {weight: 1, size: 10}\n"), 0o644)
+	if r := volleyRun(t, "client", srv.addr, "--workload", bad); r.code != 2 || !strings.Contains(r.stderr, "size 10") {
+		t.Errorf("bad workload: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 type clientFlags struct {
@@ -44,6 +45,7 @@ type clientFlags struct {
 	hold           time.Duration
 	oneway         bool
 	parallel       int
+	workload       string
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -104,6 +106,7 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.IntVarP(&f.size, "size", "l", client.DefaultSize, fmt.Sprintf("request size in bytes, the %d-byte header included", wire.HeaderLen))
 	fl.IntVar(&f.replySize, "reply-size", 0, "reply size in bytes, header included (default: the request's size)")
 	fl.DurationVar(&f.hold, "hold", 0, "ask the reflector to wait this long before each reply (left out of its response time)")
+	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of weighted entries (size, reply_size, hold, gap) drawn per probe with --seed; results per entry")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
 	fl.IntVarP(&f.parallel, "parallel", "P", 1, "run N flows at once, each its own socket, session and thread; per-flow and total results")
 	fl.Float64Var(&f.rate, "rate", 0, "open loop: send this many probes/s on schedule, whether or not replies came back")
@@ -175,8 +178,10 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		return cfg, usagef("--rate and --send-interval both given: want one of them")
 	case f.poisson && f.rate == 0 && f.sendInterval == 0:
 		return cfg, usagef("--poisson needs --rate or --send-interval")
-	case changed("seed") && !f.poisson:
-		return cfg, usagef("--seed is for --poisson")
+	case changed("seed") && !f.poisson && f.workload == "":
+		return cfg, usagef("--seed is for --poisson and --workload")
+	case f.workload != "" && (changed("size") || changed("reply-size") || changed("hold") || f.oneway):
+		return cfg, usagef("--workload sets sizes and holds itself: it does not mix with --size, --reply-size, --hold or --oneway")
 	case f.burst < 0 || (changed("burst") && f.burst == 0):
 		return cfg, usagef("--burst %d: want at least 1", f.burst)
 	case f.burst > 0 && (f.rate > 0 || f.sendInterval > 0):
@@ -214,7 +219,14 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	if f.burst > 0 {
 		cfg.Period = f.period
 	}
-	if f.poisson && !changed("seed") {
+	if f.workload != "" {
+		es, err := workload.Load(f.workload, workload.Limits{MinSize: wire.HeaderLen, MaxSize: client.MaxSize})
+		if err != nil {
+			return cfg, usagef("--workload %s: %v", f.workload, err)
+		}
+		cfg.Workload, cfg.Size = es, 0
+	}
+	if (f.poisson || f.workload != "") && !changed("seed") {
 		cfg.Seed = rand.Uint64()
 	}
 	if f.reportInterval == 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 // Defaults for Config's zero fields.
@@ -102,6 +103,10 @@ type Config struct {
 	Period time.Duration
 	// Threshold ends the run at the first RTT above it (0: never).
 	Threshold time.Duration
+	// Workload mixes probe shapes: each probe's size, reply size and hold
+	// come from an entry drawn by weight with Seed; Size, ReplySize and
+	// Hold must be left zero. Gaps apply to closed-loop runs.
+	Workload []workload.Entry
 	// OneWay sends open-loop probes the reflector does not answer: it
 	// measures their one-way delay, loss, duplicates and reordering, and
 	// hands its results back when the session closes.
@@ -140,6 +145,23 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Duration == 0 && c.Count == 0 {
 		c.Duration = DefaultDuration
+	}
+	if len(c.Workload) > 0 {
+		if c.Size != 0 || c.ReplySize != 0 || c.Hold != 0 || c.OneWay {
+			return c, fmt.Errorf("%w: a workload sets sizes and holds itself, and gets replies", ErrConfig)
+		}
+		if len(c.Workload) > 1<<16 {
+			return c, fmt.Errorf("%w: more than %d workload entries", ErrConfig, 1<<16)
+		}
+		for _, e := range c.Workload {
+			// Sizes of the buffers and of the handshake: the largest.
+			c.Size = max(c.Size, e.Size)
+			c.ReplySize = max(c.ReplySize, e.ReplySize)
+			c.Hold = max(c.Hold, time.Duration(e.Hold))
+			if e.Gap > 0 && c.openLoop() {
+				return c, fmt.Errorf("%w: workload gaps are for closed-loop runs; a rate sets its own", ErrConfig)
+			}
+		}
 	}
 	if c.Size == 0 {
 		c.Size = DefaultSize
@@ -227,7 +249,8 @@ const (
 type slot struct {
 	seq   uint64
 	sent  int64
-	sched int64 // scheduled send time (open loop), 0 otherwise
+	sched int64  // scheduled send time (open loop), 0 otherwise
+	entry uint16 // workload entry
 	state uint8
 }
 
@@ -367,6 +390,11 @@ type run struct {
 	// collect, in a parallel run, takes each interval (its index, its
 	// accumulator, its span) before the accumulator is reset.
 	collect func(k int, a *acc, start, end time.Duration)
+	// Workload mixes: the picker (closed loop; the sender has its own),
+	// the per-entry results, and when the next probe may leave (gaps).
+	picker     *workload.Picker
+	entries    []*entryAcc
+	nextSendAt int64
 	upDist  *stats.Dist // one-way: the reflector's delays
 
 	// Closed-loop bursts.
@@ -426,6 +454,15 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
 	}
+	if len(cfg.Workload) > 0 {
+		r.entries = make([]*entryAcc, len(cfg.Workload))
+		for i := range r.entries {
+			r.entries[i] = &entryAcc{rtt: stats.NewDist(), response: stats.NewDist()}
+		}
+		if !r.open {
+			r.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
+		}
+	}
 	return r
 }
 
@@ -467,7 +504,7 @@ func (r *run) start(ctx context.Context) error {
 		Start:     cfg.Clock.Time(r.clk.Now()),
 		Intervals: []result.Interval{},
 	}
-	if cfg.Poisson {
+	if cfg.Poisson || len(cfg.Workload) > 0 {
 		r.res.Config.Seed = cfg.Seed
 	}
 	return nil
@@ -583,11 +620,7 @@ func (r *run) loop(ctx context.Context) error {
 			if now-s.sent < int64(cfg.Timeout) {
 				break
 			}
-			s.state = stateLost
-			r.inflight--
-			if r.measured(s.seq) {
-				r.cur.counts.Lost++
-			}
+			r.lose(s)
 			r.oldest++
 		}
 		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
@@ -626,7 +659,7 @@ func (r *run) loop(ctx context.Context) error {
 			r.stopSending("reflector-silent")
 			return fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)
 		}
-		for !r.open && r.sending && r.inflight < cfg.Window && r.burstOpen(now) &&
+		for !r.open && r.sending && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(now); err != nil {
 				if transport.IsRefused(err) {
@@ -667,6 +700,9 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			if cfg.Burst > 0 && !r.burstOpen(now) {
 				want = min(want, r.periodEnd)
+			}
+			if r.nextSendAt > now {
+				want = min(want, r.nextSendAt)
 			}
 		}
 		if r.warm && cfg.WarmupDuration > 0 && !r.open {
@@ -801,33 +837,53 @@ func (r *run) send(now int64) error {
 	if r.warm {
 		h.Flags = wire.FlagWarmup
 	}
-	_ = h.Encode(r.buf)
-	if _, err := r.conn.Write(r.buf); err != nil {
+	buf, entry := r.buf, uint16(0)
+	if r.picker != nil {
+		entry = uint16(r.picker.Pick())
+		e := &r.cfg.Workload[entry]
+		buf = r.buf[:e.Size]
+		h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
+		r.nextSendAt = now + int64(e.Gap)
+	}
+	_ = h.Encode(buf)
+	if _, err := r.conn.Write(buf); err != nil {
 		return err
 	}
-	r.track(seq, now, 0)
+	r.track(seq, now, 0, entry)
 	if !r.warm {
 		r.cur.counts.Sent++
-		r.cur.bytesUp += uint64(len(r.buf))
+		r.cur.bytesUp += uint64(len(buf))
 	}
 	return nil
 }
 
-// track starts tracking probe seq, sent at sent (and scheduled at sched,
-// or 0), as outstanding.
-func (r *run) track(seq uint64, sent, sched int64) {
+// track starts tracking probe seq of workload entry entry, sent at sent
+// (and scheduled at sched, or 0), as outstanding.
+func (r *run) track(seq uint64, sent, sched int64, entry uint16) {
 	r.seq = seq
 	s := &r.ring[seq&r.mask]
 	if s.state == stateOutstanding {
 		// A whole history of newer probes went out while this one
 		// waited: it is lost, and a reply that still comes is late.
-		r.inflight--
-		if r.measured(s.seq) {
-			r.cur.counts.Lost++
+		r.lose(s)
+	}
+	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
+	r.inflight++
+	if r.measured(seq) && r.entries != nil {
+		r.entries[entry].sent++
+	}
+}
+
+// lose declares the outstanding probe in s lost.
+func (r *run) lose(s *slot) {
+	s.state = stateLost
+	r.inflight--
+	if r.measured(s.seq) {
+		r.cur.counts.Lost++
+		if r.entries != nil {
+			r.entries[s.entry].lost++
 		}
 	}
-	*s = slot{seq: seq, sent: sent, sched: sched, state: stateOutstanding}
-	r.inflight++
 }
 
 // reply records the reply h of n bytes received at t4.
@@ -887,6 +943,12 @@ func (r *run) reply(h *wire.Header, n int, t4 int64) {
 	a.d[distDown].Record(down)
 	if s.sched != 0 {
 		a.d[distRTTSched].Record(t4 - s.sched)
+	}
+	if r.entries != nil {
+		e := r.entries[s.entry]
+		e.received++
+		e.rtt.Record(rtt)
+		e.response.Record(h.T3 - h.T2 - int64(h.HoldMicro)*int64(time.Microsecond))
 	}
 	if r.cfg.Threshold > 0 && rtt > int64(r.cfg.Threshold) && r.res.Threshold == nil {
 		r.res.Threshold = &result.ThresholdHit{Seq: seq - r.warmupLast, At: time.Duration(t4 - r.origin), RTT: time.Duration(rtt)}
@@ -1009,11 +1071,7 @@ func (r *run) finish() error {
 	now := r.clk.Now()
 	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
 		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
-			s.state = stateLost
-			r.inflight--
-			if r.measured(seq) {
-				r.cur.counts.Lost++
-			}
+			r.lose(s)
 		}
 	}
 	lost := r.lostSoFar()
@@ -1039,6 +1097,9 @@ func (r *run) finish() error {
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
 	r.res.Summary = sum
+	if r.entries != nil {
+		r.res.Workload = workloadResults(&r.cfg, r.entries)
+	}
 	if r.cfg.OneWay {
 		return r.finishOneWay()
 	}

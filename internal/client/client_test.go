@@ -16,6 +16,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 // memConn is a transport.Conn wired straight to a reflector.Reflector, with
@@ -65,6 +66,17 @@ func (c *memConn) Write(b []byte) (int, error) {
 	time.AfterFunc(up, func() {
 		c.mu.Lock()
 		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano())
+		if due := c.refl.NextDue(); due != 0 && reply == nil {
+			// A held reply: let the reflector send it when due.
+			time.AfterFunc(time.Until(time.Unix(0, due)), func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.refl.Due(time.Now().UnixNano(), func(b []byte, _ netip.AddrPort) {
+					out := append([]byte(nil), b...)
+					time.AfterFunc(c.delay, func() { c.in <- out })
+				})
+			})
+		}
 		c.mu.Unlock()
 		if reply == nil {
 			return
@@ -564,5 +576,53 @@ func TestParallelFlows(t *testing.T) {
 			t.Fatalf("%d total intervals (%d handed over), want 4", len(res.Intervals), seen)
 		}
 		checkTotals(t, res)
+	})
+}
+
+func TestWorkload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		mix := []workload.Entry{
+			{Name: "small", Weight: 1, Size: 100, ReplySize: 200},
+			{Name: "held", Weight: 1, Size: 300, ReplySize: 64, Hold: workload.Duration(time.Millisecond)},
+		}
+		res, err := Run(context.Background(), Config{Workload: mix, Count: 400, Seed: 3}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Workload) != 2 {
+			t.Fatalf("%d workload results, want 2", len(res.Workload))
+		}
+		small, held := res.Workload[0], res.Workload[1]
+		if small.Sent+held.Sent != 400 || small.Sent < 150 || held.Sent < 150 || small.Received != small.Sent || held.Received != held.Sent {
+			t.Fatalf("entries sent %d and %d, received %d and %d: want 400 split about evenly, all received", small.Sent, held.Sent, small.Received, held.Received)
+		}
+		if small.RTT.Max != 2*c.delay || held.RTT.Min != 2*c.delay+time.Millisecond || held.Response.Max != 0 {
+			t.Fatalf("small RTT max %v, held RTT min %v response max %v: want %v, %v and the hold left out", small.RTT.Max, held.RTT.Min, held.Response.Max, 2*c.delay, 2*c.delay+time.Millisecond)
+		}
+		tp := res.Summary.Throughput
+		if tp.BytesUp != 100*small.Sent+300*held.Sent || tp.BytesDown != 200*small.Received+64*held.Received {
+			t.Fatalf("bytes up %d down %d do not match the mix", tp.BytesUp, tp.BytesDown)
+		}
+		if res.Config.Seed != 3 {
+			t.Fatalf("seed %d not recorded", res.Config.Seed)
+		}
+		checkTotals(t, res)
+	})
+}
+
+func TestWorkloadGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		mix := []workload.Entry{{Weight: 1, Size: 64, Gap: workload.Duration(10 * time.Millisecond)}}
+		res, err := Run(context.Background(), Config{Workload: mix, Duration: time.Second}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Summary.Counts.Sent; got != 100 {
+			t.Fatalf("sent %d in 1s with a 10ms gap, want 100", got)
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 // An open-loop run (--rate, --send-interval) has two goroutines: the
@@ -23,6 +24,8 @@ type sentRecord struct {
 	sent    int64  // when it was written (T1)
 	sched   int64  // when the schedule said it should leave
 	skipped uint64 // slots skipped just before it (after a stall)
+	size    int    // bytes
+	entry   uint16 // workload entry
 	warm    bool
 }
 
@@ -100,6 +103,10 @@ func (r *run) sender(ctx context.Context, start int64) {
 	warmUntil := start + int64(cfg.WarmupDuration)
 	var seq, measured uint64
 	var sendUntil int64
+	var picker *workload.Picker
+	if len(cfg.Workload) > 0 {
+		picker = workload.NewPicker(cfg.Workload, cfg.Seed)
+	}
 	const check = int64(50 * time.Millisecond) // longest wait between looks at ctx
 	stopped := func() bool {
 		switch {
@@ -148,8 +155,15 @@ func (r *run) sender(ctx context.Context, start int64) {
 		if cfg.OneWay {
 			h.Flags |= wire.FlagOneWay
 		}
-		_ = h.Encode(buf)
-		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, warm: warm}) {
+		out, entry := buf, uint16(0)
+		if picker != nil {
+			entry = uint16(picker.Pick())
+			e := &cfg.Workload[entry]
+			out = buf[:e.Size]
+			h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
+		}
+		_ = h.Encode(out)
+		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, warm: warm}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.
 			runtime.Gosched()
@@ -157,7 +171,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 				return
 			}
 		}
-		if _, err := r.conn.Write(buf); err != nil {
+		if _, err := r.conn.Write(out); err != nil {
 			if transport.IsRefused(err) {
 				r.senderGone.Store(true)
 				reason = "reflector-gone"
@@ -197,13 +211,13 @@ func (r *run) drain() {
 		if r.cfg.OneWay {
 			r.seq = rec.seq // no reply will come: nothing to wait for
 		} else {
-			r.track(rec.seq, rec.sent, rec.sched)
+			r.track(rec.seq, rec.sent, rec.sched, rec.entry)
 		}
 		if r.measured(rec.seq) {
 			r.flushDue(rec.sched) // a probe belongs to the interval of its slot
 			r.cur.counts.Sent++
 			r.cur.counts.Skipped += rec.skipped
-			r.cur.bytesUp += uint64(r.cfg.Size)
+			r.cur.bytesUp += uint64(rec.size)
 			r.cur.d[distSendError].Record(rec.sent - rec.sched)
 		}
 	}

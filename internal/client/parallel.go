@@ -33,7 +33,9 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	flowCfg.OnInterval, flowCfg.OnStart = nil, nil
 	runs := make([]*run, len(conns))
 	for i, c := range conns {
-		r := newRun(flowCfg, c)
+		fc := flowCfg
+		fc.Seed += uint64(i) // each flow its own draws
+		r := newRun(fc, c)
 		r.collect = col.add
 		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
 		defer stop()
@@ -60,6 +62,15 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	res.Intervals = col.finish()
 	err = errors.Join(errs...)
 	res.Summary, res.Histogram = total(runs, cfg)
+	if len(cfg.Workload) > 0 {
+		entries := runs[0].entries
+		for _, r := range runs[1:] {
+			for i, e := range r.entries {
+				entries[i].merge(e)
+			}
+		}
+		res.Workload = workloadResults(&cfg, entries)
+	}
 	res.ReflectorCount, res.Stopped = "close", runs[0].res.Stopped
 	for i, r := range runs {
 		f := result.Flow{LocalAddr: r.res.Config.LocalAddr, Summary: r.res.Summary,

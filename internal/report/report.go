@@ -261,6 +261,18 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
 	}
 	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
+	if len(res.Workload) > 0 {
+		fmt.Fprintf(&b, "%-16s %7s %6s %6s %8s %8s %8s %8s %8s %8s %8s\n", "workload entry", "weight", "size", "reply",
+			"sent", "recv", "lost", "rtt p50", "p99", "max", "resp")
+		for _, e := range res.Workload {
+			reply := "="
+			if e.ReplySize > 0 {
+				reply = fmt.Sprint(e.ReplySize)
+			}
+			fmt.Fprintf(&b, "%-16s %7.3g %6d %6s %8d %8d %8d %8s %8s %8s %8s\n", e.Name, e.Weight, e.Size, reply,
+				e.Sent, e.Received, e.Lost, latP(e.RTT, 50), latP(e.RTT, 99), latMax(e.RTT), latMean(e.Response))
+		}
+	}
 	for i, f := range res.Flows {
 		fc := f.Summary.Counts
 		fmt.Fprintf(&b, "flow %d from %s: sent %d, received %d, lost %d (%d up, %d down); rtt min %s p50 %s max %s",

@@ -34,6 +34,8 @@ type Result struct {
 	// Threshold is the probe whose RTT first exceeded the threshold, when
 	// that ended the run.
 	Threshold *ThresholdHit `json:"threshold_hit,omitempty"`
+	// Workload breaks the run down by workload entry, when it had a mix.
+	Workload []WorkloadEntry `json:"workload,omitempty"`
 	// Flows holds each flow's own summary when the run had more than one;
 	// Intervals and Summary then cover all flows together.
 	Flows []Flow `json:"flows,omitempty"`
@@ -202,4 +204,20 @@ type Flow struct {
 	ReflectorCount string   `json:"reflector_count"`
 	Stopped        string   `json:"stopped"`
 	Error          string   `json:"error,omitempty"`
+}
+
+// WorkloadEntry is one entry of a workload mix, as configured, and what
+// its probes measured over the whole run.
+type WorkloadEntry struct {
+	Name      string        `json:"name"`
+	Weight    float64       `json:"weight"`
+	Size      int           `json:"size"`
+	ReplySize int           `json:"reply_size"`
+	Hold      time.Duration `json:"hold_ns"`
+	Gap       time.Duration `json:"gap_ns"`
+	Sent      uint64        `json:"sent"`
+	Received  uint64        `json:"received"`
+	Lost      uint64        `json:"lost"`
+	RTT       Latency       `json:"rtt"`
+	Response  Latency       `json:"response"`
 }
