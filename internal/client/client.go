@@ -395,7 +395,7 @@ type run struct {
 	picker     *workload.Picker
 	entries    []*entryAcc
 	nextSendAt int64
-	upDist  *stats.Dist // one-way: the reflector's delays
+	upDist     *stats.Dist // one-way: the reflector's delays
 
 	// Closed-loop bursts.
 	burstSent int

@@ -5,14 +5,14 @@
 //
 // A file is a list of entries:
 //
-//	- name: small          # optional; defaults to "entry N"
-//	  weight: 3            # relative weight, > 0
-//	  size: 100            # request bytes, header included
-//	  reply_size: 512      # optional; default: the request's size
-//	  hold: 1ms            # optional; the reflector waits before replying
-//	  gap: 10ms            # optional, closed loop only: least time to the next probe
-//	- weight: 1
-//	  size: 1400
+//   - name: small          # optional; defaults to "entry N"
+//     weight: 3            # relative weight, > 0
+//     size: 100            # request bytes, header included
+//     reply_size: 512      # optional; default: the request's size
+//     hold: 1ms            # optional; the reflector waits before replying
+//     gap: 10ms            # optional, closed loop only: least time to the next probe
+//   - weight: 1
+//     size: 1400
 package workload
 
 import (
