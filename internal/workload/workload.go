@@ -3,16 +3,14 @@
 // seeded generator: the weighted graph of sizes and delays iperf 2 lists as
 // missing.
 //
-// A file is a list of entries:
+// A file is a list of entries, in YAML or JSON. Each has a weight (> 0,
+// relative to the others), a size (request bytes, header included), and
+// optionally a name, a reply_size (default: the request's size), a hold
+// (the reflector waits before replying) and a gap (closed loop only: the
+// least time from this probe to the next):
 //
-//   - name: small          # optional; defaults to "entry N"
-//     weight: 3            # relative weight, > 0
-//     size: 100            # request bytes, header included
-//     reply_size: 512      # optional; default: the request's size
-//     hold: 1ms            # optional; the reflector waits before replying
-//     gap: 10ms            # optional, closed loop only: least time to the next probe
-//   - weight: 1
-//     size: 1400
+//	[{name: small, weight: 3, size: 100, reply_size: 512, hold: 1ms},
+//	 {name: big, weight: 1, size: 1400, gap: 10ms}]
 package workload
 
 import (
