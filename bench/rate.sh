@@ -17,34 +17,8 @@ SECS=${SECS:-5}
 SIZE=${SIZE:-64}
 SP_PORT=${SP_PORT:-11112}
 
-if ! command -v sockperf >/dev/null; then
-	echo "installing sockperf from Debian packages" >&2
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sockperf >/dev/null
-fi
-command -v python3 >/dev/null || { echo "bench/rate.sh needs python3 to read JSON" >&2; exit 1; }
+. bench/common.sh
 [ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-go build -o "$tmp/volley" ./cmd/volley
-sockperf server -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
-pids+=($!)
-"$tmp/volley" server --listen 127.0.0.1:0 -q >"$tmp/volley-server.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do
-	grep -q '^listening on udp://' "$tmp/volley-server.log" && break
-	sleep 0.1
-done
-vaddr=$(sed -n 's|^listening on udp://||p' "$tmp/volley-server.log" | head -1)
-[ -n "$vaddr" ] || { echo "volley server did not start" >&2; exit 1; }
-sleep 0.5
 
 echo "open-loop pacing on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-8s %-9s %12s %9s %8s %9s %9s %9s\n' rate tool achieved "rate err" loss "cpu" "err p50" "err p99"
