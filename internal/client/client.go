@@ -661,7 +661,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		for !r.open && r.sending && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
-			if err := r.send(now); err != nil {
+			if err := r.send(); err != nil {
 				if transport.IsRefused(err) {
 					r.stopSending("reflector-gone")
 					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
@@ -830,8 +830,11 @@ func (r *run) startMeasuring(now int64) {
 }
 
 // send sends the next probe.
-func (r *run) send(now int64) error {
+func (r *run) send() error {
 	seq := r.seq + 1
+	// T1 as late as possible: the bookkeeping since the last reply is not
+	// part of this probe's round trip.
+	now := r.clk.Now()
 	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Seq: seq, T1: now,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	if r.warm {

@@ -332,7 +332,7 @@ func BenchmarkProbePath(b *testing.B) {
 	r.startMeasuring(r.clk.Now())
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := r.send(r.clk.Now()); err != nil {
+		if err := r.send(); err != nil {
 			b.Fatal(err)
 		}
 		n, _ := conn.Read(r.rbuf)
