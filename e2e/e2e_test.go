@@ -650,3 +650,45 @@ func TestWorkloadFile(t *testing.T) {
 		t.Errorf("bad workload: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestKeyAndRefusals(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("open sesame\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "127.0.0.1:0", "-q", "--key-file", keyFile, "--max-sessions", "1")
+	r := volleyRun(t, "client", srv.addr, "--key", "open sesame", "-n", "200", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("right key: exit %d: %s", r.code, r.stderr)
+	}
+	if res := parseResult(t, r.stdout); res.Summary.Counts.Received != 200 || res.Config.Size != 80 {
+		t.Fatalf("right key: counts %+v, size %d; want 200 received in 80-byte probes (header and tag)", res.Summary.Counts, res.Config.Size)
+	}
+	// The first session is closed: a second one takes its place.
+	if r := volleyRun(t, "client", srv.addr, "--key-file", keyFile, "-n", "10"); r.code != 0 {
+		t.Fatalf("second session with --max-sessions 1: exit %d: %s", r.code, r.stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--key", "guess"}, 2, "authentication failed at udp://" + srv.addr + ": the reflector has a different key"},
+		{nil, 2, "authentication failed at udp://" + srv.addr + ": the reflector requires a key"},
+	} {
+		r := volleyRun(t, append([]string{"client", srv.addr, "-n", "10"}, tt.args...)...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("client %v: exit %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+	srv.stop(t, os.Interrupt)
+	if out := srv.output(); !strings.Contains(out, "auth 2") {
+		t.Errorf("the reflector did not count the two unauthenticated hellos:\n%s", out)
+	}
+
+	other := startServer(t, "127.0.0.1:0", "-q", "--allow", "192.0.2.0/24")
+	r = volleyRun(t, "client", other.addr, "-n", "10")
+	if r.code != 1 || !strings.Contains(r.stderr, "refused the session at udp://"+other.addr+": address not allowed") {
+		t.Errorf("outside --allow: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

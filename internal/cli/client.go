@@ -46,6 +46,7 @@ type clientFlags struct {
 	oneway         bool
 	parallel       int
 	workload       string
+	key, keyFile   string
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -120,6 +121,8 @@ still printed), 2 usage error or no reflector answering.`,
 	fl.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long a probe waits for its reply before it counts as lost")
 	fl.DurationVarP(&f.reportInterval, "report-interval", "i", client.DefaultReportInterval, "length of each interval report; 0 turns them off")
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
+	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
+	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json or jsonl")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
@@ -218,6 +221,17 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	}
 	if f.burst > 0 {
 		cfg.Period = f.period
+	}
+	key, err := loadKey(f.key, f.keyFile)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Key = key
+	if key != nil && !changed("size") && f.workload == "" {
+		cfg.Size = wire.HeaderLen + wire.TagLen
+	}
+	if key != nil && changed("size") && f.size < wire.HeaderLen+wire.TagLen {
+		return cfg, usagef("--size %d is smaller than the header and authentication tag: the minimum is %d bytes", f.size, wire.HeaderLen+wire.TagLen)
 	}
 	if f.workload != "" {
 		es, err := workload.Load(f.workload, workload.Limits{MinSize: wire.HeaderLen, MaxSize: client.MaxSize})
@@ -334,7 +348,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	}
 	res, runErr := client.RunFlows(ctx, cfg, conns)
 	if res == nil {
-		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) {
+		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) || errors.Is(runErr, client.ErrAuth) {
 			return usageError{runErr}
 		}
 		if ctx.Err() != nil {

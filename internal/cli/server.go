@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		iface          string
 		reportEvery    uint64
 		workers        int
+		key, keyFile   string
+		allow          []string
+		maxSessions    int
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -46,7 +50,9 @@ The reflector never amplifies: until a client has echoed the cookie that
 proves it receives at its address, the reflector answers only with a cookie
 no larger than the client's message, and keeps no state for it. Replies to
 probes are the size the probe asks for, within --max-size, and only inside a
-session the cookie opened. Malformed, unknown and out-of-session
+session the cookie opened. With --key, only clients holding the key get
+anything but a refusal no larger than their message. Clients outside --allow
+and beyond --max-sessions are refused with the reason. Malformed, unknown and out-of-session
 messages are dropped and counted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,6 +79,25 @@ messages are dropped and counted.`,
 				}
 				nicLast = c
 			}
+			key, err := loadKey(key, keyFile)
+			if err != nil {
+				return err
+			}
+			var prefixes []netip.Prefix
+			for _, a := range allow {
+				p, err := netip.ParsePrefix(a)
+				if err != nil {
+					if addr, aerr := netip.ParseAddr(a); aerr == nil {
+						p = netip.PrefixFrom(addr, addr.BitLen())
+					} else {
+						return usagef("--allow %q: want a network such as 192.0.2.0/24 or an address", a)
+					}
+				}
+				prefixes = append(prefixes, p.Masked())
+			}
+			if maxSessions < 1 {
+				return usagef("--max-sessions %d: want at least 1", maxSessions)
+			}
 			if workers < 1 || workers > maxWorkers {
 				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
 			}
@@ -93,7 +118,8 @@ messages are dropped and counted.`,
 				return err
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
-				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery}
+				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
+				Key: key, Allow: prefixes, MaxSessions: maxSessions}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -158,6 +184,10 @@ messages are dropped and counted.`,
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
 	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
+	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")
+	fl.StringArrayVar(&allow, "allow", nil, "accept clients only from this network (CIDR or address; repeatable)")
+	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "add this network interface's RX/TX packet counters to each interval line")

@@ -43,6 +43,13 @@ const (
 	MaxSize = 65000
 )
 
+func tagWord(key []byte) string {
+	if len(key) > 0 {
+		return " and authentication tag"
+	}
+	return ""
+}
+
 // MaxRate is the highest open-loop rate: one probe a microsecond.
 const MaxRate = 1_000_000
 
@@ -60,6 +67,10 @@ var (
 	ErrSilent = errors.New("reflector went silent")
 	// ErrGone: the reflector's port became unreachable mid-run.
 	ErrGone = errors.New("reflector went away")
+	// ErrAuth: the reflector and the client do not share a key.
+	ErrAuth = errors.New("authentication failed")
+	// ErrRefused: the reflector refused the session.
+	ErrRefused = errors.New("the reflector refused the session")
 	// ErrNoResults: a one-way run's results did not come back.
 	ErrNoResults = errors.New("the reflector's one-way results did not arrive")
 	// ErrConfig: the configuration cannot be run.
@@ -107,6 +118,9 @@ type Config struct {
 	// come from an entry drawn by weight with Seed; Size, ReplySize and
 	// Hold must be left zero. Gaps apply to closed-loop runs.
 	Workload []workload.Entry
+	// Key, when set, signs every message with an HMAC tag (see package
+	// wire) and drops replies without a valid one.
+	Key []byte
 	// OneWay sends open-loop probes the reflector does not answer: it
 	// measures their one-way delay, loss, duplicates and reordering, and
 	// hands its results back when the session closes.
@@ -166,8 +180,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Size == 0 {
 		c.Size = DefaultSize
 	}
-	if c.Size < wire.HeaderLen || c.Size > MaxSize {
-		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.Size, wire.HeaderLen, MaxSize)
+	minSize := wire.HeaderLen
+	if len(c.Key) > 0 {
+		minSize += wire.TagLen
+		if c.Size == DefaultSize {
+			c.Size = minSize
+		}
+	}
+	if c.Size < minSize || c.Size > MaxSize {
+		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header%s included)", ErrConfig, c.Size, minSize, MaxSize, tagWord(c.Key))
+	}
+	for _, e := range c.Workload {
+		if e.Size < minSize || (e.ReplySize != 0 && e.ReplySize < minSize) {
+			return c, fmt.Errorf("%w: workload entry %s smaller than %d bytes (header%s included)", ErrConfig, e.Name, minSize, tagWord(c.Key))
+		}
 	}
 	if c.ReplySize != 0 && (c.ReplySize < wire.HeaderLen || c.ReplySize > MaxSize) {
 		return c, fmt.Errorf("%w: reply size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.ReplySize, wire.HeaderLen, MaxSize)
@@ -396,6 +422,7 @@ type run struct {
 	entries    []*entryAcc
 	nextSendAt int64
 	upDist     *stats.Dist // one-way: the reflector's delays
+	signer     *wire.Signer // nil without a key
 
 	// Closed-loop bursts.
 	burstSent int
@@ -453,6 +480,9 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	}
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
+	}
+	if len(cfg.Key) > 0 {
+		r.signer = wire.NewSigner(cfg.Key)
 	}
 	if len(cfg.Workload) > 0 {
 		r.entries = make([]*entryAcc, len(cfg.Workload))
@@ -544,9 +574,10 @@ func (r *run) handshake(ctx context.Context) error {
 	// client of any size without ever amplifying.
 	clear(r.buf)
 	hello := wire.Header{Type: wire.TypeHello, Seq: nonce, ReplySize: uint32(r.cfg.ReplySize), HoldMicro: uint32(r.cfg.Hold / time.Microsecond)}
+	badTags := 0
 	for try := 1; try <= r.cfg.HandshakeTries; try++ {
 		hello.T1 = r.clk.Now()
-		_ = hello.Encode(r.buf)
+		r.encode(&hello, r.buf)
 		if _, err := r.conn.Write(r.buf); err != nil {
 			return r.noReflector(err)
 		}
@@ -566,7 +597,26 @@ func (r *run) handshake(ctx context.Context) error {
 				return r.noReflector(err)
 			}
 			var h wire.Header
-			if h.Decode(r.rbuf[:n]) == nil && h.Type == wire.TypeCookie && h.Seq == nonce {
+			if h.Decode(r.rbuf[:n]) != nil || h.Seq != nonce {
+				continue
+			}
+			if h.Type == wire.TypeError {
+				// Unsigned by design: a client without the key must be
+				// able to read why it was refused.
+				code := wire.ErrorCode(h.Count)
+				if code == wire.ErrorAuth {
+					if r.signer == nil {
+						return fmt.Errorf("%w at %s: the reflector requires a key (--key)", ErrAuth, r.peer)
+					}
+					return fmt.Errorf("%w at %s: the reflector has a different key", ErrAuth, r.peer)
+				}
+				return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, code)
+			}
+			if !r.verified(&h, n) {
+				badTags++
+				continue
+			}
+			if h.Type == wire.TypeCookie {
 				r.token = h.Token
 				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
 				r.lastHeard = r.clk.Now()
@@ -577,8 +627,29 @@ func (r *run) handshake(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if badTags > 0 {
+		return fmt.Errorf("%w at %s: its answers carry no valid tag (it has no key, or another)", ErrAuth, r.peer)
+	}
 	over := time.Duration(r.cfg.HandshakeTries) * r.cfg.Timeout
 	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+// encode writes h into msg, signed when there is a key (the tag takes the
+// last bytes of msg).
+func (r *run) encode(h *wire.Header, msg []byte) {
+	if r.signer == nil {
+		_ = h.Encode(msg)
+		return
+	}
+	h.Flags |= wire.FlagAuth
+	_ = h.Encode(msg)
+	r.signer.Sign(msg)
+}
+
+// verified reports whether the n-byte message in rbuf, whose header is h,
+// is properly signed, or needs no signature.
+func (r *run) verified(h *wire.Header, n int) bool {
+	return r.signer == nil || (h.Flags&wire.FlagAuth != 0 && r.signer.Verify(r.rbuf[:n]) == nil)
 }
 
 func (r *run) noReflector(err error) error {
@@ -741,7 +812,7 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		if h.Decode(r.rbuf[:n]) != nil || h.Token != r.token {
+		if h.Decode(r.rbuf[:n]) != nil || h.Token != r.token || !r.verified(&h, n) {
 			r.cur.counts.Errors++
 			continue
 		}
@@ -848,7 +919,7 @@ func (r *run) send() error {
 		h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		r.nextSendAt = now + int64(e.Gap)
 	}
-	_ = h.Encode(buf)
+	r.encode(&h, buf)
 	if _, err := r.conn.Write(buf); err != nil {
 		return err
 	}
@@ -1026,12 +1097,16 @@ func (r *run) close() {
 	}
 	// Replies that straggle in now still count as late or duplicate.
 	h := wire.Header{Type: wire.TypeClose, Token: r.token}
-	buf := r.buf[:wire.HeaderLen]
+	tag := 0
+	if r.signer != nil {
+		tag = wire.TagLen
+	}
+	buf := r.buf[:wire.HeaderLen+tag]
 	var in wire.Header
 	for try := 0; try < r.cfg.HandshakeTries; try++ {
 		h.Seq = uint64(try + 1)
 		h.T1 = r.clk.Now()
-		_ = h.Encode(buf)
+		r.encode(&h, buf)
 		if _, err := r.conn.Write(buf); err != nil {
 			return
 		}
@@ -1047,7 +1122,7 @@ func (r *run) close() {
 				}
 				return
 			}
-			if in.Decode(r.rbuf[:n]) != nil || in.Token != r.token {
+			if in.Decode(r.rbuf[:n]) != nil || in.Token != r.token || !r.verified(&in, n) {
 				continue
 			}
 			switch in.Type {
@@ -1056,9 +1131,9 @@ func (r *run) close() {
 			case wire.TypeCloseAck:
 				r.res.ReflectorCount = "close"
 				r.finalCount = in.Count
-				if r.cfg.OneWay && n > wire.HeaderLen {
+				if r.cfg.OneWay && n > wire.HeaderLen+tag {
 					var res wire.OneWayResults
-					if json.Unmarshal(r.rbuf[wire.HeaderLen:n], &res) == nil {
+					if json.Unmarshal(r.rbuf[wire.HeaderLen:n-tag], &res) == nil {
 						r.oneway = &res
 					}
 				}

@@ -103,6 +103,10 @@ func (r *run) sender(ctx context.Context, start int64) {
 	warmUntil := start + int64(cfg.WarmupDuration)
 	var seq, measured uint64
 	var sendUntil int64
+	var signer *wire.Signer // the receiver's is its own: a hash is not shared
+	if len(cfg.Key) > 0 {
+		signer = wire.NewSigner(cfg.Key)
+	}
 	var picker *workload.Picker
 	if len(cfg.Workload) > 0 {
 		picker = workload.NewPicker(cfg.Workload, cfg.Seed)
@@ -162,7 +166,13 @@ func (r *run) sender(ctx context.Context, start int64) {
 			out = buf[:e.Size]
 			h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		}
-		_ = h.Encode(out)
+		if signer != nil {
+			h.Flags |= wire.FlagAuth
+			_ = h.Encode(out)
+			signer.Sign(out)
+		} else {
+			_ = h.Encode(out)
+		}
 		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, warm: warm}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.

@@ -45,10 +45,13 @@ const (
 	DropOversize                   // larger than MaxMessage
 	DropRate                       // above the session's rate limit
 	DropHoldFull                   // too many replies already held
+	DropAuth                       // missing or wrong authentication tag
+	DropRefused                    // from an address --allow does not cover
+	DropSessions                   // a new session beyond MaxSessions
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {
@@ -146,6 +149,14 @@ type Config struct {
 	// goroutine and must return quickly.
 	OnOneWay    func(OneWayReport)
 	ReportEvery uint64
+	// Key, when set, makes every message carry an HMAC tag (see package
+	// wire); messages without a valid one are dropped.
+	Key []byte
+	// Allow, when not empty, limits clients to these networks.
+	Allow []netip.Prefix
+	// MaxSessions bounds the sessions kept at once, open or recently
+	// closed (default DefaultMaxSessions).
+	MaxSessions int
 }
 
 // Defaults for the reflector's limits.
@@ -154,6 +165,9 @@ const (
 	DefaultMaxHold = time.Second
 	DefaultMaxRate = 1_000_000
 	DefaultMaxHeld = 4096
+	// DefaultMaxSessions bounds memory: a session with one-way probes
+	// keeps a histogram of a few hundred kilobytes.
+	DefaultMaxSessions = 1000
 )
 
 // cookieEpoch is how long a cookie stays valid before a session uses it: a
@@ -191,6 +205,8 @@ type Reflector struct {
 
 	heldQ []held   // a min-heap by due time
 	free  [][]byte // buffers of replies sent after their hold
+
+	signer *wire.Signer // nil without a key
 }
 
 // New returns a Reflector for cfg.
@@ -217,18 +233,25 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.MaxHeld <= 0 {
 		cfg.MaxHeld = DefaultMaxHeld
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	if cfg.Secret == nil {
 		cfg.Secret = make([]byte, 32)
 		if _, err := rand.Read(cfg.Secret); err != nil {
 			return nil, fmt.Errorf("make cookie secret: %w", err)
 		}
 	}
-	return &Reflector{
+	r := &Reflector{
 		cfg:      cfg,
 		clk:      cfg.Clock,
 		mac:      hmac.New(sha256.New, cfg.Secret),
 		sessions: make(map[uint64]*session),
-	}, nil
+	}
+	if len(cfg.Key) > 0 {
+		r.signer = wire.NewSigner(cfg.Key)
+	}
+	return r, nil
 }
 
 // cookie returns the token for addr in the given epoch.
@@ -279,8 +302,25 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return nil
 	}
+	if r.signer != nil {
+		if h.Flags&wire.FlagAuth == 0 || r.signer.Verify(pkt) != nil {
+			r.st.Drops[DropAuth]++
+			if h.Type == wire.TypeHello {
+				return r.refuse(pkt, &h, wire.ErrorAuth)
+			}
+			return nil
+		}
+	}
 	switch h.Type {
 	case wire.TypeHello:
+		if !r.allowed(addr) {
+			r.st.Drops[DropRefused]++
+			return r.refuse(pkt, &h, wire.ErrorRefused)
+		}
+		if r.open >= r.cfg.MaxSessions {
+			r.st.Drops[DropSessions]++
+			return r.refuse(pkt, &h, wire.ErrorSessions)
+		}
 		// Stateless: answer with a cookie no larger than the Hello, and
 		// the grants within the limits.
 		size, hold := r.grant(&h, r.cfg.MaxSize)
@@ -288,7 +328,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			Type: wire.TypeCookie, Token: r.cookie(addr, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
 			Count: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
 		}
-		return r.reply(pkt[:wire.HeaderLen], &h)
+		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
 		s := r.session(h.Token, addr, t2)
 		if s == nil {
@@ -308,11 +348,11 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			if s.oneway != nil {
 				// The session's one-way results ride after the header,
 				// when they fit (they are a few kilobytes).
-				if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res) <= cap(pkt) {
+				if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res)+r.tagLen() <= cap(pkt) {
 					size += copy(pkt[wire.HeaderLen:cap(pkt)], res)
 				}
 			}
-			return r.reply(pkt[:size], &h)
+			return r.reply(pkt[:size+r.tagLen()], &h)
 		}
 		if s.closed {
 			r.st.Drops[DropClosed]++
@@ -333,7 +373,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		if size == 0 {
 			size = len(pkt)
 		}
-		size = max(size, wire.HeaderLen)
+		size = max(size, wire.HeaderLen+r.tagLen())
 		if n := len(pkt); size > n {
 			pkt = pkt[:size]
 			clear(pkt[n:]) // never echo what an earlier datagram left there
@@ -414,6 +454,9 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due in
 		r.st.Drops[DropHoldFull]++
 		return
 	}
+	if r.signer != nil {
+		h.Flags |= wire.FlagAuth
+	}
 	_ = h.Encode(pkt)
 	var buf []byte
 	if n := len(r.free); n > 0 {
@@ -465,15 +508,54 @@ func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
 			i = m
 		}
 		wire.PutT3(top.buf, r.clk.Now())
+		if r.signer != nil {
+			r.signer.Sign(top.buf)
+		}
 		send(top.buf, top.addr)
 		r.free = append(r.free, top.buf)
 	}
 }
 
+// tagLen is the room an authentication tag takes in each message.
+func (r *Reflector) tagLen() int {
+	if r.signer != nil {
+		return wire.TagLen
+	}
+	return 0
+}
+
+// allowed reports whether addr may open a session.
+func (r *Reflector) allowed(addr netip.AddrPort) bool {
+	if len(r.cfg.Allow) == 0 {
+		return true
+	}
+	a := addr.Addr().Unmap()
+	for _, p := range r.cfg.Allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse answers a Hello with an Error of the header's size, unsigned: no
+// larger than what came, and readable by a client without the key.
+func (r *Reflector) refuse(pkt []byte, h *wire.Header, code wire.ErrorCode) []byte {
+	e := wire.Header{Type: wire.TypeError, Seq: h.Seq, T1: h.T1, Count: uint64(code)}
+	_ = e.Encode(pkt)
+	return pkt[:wire.HeaderLen]
+}
+
 // reply stamps T3 and encodes h into pkt.
 func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 	h.T3 = r.clk.Now()
+	if r.signer != nil {
+		h.Flags |= wire.FlagAuth
+	}
 	_ = h.Encode(pkt) // pkt is at least HeaderLen: it decoded
+	if r.signer != nil {
+		r.signer.Sign(pkt)
+	}
 	return pkt
 }
 
@@ -484,6 +566,14 @@ func (r *Reflector) session(token uint64, addr netip.AddrPort, now int64) *sessi
 	if s == nil {
 		if !r.validCookie(token, addr, now) {
 			r.st.Drops[DropToken]++
+			return nil
+		}
+		if !r.allowed(addr) {
+			r.st.Drops[DropRefused]++
+			return nil
+		}
+		if len(r.sessions) >= r.cfg.MaxSessions && !r.evictClosed() {
+			r.st.Drops[DropSessions]++
 			return nil
 		}
 		s = &session{addr: addr}
@@ -497,6 +587,18 @@ func (r *Reflector) session(token uint64, addr netip.AddrPort, now int64) *sessi
 		return nil
 	}
 	return s
+}
+
+// evictClosed forgets one closed session, kept only to answer a repeated
+// close, to make room for a new one. It reports whether it found one.
+func (r *Reflector) evictClosed() bool {
+	for tok, s := range r.sessions {
+		if s.closed {
+			delete(r.sessions, tok)
+			return true
+		}
+	}
+	return false
 }
 
 // Sweep forgets sessions idle for longer than the idle timeout at now.

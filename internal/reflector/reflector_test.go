@@ -392,3 +392,58 @@ func TestOneWay(t *testing.T) {
 		t.Fatalf("results %+v, delay count %d max %d; want 5 received, 1 dup, 1 reordered, 1µs", res, snap.Count, snap.Max)
 	}
 }
+
+func TestKeyAllowSessions(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, Key: []byte("shared"), MaxSessions: 1,
+		Allow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := wire.NewSigner([]byte("shared")), wire.NewSigner([]byte("wrong"))
+	signed := func(s *wire.Signer, h wire.Header, size int) []byte {
+		h.Flags |= wire.FlagAuth
+		b := make([]byte, size, 1024)
+		_ = h.Encode(b)
+		s.Sign(b)
+		return b
+	}
+	// Wrong key: the Hello is refused, with a reason, no larger than it.
+	e := decode(t, r.Handle(signed(bad, wire.Header{Type: wire.TypeHello, Seq: 5}, 80), alice, clk.Now()))
+	if e.Type != wire.TypeError || wire.ErrorCode(e.Count) != wire.ErrorAuth || e.Seq != 5 {
+		t.Fatalf("answer to a wrongly signed hello = %+v, want an auth error", e)
+	}
+	// Right key: a signed cookie, then signed replies.
+	reply := r.Handle(signed(good, wire.Header{Type: wire.TypeHello, Seq: 6}, 80), alice, clk.Now())
+	if err := good.Verify(reply); err != nil || len(reply) > 80 {
+		t.Fatalf("cookie of %d bytes: %v", len(reply), err)
+	}
+	tok := decode(t, reply).Token
+	reply = r.Handle(signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 100), alice, clk.Now())
+	if err := good.Verify(reply); err != nil || decode(t, reply).Count != 1 {
+		t.Fatalf("signed probe's reply: %v", err)
+	}
+	// Unsigned, or tampered: dropped.
+	if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 2}, 100), alice, clk.Now()) != nil {
+		t.Fatal("an unsigned probe was answered")
+	}
+	p := signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 3}, 100)
+	p[70] ^= 1
+	if r.Handle(p, alice, clk.Now()) != nil {
+		t.Fatal("a tampered probe was answered")
+	}
+	// Outside --allow: refused. Beyond one session: refused.
+	e = decode(t, r.Handle(signed(good, wire.Header{Type: wire.TypeHello, Seq: 7}, 80), bob, clk.Now()))
+	if wire.ErrorCode(e.Count) != wire.ErrorRefused {
+		t.Fatalf("hello from outside --allow: %+v", e)
+	}
+	carol := netip.MustParseAddrPort("192.0.2.3:1")
+	e = decode(t, r.Handle(signed(good, wire.Header{Type: wire.TypeHello, Seq: 8}, 80), carol, clk.Now()))
+	if wire.ErrorCode(e.Count) != wire.ErrorSessions {
+		t.Fatalf("hello beyond --max-sessions: %+v", e)
+	}
+	st := r.Stats()
+	if st.Drops[DropAuth] != 3 || st.Drops[DropRefused] != 1 || st.Drops[DropSessions] != 1 {
+		t.Fatalf("drops %v", st.Drops)
+	}
+}

@@ -64,9 +64,13 @@
 package wire
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash"
 )
 
 // HeaderLen is the size of the header every message starts with, and so the
@@ -90,9 +94,30 @@ const (
 	TypeReply    Type = 4 // reflector reply to a probe
 	TypeClose    Type = 5 // client ends the session
 	TypeCloseAck Type = 6 // reflector confirms with its final count
+	TypeError    Type = 7 // reflector refuses a Hello; Count holds an ErrorCode
 )
 
-var typeNames = [...]string{"invalid", "hello", "cookie", "probe", "reply", "close", "close-ack"}
+// ErrorCode says why a reflector refused a client, in a TypeError's Count.
+type ErrorCode uint64
+
+// The error codes.
+const (
+	ErrorAuth     ErrorCode = 1 // the message's tag was missing or wrong
+	ErrorRefused  ErrorCode = 2 // the client's address is not allowed
+	ErrorSessions ErrorCode = 3 // the reflector has as many sessions as it takes
+)
+
+var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions"}
+
+// String says what the code means.
+func (c ErrorCode) String() string {
+	if c < ErrorCode(len(errorNames)) && c > 0 {
+		return errorNames[c]
+	}
+	return "unknown error"
+}
+
+var typeNames = [...]string{"invalid", "hello", "cookie", "probe", "reply", "close", "close-ack", "error"}
 
 // String returns the lowercase name of t.
 func (t Type) String() string {
@@ -114,7 +139,51 @@ const (
 	// measures its one-way delay (T1 to its receive time), and returns its
 	// results in the payload of the session's CloseAck (OneWayResults).
 	FlagOneWay Flags = 1 << 1
+	// FlagAuth marks a message that ends with a TagLen-byte tag: the first
+	// bytes of HMAC-SHA-256, keyed with the shared key, over everything
+	// before the tag. With a key set, both ends drop messages without a
+	// valid tag; a reflector answers such a Hello with ErrorAuth.
+	FlagAuth Flags = 1 << 2
 )
+
+// TagLen is the length of an authentication tag.
+const TagLen = 16
+
+// ErrTag says a message's authentication tag is missing or wrong.
+var ErrTag = errors.New("wire: bad authentication tag")
+
+// Signer signs and checks messages with one key. It is not safe for
+// concurrent use, and it does not allocate per message.
+type Signer struct {
+	mac hash.Hash
+	sum [sha256.Size]byte
+}
+
+// NewSigner returns a Signer for key.
+func NewSigner(key []byte) *Signer { return &Signer{mac: hmac.New(sha256.New, key)} }
+
+// Sign writes the tag of msg[:len(msg)-TagLen] into its last TagLen bytes.
+func (s *Signer) Sign(msg []byte) {
+	n := len(msg) - TagLen
+	s.mac.Reset()
+	s.mac.Write(msg[:n])
+	copy(msg[n:], s.mac.Sum(s.sum[:0]))
+}
+
+// Verify checks the tag at the end of msg and returns ErrTag if it is
+// missing or wrong.
+func (s *Signer) Verify(msg []byte) error {
+	n := len(msg) - TagLen
+	if n < HeaderLen {
+		return ErrTag
+	}
+	s.mac.Reset()
+	s.mac.Write(msg[:n])
+	if subtle.ConstantTimeCompare(s.mac.Sum(s.sum[:0])[:TagLen], msg[n:]) != 1 {
+		return ErrTag
+	}
+	return nil
+}
 
 // OneWayResults is the payload of the CloseAck of a session that sent
 // one-way probes, as JSON after the header. Delay is a stats snapshot of
@@ -192,7 +261,7 @@ func (h *Header) Decode(b []byte) error {
 		return ErrVersion
 	}
 	t := Type(b[3])
-	if t < TypeHello || t > TypeCloseAck {
+	if t < TypeHello || t > TypeError {
 		return ErrType
 	}
 	h.Type = t

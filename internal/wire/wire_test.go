@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -101,7 +103,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"magic", mod(0, 'X'), ErrMagic},
 		{"version", mod(2, 2), ErrVersion},
 		{"type zero", mod(3, 0), ErrType},
-		{"type too big", mod(3, 7), ErrType},
+		{"type too big", mod(3, 8), ErrType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +130,7 @@ func TestEncodeKeepsPadding(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
-	for ty, want := range map[Type]string{TypeHello: "hello", TypeCloseAck: "close-ack", 0: "invalid", 200: "unknown"} {
+	for ty, want := range map[Type]string{TypeHello: "hello", TypeCloseAck: "close-ack", TypeError: "error", 0: "invalid", 200: "unknown"} {
 		if got := ty.String(); got != want {
 			t.Errorf("Type(%d).String() = %q, want %q", ty, got, want)
 		}
@@ -207,5 +209,47 @@ func TestPutT3(t *testing.T) {
 	var h Header
 	if err := h.Decode(b); err != nil || h.T3 != 99 || h.T2 != 2 || h.Count != 0 {
 		t.Fatalf("after PutT3(99): %+v, %v; want T3 99 and the rest unchanged", h, err)
+	}
+}
+
+func TestSigner(t *testing.T) {
+	a, b := NewSigner([]byte("key one")), NewSigner([]byte("key two"))
+	msg := make([]byte, HeaderLen+10+TagLen)
+	_ = (&Header{Type: TypeProbe, Flags: FlagAuth, Seq: 1}).Encode(msg)
+	a.Sign(msg)
+	if err := a.Verify(msg); err != nil {
+		t.Fatalf("Verify(Sign(msg)) = %v", err)
+	}
+	if err := b.Verify(msg); !errors.Is(err, ErrTag) {
+		t.Fatalf("Verify with another key = %v, want ErrTag", err)
+	}
+	msg[20] ^= 1
+	if err := a.Verify(msg); !errors.Is(err, ErrTag) {
+		t.Fatalf("Verify after a flipped bit = %v, want ErrTag", err)
+	}
+	if err := a.Verify(msg[:HeaderLen]); !errors.Is(err, ErrTag) {
+		t.Fatalf("Verify of a message with no room for a tag = %v, want ErrTag", err)
+	}
+	// The known answer: HMAC-SHA-256 of the header, truncated.
+	m := hmac.New(sha256.New, []byte("key one"))
+	msg[20] ^= 1
+	m.Write(msg[:len(msg)-TagLen])
+	if want := m.Sum(nil)[:TagLen]; !bytes.Equal(msg[len(msg)-TagLen:], want) {
+		t.Fatalf("tag %x, want %x", msg[len(msg)-TagLen:], want)
+	}
+	if ErrorAuth.String() != "authentication failed" || ErrorCode(99).String() != "unknown error" {
+		t.Fatal("ErrorCode names")
+	}
+}
+
+func BenchmarkSignVerify(b *testing.B) {
+	s := NewSigner([]byte("key"))
+	msg := make([]byte, HeaderLen+TagLen)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Sign(msg)
+		if s.Verify(msg) != nil {
+			b.Fatal("verify")
+		}
 	}
 }
