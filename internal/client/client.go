@@ -421,7 +421,7 @@ type run struct {
 	picker     *workload.Picker
 	entries    []*entryAcc
 	nextSendAt int64
-	upDist     *stats.Dist // one-way: the reflector's delays
+	upDist     *stats.Dist  // one-way: the reflector's delays
 	signer     *wire.Signer // nil without a key
 
 	// Closed-loop bursts.
