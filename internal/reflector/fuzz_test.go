@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -74,6 +75,47 @@ func FuzzHandle(f *testing.F) {
 		}
 		if fromBob && len(reply) > in {
 			t.Fatalf("Handle(%d bytes from a peer without a session) = %d bytes: amplification", in, len(reply))
+		}
+	})
+}
+
+// FuzzHandleKeyed drives a reflector with a key: whatever arrives, it must
+// not panic, and a message without a valid tag gets at most an Error no
+// larger than itself.
+func FuzzHandleKeyed(f *testing.F) {
+	key := []byte("fuzz key")
+	signer := wire.NewSigner(key)
+	for _, h := range []wire.Header{
+		{Type: wire.TypeHello, Seq: 1},
+		{Type: wire.TypeProbe, Token: 9, Seq: 1},
+		{Type: wire.TypeClose, Token: 9},
+	} {
+		b := msg(f, h, wire.HeaderLen+wire.TagLen)
+		f.Add(append([]byte(nil), b...))
+		h.Flags |= wire.FlagAuth
+		_ = h.Encode(b)
+		signer.Sign(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		clk := clock.NewFake(int64(1000 * time.Hour))
+		r, err := New(Config{Clock: clk, Key: key, Secret: []byte("s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := len(pkt)
+		valid := false
+		var h wire.Header
+		if h.Decode(pkt) == nil && h.Flags&wire.FlagAuth != 0 && signer.Verify(pkt) == nil {
+			valid = true
+		}
+		reply := r.Handle(pkt, alice, clk.Now())
+		if reply == nil || valid {
+			return
+		}
+		var out wire.Header
+		if err := out.Decode(reply); err != nil || out.Type != wire.TypeError || len(reply) > in {
+			t.Fatalf("an unsigned %d-byte message got %d bytes back: %+v, %v", in, len(reply), out, err)
 		}
 	})
 }
