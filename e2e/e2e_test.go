@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/testrelay"
+	"github.com/volley-net/volley/internal/wire"
 )
 
 var volley string // path of the built binary
@@ -690,5 +692,62 @@ func TestKeyAndRefusals(t *testing.T) {
 	r = volleyRun(t, "client", other.addr, "-n", "10")
 	if r.code != 1 || !strings.Contains(r.stderr, "refused the session at udp://"+other.addr+": address not allowed") {
 		t.Errorf("outside --allow: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRelayExactCounts puts a relay that drops, duplicates and delays on a
+// known schedule between a real client and reflector, and checks the
+// client's JSON reports exactly that, per direction.
+func TestRelayExactCounts(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	const delay = 3 * time.Millisecond
+	up := func(h wire.Header) testrelay.Action {
+		return testrelay.Action{Drop: h.Seq%10 == 0, Duplicate: h.Seq%13 == 0}
+	}
+	down := func(h wire.Header) testrelay.Action {
+		a := testrelay.Action{Drop: h.Seq%7 == 0}
+		if h.Seq%17 == 0 {
+			a.Delay = delay
+		}
+		return a
+	}
+	relay, err := testrelay.Start(srv.addr, up, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	// Every loss costs a timeout in ping-pong: keep both small.
+	const n = 400
+	r := volleyRun(t, "client", relay.Addr(), "-n", fmt.Sprint(n), "--timeout", "50ms", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	var lostUp, lostDown, dups uint64
+	for seq := uint64(1); seq <= n; seq++ {
+		switch {
+		case seq%10 == 0:
+			lostUp++
+		case seq%7 == 0:
+			lostDown++
+		default:
+			if seq%13 == 0 {
+				dups++
+			}
+		}
+	}
+	c := res.Summary.Counts
+	if c.Sent != n || c.LostUp != lostUp || c.LostDown != lostDown || c.Duplicates != dups || c.Reordered != 0 || c.Late != 0 {
+		t.Fatalf("counts %+v; want lost up %d, lost down %d, duplicates %d exactly", c, lostUp, lostDown, dups)
+	}
+	if res.ReflectorCount != "close" || res.Summary.RTT.Max < delay {
+		t.Fatalf("count from %q, RTT max %v: want close and the %v delay seen", res.ReflectorCount, res.Summary.RTT.Max, delay)
+	}
+	// A second client reaches the reflector from the relay's same address
+	// and port: it must get a session of its own, not the closed one.
+	again := volleyRun(t, "client", relay.Addr(), "-n", "6", "--format", "json") // below every rule
+	if c := parseResult(t, again.stdout).Summary.Counts; again.code != 0 || c.Received != 6 {
+		t.Fatalf("second session from the same address: exit %d, counts %+v, stderr %s", again.code, c, again.stderr)
 	}
 }

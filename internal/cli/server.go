@@ -264,6 +264,9 @@ func dropsText(s reflector.Stats) string {
 	if len(reasons) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(reasons, ", "))
 	}
+	if s.Duplicates > 0 {
+		fmt.Fprintf(&b, ", duplicates %d", s.Duplicates)
+	}
 	if s.SendErrors > 0 {
 		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
 	}

@@ -382,6 +382,7 @@ type run struct {
 	clk   clock.Clock
 	peer  string
 	token uint64
+	nonce uint64 // the Hello's; probes and the close carry it
 	buf   []byte // send buffer
 	rbuf  []byte // receive buffer
 
@@ -570,6 +571,7 @@ func (r *run) handshake(ctx context.Context) error {
 		return fmt.Errorf("make handshake nonce: %w", err)
 	}
 	nonce := binary.BigEndian.Uint64(nb[:])
+	r.nonce = nonce
 	// The Hello is as large as the probes, so the reflector may answer a
 	// client of any size without ever amplifying.
 	clear(r.buf)
@@ -906,7 +908,7 @@ func (r *run) send() error {
 	// T1 as late as possible: the bookkeeping since the last reply is not
 	// part of this probe's round trip.
 	now := r.clk.Now()
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Seq: seq, T1: now,
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Count: r.nonce, Seq: seq, T1: now,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	if r.warm {
 		h.Flags = wire.FlagWarmup
@@ -1096,7 +1098,7 @@ func (r *run) close() {
 		return
 	}
 	// Replies that straggle in now still count as late or duplicate.
-	h := wire.Header{Type: wire.TypeClose, Token: r.token}
+	h := wire.Header{Type: wire.TypeClose, Token: r.token, Count: r.nonce}
 	tag := 0
 	if r.signer != nil {
 		tag = wire.TagLen

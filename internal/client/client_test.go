@@ -328,7 +328,7 @@ func BenchmarkProbePath(b *testing.B) {
 	var h wire.Header
 	n, _ := conn.Read(r.rbuf)
 	_ = h.Decode(r.rbuf[:n])
-	r.token = h.Token
+	r.token, r.nonce = h.Token, 1
 	r.startMeasuring(r.clk.Now())
 	b.ReportAllocs()
 	for b.Loop() {

@@ -97,7 +97,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 	// error this costs is measured and reported.
 	w := pace.Waiter{Clock: r.clk, Sleep: cfg.sleep, SpinFor: min(pace.DefaultSpinFor, r.meanGap()/10)}
 	buf := make([]byte, cfg.Size)
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token,
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Count: r.nonce,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	warm := cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
 	warmUntil := start + int64(cfg.WarmupDuration)

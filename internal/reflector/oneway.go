@@ -13,14 +13,47 @@ import (
 // remembers to tell duplicates from reordered probes.
 const seenWindow = 1 << 16
 
+// seqWindow remembers which of the last seenWindow sequence numbers were
+// seen, to tell duplicates from reordered probes.
+type seqWindow struct {
+	maxSeq uint64
+	seen   [seenWindow / 64]uint64 // bit seq%seenWindow: seen
+}
+
+// add marks seq seen and says whether it was a duplicate, or arrived after
+// a higher one (too old to tell counts as reordered, not duplicate).
+func (w *seqWindow) add(seq uint64) (dup, reordered bool) {
+	bit := &w.seen[(seq%seenWindow)/64]
+	mask := uint64(1) << (seq % 64)
+	switch {
+	case seq+seenWindow <= w.maxSeq:
+		return false, true
+	case seq <= w.maxSeq && *bit&mask != 0:
+		return true, false
+	case seq < w.maxSeq:
+		reordered = true
+	default:
+		// Forget what the window slides past.
+		if seq-w.maxSeq >= seenWindow {
+			clear(w.seen[:])
+		} else {
+			for s := w.maxSeq + 1; s < seq; s++ {
+				w.seen[(s%seenWindow)/64] &^= 1 << (s % 64)
+			}
+		}
+		w.maxSeq = seq
+	}
+	*bit |= mask
+	return false, reordered
+}
+
 // oneway is a session's record of the one-way probes it received.
 type oneway struct {
 	delay     *stats.Dist
 	received  uint64
 	dups      uint64
 	reordered uint64
-	maxSeq    uint64
-	seen      [seenWindow / 64]uint64 // bit seq%seenWindow: seen
+	seqs      seqWindow
 
 	// The current report window (an interval, or --report-every probes).
 	win OneWayReport
@@ -42,28 +75,14 @@ func newOneway() *oneway { return &oneway{delay: stats.NewDist()} }
 
 // record counts probe seq received with one-way delay d.
 func (o *oneway) record(seq uint64, d int64) {
-	bit := &o.seen[(seq%seenWindow)/64]
-	mask := uint64(1) << (seq % 64)
-	switch {
-	case seq+seenWindow <= o.maxSeq:
-		// Too old to tell a duplicate from a very late probe.
-		o.reordered++
-	case seq <= o.maxSeq && *bit&mask != 0:
+	dup, reordered := o.seqs.add(seq)
+	if dup {
 		o.dups++
 		return
-	case seq < o.maxSeq:
-		o.reordered++
-	default:
-		// Forget what the window slides past.
-		for s := o.maxSeq + 1; s < seq && s+seenWindow > seq; s++ {
-			o.seen[(s%seenWindow)/64] &^= 1 << (s % 64)
-		}
-		if seq-o.maxSeq >= seenWindow {
-			clear(o.seen[:])
-		}
-		o.maxSeq = seq
 	}
-	*bit |= mask
+	if reordered {
+		o.reordered++
+	}
 	o.received++
 	o.delay.Record(d)
 	w := &o.win
@@ -80,14 +99,14 @@ func (o *oneway) record(seq uint64, d int64) {
 func (o *oneway) report(addr netip.AddrPort) OneWayReport {
 	w := o.win
 	w.Addr = addr
-	if span := o.maxSeq - o.winSeq; span > w.Received {
+	if span := o.seqs.maxSeq - o.winSeq; span > w.Received {
 		w.Lost = span - w.Received
 	}
 	if w.Received > 0 {
 		w.Avg = time.Duration(w.sum / int64(w.Received))
 	}
 	o.win = OneWayReport{}
-	o.winSeq = o.maxSeq
+	o.winSeq = o.seqs.maxSeq
 	return w
 }
 

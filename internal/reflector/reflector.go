@@ -70,6 +70,7 @@ type Stats struct {
 	BytesOut       uint64
 	SendErrors     uint64
 	OneWay         uint64 // one-way probes received (they get no reply)
+	Duplicates     uint64 // probes seen before in their session (answered, not counted)
 	Sessions       int    // sessions open at the end of the interval
 	SessionsOpened uint64 // sessions opened in the interval
 	Drops          [NumDropReasons]uint64
@@ -95,6 +96,7 @@ func (s Stats) Add(o Stats) Stats {
 	d.BytesOut += o.BytesOut
 	d.SendErrors += o.SendErrors
 	d.OneWay += o.OneWay
+	d.Duplicates += o.Duplicates
 	d.Sessions += o.Sessions
 	d.SessionsOpened += o.SessionsOpened
 	for i := range d.Drops {
@@ -111,6 +113,7 @@ func (s Stats) sub(o Stats) Stats {
 	d.BytesOut -= o.BytesOut
 	d.SendErrors -= o.SendErrors
 	d.OneWay -= o.OneWay
+	d.Duplicates -= o.Duplicates
 	d.SessionsOpened -= o.SessionsOpened
 	for i := range d.Drops {
 		d.Drops[i] -= o.Drops[i]
@@ -182,6 +185,7 @@ type session struct {
 	tokens   float64 // rate limit: a token bucket of probes
 	refilled int64
 	oneway   *oneway // one-way probes, once the first arrives
+	seqs     *seqWindow
 }
 
 // held is a reply waiting out its hold.
@@ -197,7 +201,7 @@ type Reflector struct {
 	cfg      Config
 	clk      clock.Clock
 	mac      hash.Hash
-	macIn    [8 + 16 + 2]byte
+	macIn    [8 + 16 + 2 + 8]byte
 	macOut   [sha256.Size]byte
 	sessions map[uint64]*session
 	open     int
@@ -254,20 +258,23 @@ func New(cfg Config) (*Reflector, error) {
 	return r, nil
 }
 
-// cookie returns the token for addr in the given epoch.
-func (r *Reflector) cookie(addr netip.AddrPort, epoch int64) uint64 {
+// cookie returns the token for addr and the Hello's nonce in the given
+// epoch. The nonce makes every Hello's token new, so a client that comes
+// back from the same address and port gets a new session.
+func (r *Reflector) cookie(addr netip.AddrPort, nonce uint64, epoch int64) uint64 {
 	binary.BigEndian.PutUint64(r.macIn[0:], uint64(epoch))
 	a := addr.Addr().As16()
 	copy(r.macIn[8:], a[:])
 	binary.BigEndian.PutUint16(r.macIn[24:], addr.Port())
+	binary.BigEndian.PutUint64(r.macIn[26:], nonce)
 	r.mac.Reset()
 	r.mac.Write(r.macIn[:])
 	return binary.BigEndian.Uint64(r.mac.Sum(r.macOut[:0]))
 }
 
-func (r *Reflector) validCookie(token uint64, addr netip.AddrPort, now int64) bool {
+func (r *Reflector) validCookie(token uint64, addr netip.AddrPort, nonce uint64, now int64) bool {
 	e := now / cookieEpoch
-	return token == r.cookie(addr, e) || token == r.cookie(addr, e-1)
+	return token == r.cookie(addr, nonce, e) || token == r.cookie(addr, nonce, e-1)
 }
 
 // Limits returns the limits in force, defaults filled in.
@@ -325,12 +332,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		// the grants within the limits.
 		size, hold := r.grant(&h, r.cfg.MaxSize)
 		h = wire.Header{
-			Type: wire.TypeCookie, Token: r.cookie(addr, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
+			Type: wire.TypeCookie, Token: r.cookie(addr, h.Seq, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
 			Count: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
 		}
 		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
-		s := r.session(h.Token, addr, t2)
+		s := r.session(h.Token, h.Count, addr, t2)
 		if s == nil {
 			return nil
 		}
@@ -362,12 +369,23 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropRate]++
 			return nil
 		}
-		if h.Flags&wire.FlagWarmup == 0 {
-			s.count++
-		}
 		if h.Flags&wire.FlagOneWay != 0 {
+			if h.Flags&wire.FlagWarmup == 0 {
+				s.count++
+			}
 			r.oneWay(s, &h, addr, t2)
 			return nil
+		}
+		// A copy of a probe already seen (duplicated on the way, or
+		// replayed) is answered, so the client sees the duplicate, but not
+		// counted: the count is of probes that arrived.
+		if s.seqs == nil {
+			s.seqs = new(seqWindow)
+		}
+		if dup, _ := s.seqs.add(h.Seq); dup {
+			r.st.Duplicates++
+		} else if h.Flags&wire.FlagWarmup == 0 {
+			s.count++
 		}
 		size, hold := r.grant(&h, cap(pkt))
 		if size == 0 {
@@ -413,7 +431,7 @@ func (r *Reflector) reportOneWay() {
 		return
 	}
 	for _, s := range r.sessions {
-		if s.oneway != nil && (s.oneway.win.Received > 0 || s.oneway.maxSeq > s.oneway.winSeq) {
+		if s.oneway != nil && (s.oneway.win.Received > 0 || s.oneway.seqs.maxSeq > s.oneway.winSeq) {
 			r.cfg.OnOneWay(s.oneway.report(s.addr))
 		}
 	}
@@ -560,11 +578,12 @@ func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 }
 
 // session finds the session for token, opening it when token is a valid
-// cookie for addr. It counts and returns nil when the message must be dropped.
-func (r *Reflector) session(token uint64, addr netip.AddrPort, now int64) *session {
+// cookie for addr and nonce. It counts and returns nil when the message
+// must be dropped.
+func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) *session {
 	s := r.sessions[token]
 	if s == nil {
-		if !r.validCookie(token, addr, now) {
+		if !r.validCookie(token, addr, nonce, now) {
 			r.st.Drops[DropToken]++
 			return nil
 		}

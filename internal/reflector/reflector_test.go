@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"net"
 	"net/netip"
@@ -74,7 +75,7 @@ func TestSession(t *testing.T) {
 		if seq == 1 {
 			flags = wire.FlagWarmup
 		}
-		probe := msg(t, wire.Header{Type: wire.TypeProbe, Flags: flags, Token: tok, Seq: seq, T1: 5}, 100)
+		probe := msg(t, wire.Header{Type: wire.TypeProbe, Flags: flags, Token: tok, Count: 99, Seq: seq, T1: 5}, 100)
 		clk.Advance(time.Microsecond)
 		t2 := clk.Now()
 		reply := r.Handle(probe, alice, t2)
@@ -91,19 +92,19 @@ func TestSession(t *testing.T) {
 		t.Fatalf("sessions = %d, want 1", got)
 	}
 	// The token from another address is refused.
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 4}, 64), bob, clk.Now()); reply != nil {
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 4}, 64), bob, clk.Now()); reply != nil {
 		t.Fatal("probe with alice's token from bob was answered")
 	}
-	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Seq: 9}, 64), alice, clk.Now()))
+	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 9}, 64), alice, clk.Now()))
 	if ack.Type != wire.TypeCloseAck || ack.Count != 2 {
 		t.Fatalf("close ack = %+v, want count 2", ack)
 	}
 	// A repeated close (the ack was lost) gets the same answer.
-	ack = decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Seq: 9}, 64), alice, clk.Now()))
+	ack = decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 9}, 64), alice, clk.Now()))
 	if ack.Count != 2 {
 		t.Fatalf("second close ack count = %d, want 2", ack.Count)
 	}
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 5}, 64), alice, clk.Now()); reply != nil {
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 5}, 64), alice, clk.Now()); reply != nil {
 		t.Fatal("probe after close was answered")
 	}
 	st := r.Stats()
@@ -121,7 +122,7 @@ func TestCookieExpires(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
 	clk.Advance(3 * time.Duration(cookieEpoch))
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 64), alice, clk.Now()); reply != nil {
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64), alice, clk.Now()); reply != nil {
 		t.Fatal("a cookie three epochs old opened a session")
 	}
 	if got := r.Stats().Drops[DropToken]; got != 1 {
@@ -200,7 +201,7 @@ func TestServe(t *testing.T) {
 		return decode(t, buf[:n])
 	}
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
-	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Seq: 1})
+	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1})
 	if reply.Type != wire.TypeReply || reply.Count != 1 {
 		t.Fatalf("reply = %+v, want count 1", reply)
 	}
@@ -222,13 +223,16 @@ func TestServe(t *testing.T) {
 func BenchmarkHandleProbe(b *testing.B) {
 	r, clk := newTest(b)
 	tok := handshake(b, r, clk, alice)
-	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 64)
+	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64)
 	r.Handle(probe, alice, clk.Now())
+	seq := uint64(1)
 	b.ReportAllocs()
 	for b.Loop() {
 		msg := probe
 		msg[3] = byte(wire.TypeProbe) // the reply overwrote the type
-		clk.Advance(time.Microsecond) // within the default rate limit
+		seq++
+		binary.BigEndian.PutUint64(msg[16:], seq) // a new probe each time
+		clk.Advance(time.Microsecond)             // within the default rate limit
 		if r.Handle(msg, alice, clk.Now()) == nil {
 			b.Fatal("probe dropped")
 		}
@@ -262,7 +266,7 @@ func TestGrants(t *testing.T) {
 		buf[i] = 0xee
 	}
 	probe := buf[:100]
-	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Seq: 1, ReplySize: 150}).Encode(probe)
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 1, ReplySize: 150}).Encode(probe)
 	clear(probe[wire.HeaderLen:])
 	reply := r.Handle(probe, alice, clk.Now())
 	if len(reply) != 150 || decode(t, reply).ReplySize != 150 {
@@ -275,7 +279,7 @@ func TestGrants(t *testing.T) {
 	}
 	// Asking beyond the limit gets the limit.
 	probe = buf[:64]
-	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Seq: 2, ReplySize: 60000}).Encode(probe)
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 2, ReplySize: 60000}).Encode(probe)
 	if reply := r.Handle(probe, alice, clk.Now()); len(reply) != 200 {
 		t.Fatalf("reply to a 60000-byte ask is %d bytes, want the 200-byte limit", len(reply))
 	}
@@ -290,7 +294,7 @@ func TestHold(t *testing.T) {
 	tok := handshake(t, r, clk, alice)
 	t2 := clk.Now()
 	for seq, hold := range map[uint64]uint32{1: 3000, 2: 1000, 3: 2000} {
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq, HoldMicro: hold}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: hold}, 64)
 		if reply := r.Handle(p, alice, t2); reply != nil {
 			t.Fatalf("probe %d with a hold was answered at once", seq)
 		}
@@ -334,7 +338,7 @@ func TestRateLimit(t *testing.T) {
 	tok := handshake(t, r, clk, alice)
 	answered := 0
 	for seq := uint64(1); seq <= 20; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq}, 64), alice, clk.Now()) != nil {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
 			answered++
 		}
 	}
@@ -344,7 +348,7 @@ func TestRateLimit(t *testing.T) {
 	clk.Advance(50 * time.Millisecond) // five more tokens
 	answered = 0
 	for seq := uint64(21); seq <= 30; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: seq}, 64), alice, clk.Now()) != nil {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
 			answered++
 		}
 	}
@@ -364,7 +368,7 @@ func TestOneWay(t *testing.T) {
 	t1 := clk.Now()
 	for i, seq := range []uint64{1, 2, 2, 4, 3, 6} {
 		clk.Advance(time.Microsecond)
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Seq: seq, T1: t1 + int64(i)*1000}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: t1 + int64(i)*1000}, 64)
 		if reply := r.Handle(p, alice, clk.Now()); reply != nil {
 			t.Fatalf("one-way probe %d was answered", seq)
 		}
@@ -375,7 +379,7 @@ func TestOneWay(t *testing.T) {
 	}
 	buf := make([]byte, 65536)
 	closeMsg := buf[:wire.HeaderLen]
-	_ = (&wire.Header{Type: wire.TypeClose, Token: tok}).Encode(closeMsg)
+	_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}).Encode(closeMsg)
 	ack := r.Handle(closeMsg, alice, clk.Now())
 	if decode(t, ack).Type != wire.TypeCloseAck || len(ack) <= wire.HeaderLen {
 		t.Fatalf("close ack of %d bytes, want results after the header", len(ack))
@@ -419,15 +423,15 @@ func TestKeyAllowSessions(t *testing.T) {
 		t.Fatalf("cookie of %d bytes: %v", len(reply), err)
 	}
 	tok := decode(t, reply).Token
-	reply = r.Handle(signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 1}, 100), alice, clk.Now())
+	reply = r.Handle(signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 1}, 100), alice, clk.Now())
 	if err := good.Verify(reply); err != nil || decode(t, reply).Count != 1 {
 		t.Fatalf("signed probe's reply: %v", err)
 	}
 	// Unsigned, or tampered: dropped.
-	if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 2}, 100), alice, clk.Now()) != nil {
+	if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 2}, 100), alice, clk.Now()) != nil {
 		t.Fatal("an unsigned probe was answered")
 	}
-	p := signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 3}, 100)
+	p := signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 3}, 100)
 	p[70] ^= 1
 	if r.Handle(p, alice, clk.Now()) != nil {
 		t.Fatal("a tampered probe was answered")
@@ -445,5 +449,20 @@ func TestKeyAllowSessions(t *testing.T) {
 	st := r.Stats()
 	if st.Drops[DropAuth] != 3 || st.Drops[DropRefused] != 1 || st.Drops[DropSessions] != 1 {
 		t.Fatalf("drops %v", st.Drops)
+	}
+}
+
+func TestDuplicatesNotCounted(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	for _, seq := range []uint64{1, 2, 2, 3, 1} {
+		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now())
+		if reply == nil {
+			t.Fatalf("probe %d (a duplicate is answered too) got no reply", seq)
+		}
+	}
+	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, 64), alice, clk.Now()))
+	if ack.Count != 3 || r.Stats().Duplicates != 2 {
+		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Count, r.Stats().Duplicates)
 	}
 }

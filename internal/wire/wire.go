@@ -57,7 +57,9 @@
 //   - Hello: the largest reply size and hold the client will ask for.
 //   - Cookie: what the reflector grants of those, within its limits; Count
 //     carries its rate limit per session in probes/s (0: none).
-//   - Probe: what this probe asks for (reply size 0: the probe's own size).
+//   - Probe: what this probe asks for (reply size 0: the probe's own size);
+//     Count carries the Hello's nonce, which the cookie was made with, so a
+//     stateless reflector can check the token (Close too).
 //   - Reply: what the reflector applied to this probe.
 //
 // Decoding never allocates and never panics, whatever the input.
