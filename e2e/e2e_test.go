@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,9 +44,28 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	before := runtime.NumGoroutine()
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		code = checkLeaks(before)
+	}
 	os.Exit(code)
+}
+
+// checkLeaks fails the run when goroutines the tests started (relays,
+// output readers) are still running a few seconds after they ended.
+func checkLeaks(before int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutines leaked: %d at start, %d at the end\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0
 }
 
 // require skips the test when a system component is missing, unless

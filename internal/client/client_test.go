@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"errors"
 	"net"
 	"net/netip"
@@ -625,4 +627,23 @@ func TestWorkloadGap(t *testing.T) {
 			t.Fatalf("sent %d in 1s with a 10ms gap, want 100", got)
 		}
 	})
+}
+
+// TestMain fails the package when a test leaves goroutines behind (an
+// open-loop sender not waited for, a context watcher not stopped).
+func TestMain(m *testing.M) {
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutines leaked: %d before the tests, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
