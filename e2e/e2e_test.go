@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -769,5 +770,134 @@ func TestRelayExactCounts(t *testing.T) {
 	again := volleyRun(t, "client", relay.Addr(), "-n", "6", "--format", "json") // below every rule
 	if c := parseResult(t, again.stdout).Summary.Counts; again.code != 0 || c.Received != 6 {
 		t.Fatalf("second session from the same address: exit %d, counts %+v, stderr %s", again.code, c, again.stderr)
+	}
+}
+
+var (
+	fastOnce   sync.Once
+	fastVolley string
+	fastErr    error
+)
+
+// buildFast builds volley without the race detector, for tests that need
+// its real speed.
+func buildFast(t *testing.T) string {
+	t.Helper()
+	fastOnce.Do(func() {
+		fastVolley = filepath.Join(filepath.Dir(volley), "volley-fast")
+		out, err := exec.Command("go", "build", "-o", fastVolley, "../cmd/volley").CombinedOutput()
+		if err != nil {
+			fastErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if fastErr != nil {
+		t.Fatal(fastErr)
+	}
+	return fastVolley
+}
+
+// TestFlood sends random and mutated datagrams at a reflector while a
+// session runs at a fixed rate: the session loses nothing, and every
+// datagram of the flood is dropped and counted once. VOLLEY_FLOOD sets how
+// many (default a million).
+func TestFlood(t *testing.T) {
+	total := 1_000_000
+	if v := os.Getenv("VOLLEY_FLOOD"); v != "" {
+		if _, err := fmt.Sscan(v, &total); err != nil {
+			t.Fatalf("VOLLEY_FLOOD=%q: %v", v, err)
+		}
+	}
+	bin := buildFast(t)
+	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "-i", "0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		t.Fatal("server printed nothing")
+	}
+	addr := strings.TrimPrefix(lines.Text(), "listening on udp://")
+
+	// The legitimate session runs for as long as the flood.
+	client := exec.Command(bin, "client", addr, "--rate", "500", "-t", "1h", "-i", "0", "--format", "json", "--timeout", "2s")
+	var clientOut bytes.Buffer
+	client.Stdout, client.Stderr = &clientOut, os.Stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Process.Kill()
+	time.Sleep(500 * time.Millisecond) // let it open its session
+
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 512)
+	sent := 0
+	start := time.Now()
+	for sent < total {
+		// Bursts of 500 every 5ms: 100k datagrams/s at most, within what
+		// one reflector thread takes, so the kernel drops none.
+		for i := 0; i < 500 && sent < total; i++ {
+			var msg []byte
+			switch rng.IntN(3) {
+			case 0: // noise of any length
+				msg = buf[:rng.IntN(200)]
+				for j := range msg {
+					msg[j] = byte(rng.Uint32())
+				}
+			default: // a probe with a forged token, then mutated
+				msg = buf[:wire.HeaderLen+rng.IntN(100)]
+				h := wire.Header{Type: wire.TypeProbe, Token: rng.Uint64(), Count: rng.Uint64(), Seq: rng.Uint64()}
+				_ = h.Encode(msg)
+				for k := rng.IntN(4); k > 0; k-- {
+					msg[rng.IntN(len(msg))] = byte(rng.Uint32())
+				}
+				var d wire.Header
+				if d.Decode(msg) == nil && d.Type == wire.TypeHello {
+					msg[3] = byte(wire.TypeReply) // a Hello would be answered, not dropped
+				}
+			}
+			if _, err := c.Write(msg); err != nil {
+				t.Fatalf("flood write %d: %v", sent, err)
+			}
+			sent++
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("flooded %d datagrams in %v", sent, time.Since(start))
+	client.Process.Signal(os.Interrupt) // the session ends as a user ends it
+	if err := client.Wait(); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond) // the reflector catches up
+	cmd.Process.Signal(os.Interrupt)
+	var totals string
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "--- totals") {
+			totals = lines.Text()
+		}
+	}
+	cmd.Wait()
+	var dropped int
+	if i := strings.Index(totals, "dropped "); i < 0 {
+		t.Fatalf("no drop count in the totals %q", totals)
+	} else if _, err := fmt.Sscanf(totals[i:], "dropped %d", &dropped); err != nil {
+		t.Fatal(err)
+	}
+	if dropped != sent {
+		t.Errorf("the reflector dropped %d datagrams of %d sent: %s", dropped, sent, totals)
+	}
+	res := parseResult(t, clientOut.String())
+	checkCounts(t, res)
+	if c := res.Summary.Counts; c.Received == 0 || c.Lost != 0 || res.ReflectorCount != "close" {
+		t.Errorf("the session during the flood: %+v, count from %q; want nothing lost", c, res.ReflectorCount)
 	}
 }
