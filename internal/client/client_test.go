@@ -2,12 +2,12 @@ package client
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
