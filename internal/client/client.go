@@ -697,9 +697,7 @@ func (r *run) loop(ctx context.Context) error {
 			r.oldest++
 		}
 		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
-			r.warm = false
-			r.warmupLast = r.seq
-			r.startMeasuring(now)
+			r.endWarmup(r.seq, now)
 		}
 		r.flushDue(now)
 		switch {
@@ -707,6 +705,9 @@ func (r *run) loop(ctx context.Context) error {
 		case r.open:
 			if r.senderDone.Load() {
 				r.drain() // what it sent between the last drain and stopping
+				if r.warm {
+					r.endWarmup(r.seq, now) // stopped while warming up
+				}
 				r.stopSending(r.senderStop)
 				if r.senderGone.Load() {
 					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
@@ -715,9 +716,7 @@ func (r *run) loop(ctx context.Context) error {
 		case ctx.Err() != nil:
 			r.stopSending("interrupted")
 			if r.warm {
-				r.warm = false
-				r.warmupLast = r.seq
-				r.startMeasuring(now)
+				r.endWarmup(r.seq, now)
 			}
 		case r.warm:
 		case cfg.Count > 0 && measured >= cfg.Count:
@@ -888,6 +887,13 @@ func (r *run) flushDue(t int64) {
 // interval that reaches the end of sending is left to the final summary.
 func (r *run) reportDue(next int64) bool {
 	return next != 0 && (r.sendUntil == 0 || next < r.sendUntil)
+}
+
+// endWarmup ends the warm-up after probe last; measuring starts at now.
+func (r *run) endWarmup(last uint64, now int64) {
+	r.warm = false
+	r.warmupLast = last
+	r.startMeasuring(now)
 }
 
 func (r *run) startMeasuring(now int64) {

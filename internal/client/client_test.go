@@ -647,3 +647,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+func TestOpenLoopInterruptedInWarmup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		res, err := Run(ctx, Config{Rate: 100, WarmupDuration: time.Minute, Duration: time.Minute, sleep: time.Sleep}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if res.Stopped != "interrupted" || s.Counts.Sent != 0 || s.End < 0 || s.End > time.Second {
+			t.Fatalf("stopped %q, summary %v to %v with %+v: want an empty measurement", res.Stopped, s.Start, s.End, s.Counts)
+		}
+	})
+}

@@ -214,9 +214,7 @@ func (r *run) drain() {
 			return
 		}
 		if r.warm && !rec.warm {
-			r.warm = false
-			r.warmupLast = rec.seq - 1
-			r.startMeasuring(rec.sched)
+			r.endWarmup(rec.seq-1, rec.sched)
 		}
 		if r.cfg.OneWay {
 			r.seq = rec.seq // no reply will come: nothing to wait for
