@@ -901,3 +901,15 @@ func TestFlood(t *testing.T) {
 		t.Errorf("the session during the flood: %+v, count from %q; want nothing lost", c, res.ReflectorCount)
 	}
 }
+
+func TestMaxDuration(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q", "--max-duration", "1s")
+	r := volleyRun(t, "client", srv.addr, "-t", "10s", "--format", "json")
+	if r.code != 1 || !strings.Contains(r.stderr, "session reached the reflector's longest duration") {
+		t.Fatalf("exit %d, stderr %q: want 1 and the reason", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	if res.Stopped != "reflector-ended" || res.Summary.Counts.Received == 0 || res.Summary.End > 3*time.Second {
+		t.Fatalf("stopped %q after %v with %+v", res.Stopped, res.Summary.End, res.Summary.Counts)
+	}
+}

@@ -34,6 +34,8 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		key, keyFile   string
 		allow          []string
 		maxSessions    int
+		maxDuration    time.Duration
+		maxTotalRate   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -95,6 +97,9 @@ messages are dropped and counted.`,
 				}
 				prefixes = append(prefixes, p.Masked())
 			}
+			if maxDuration <= 0 || maxTotalRate < 0 {
+				return usagef("--max-duration %s, --max-total-rate %v: want a positive duration and a rate of 0 (none) or more", maxDuration, maxTotalRate)
+			}
 			if maxSessions < 1 {
 				return usagef("--max-sessions %d: want at least 1", maxSessions)
 			}
@@ -119,7 +124,7 @@ messages are dropped and counted.`,
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
 				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
-				Key: key, Allow: prefixes, MaxSessions: maxSessions}
+				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxDuration: maxDuration, MaxTotalRate: maxTotalRate}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -187,6 +192,8 @@ messages are dropped and counted.`,
 	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
 	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")
 	fl.StringArrayVar(&allow, "allow", nil, "accept clients only from this network (CIDR or address; repeatable)")
+	fl.DurationVar(&maxDuration, "max-duration", reflector.DefaultMaxDuration, "end sessions this long after they opened, telling the client why")
+	fl.Float64Var(&maxTotalRate, "max-total-rate", 0, "most probes/s of all sessions together (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")

@@ -817,6 +817,10 @@ func (r *run) loop(ctx context.Context) error {
 			r.cur.counts.Errors++
 			continue
 		}
+		if h.Type == wire.TypeError {
+			r.stopSending("reflector-ended")
+			return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+		}
 		if h.Type == wire.TypeReply {
 			if r.open {
 				r.drain() // the probe may have left since the last look

@@ -48,10 +48,11 @@ const (
 	DropAuth                       // missing or wrong authentication tag
 	DropRefused                    // from an address --allow does not cover
 	DropSessions                   // a new session beyond MaxSessions
+	DropDuration                   // a probe after its session's longest duration
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {
@@ -160,6 +161,12 @@ type Config struct {
 	// MaxSessions bounds the sessions kept at once, open or recently
 	// closed (default DefaultMaxSessions).
 	MaxSessions int
+	// MaxDuration ends sessions this long after they opened: their probes
+	// are answered with ErrorDuration (default DefaultMaxDuration).
+	MaxDuration time.Duration
+	// MaxTotalRate bounds the probes/s of all sessions together (0: none);
+	// probes above it are dropped and counted as "rate".
+	MaxTotalRate float64
 }
 
 // Defaults for the reflector's limits.
@@ -171,6 +178,7 @@ const (
 	// DefaultMaxSessions bounds memory: a session with one-way probes
 	// keeps a histogram of a few hundred kilobytes.
 	DefaultMaxSessions = 1000
+	DefaultMaxDuration = 24 * time.Hour
 )
 
 // cookieEpoch is how long a cookie stays valid before a session uses it: a
@@ -182,8 +190,8 @@ type session struct {
 	count    uint64
 	lastSeen int64
 	closed   bool
-	tokens   float64 // rate limit: a token bucket of probes
-	refilled int64
+	opened   int64
+	bucket   bucket  // rate limit
 	oneway   *oneway // one-way probes, once the first arrives
 	seqs     *seqWindow
 }
@@ -210,7 +218,31 @@ type Reflector struct {
 	heldQ []held   // a min-heap by due time
 	free  [][]byte // buffers of replies sent after their hold
 
-	signer *wire.Signer // nil without a key
+	signer  *wire.Signer // nil without a key
+	allRate bucket       // MaxTotalRate
+}
+
+// bucket is a token bucket of probes.
+type bucket struct {
+	tokens   float64
+	refilled int64
+}
+
+// take refills b at rate probes/s, holding a tenth of a second's worth (at
+// least 10), and takes a token if there is one.
+func (b *bucket) take(rate float64, now int64) bool {
+	burst := max(rate/10, 10)
+	if b.refilled == 0 {
+		b.tokens = burst
+	} else {
+		b.tokens = min(burst, b.tokens+float64(now-b.refilled)*rate/1e9)
+	}
+	b.refilled = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // New returns a Reflector for cfg.
@@ -239,6 +271,9 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxDuration <= 0 {
+		cfg.MaxDuration = DefaultMaxDuration
 	}
 	if cfg.Secret == nil {
 		cfg.Secret = make([]byte, 32)
@@ -365,7 +400,14 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropClosed]++
 			return nil
 		}
-		if !r.allow(s, t2) {
+		if t2-s.opened > int64(r.cfg.MaxDuration) {
+			r.st.Drops[DropDuration]++
+			// Within the session, so signed when there is a key; no
+			// larger than the probe.
+			e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, Count: uint64(wire.ErrorDuration)}
+			return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
+		}
+		if !s.bucket.take(r.cfg.MaxRate, t2) || (r.cfg.MaxTotalRate > 0 && !r.allRate.take(r.cfg.MaxTotalRate, t2)) {
 			r.st.Drops[DropRate]++
 			return nil
 		}
@@ -447,23 +489,6 @@ func (r *Reflector) grant(h *wire.Header, room int) (size int, holdMicro uint32)
 	}
 	holdMicro = min(h.HoldMicro, uint32(r.cfg.MaxHold/time.Microsecond))
 	return size, holdMicro
-}
-
-// allow takes a token from s's bucket, which holds a tenth of a second of
-// probes at the rate limit (at least 10).
-func (r *Reflector) allow(s *session, now int64) bool {
-	burst := max(r.cfg.MaxRate/10, 10)
-	if s.refilled == 0 {
-		s.tokens = burst
-	} else {
-		s.tokens = min(burst, s.tokens+float64(now-s.refilled)*r.cfg.MaxRate/1e9)
-	}
-	s.refilled = now
-	if s.tokens < 1 {
-		return false
-	}
-	s.tokens--
-	return true
 }
 
 // hold keeps the encoded reply pkt for addr until due.
@@ -595,7 +620,7 @@ func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64)
 			r.st.Drops[DropSessions]++
 			return nil
 		}
-		s = &session{addr: addr}
+		s = &session{addr: addr, opened: now}
 		r.sessions[token] = s
 		r.open++
 		r.st.SessionsOpened++

@@ -466,3 +466,29 @@ func TestDuplicatesNotCounted(t *testing.T) {
 		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Count, r.Stats().Duplicates)
 	}
 }
+
+func TestDurationAndTotalRate(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, Secret: []byte("test secret"), MaxDuration: time.Second, MaxTotalRate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	answered := 0
+	for seq := uint64(1); seq <= 20; seq++ {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+			answered++
+		}
+	}
+	if answered != 10 {
+		t.Fatalf("answered %d of 20 at once under a total of 100/s, want 10", answered)
+	}
+	clk.Advance(2 * time.Second)
+	e := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 21}, 64), alice, clk.Now()))
+	if e.Type != wire.TypeError || wire.ErrorCode(e.Count) != wire.ErrorDuration || e.Token != tok {
+		t.Fatalf("probe after the longest duration got %+v, want ErrorDuration", e)
+	}
+	if st := r.Stats(); st.Drops[DropRate] != 10 || st.Drops[DropDuration] != 1 {
+		t.Fatalf("drops %v", st.Drops)
+	}
+}

@@ -185,6 +185,7 @@ var stopReasons = map[string]string{
 	"threshold":        "RTT threshold crossed",
 	"reflector-silent": "reflector silent",
 	"reflector-gone":   "reflector gone",
+	"reflector-ended":  "the reflector ended the session",
 }
 
 // WriteSummary writes the summary block of a text report.

@@ -29,7 +29,8 @@ type Result struct {
 	// session could not be closed).
 	ReflectorCount string `json:"reflector_count"`
 	// Stopped says why the run ended: "duration", "count", "interrupted",
-	// "threshold", "reflector-silent" or "reflector-gone".
+	// "threshold", "reflector-silent", "reflector-gone" or "reflector-ended"
+	// (it refused to go on, for example at its longest session duration).
 	Stopped string `json:"stopped"`
 	// Threshold is the probe whose RTT first exceeded the threshold, when
 	// that ended the run.

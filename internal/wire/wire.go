@@ -96,7 +96,7 @@ const (
 	TypeReply    Type = 4 // reflector reply to a probe
 	TypeClose    Type = 5 // client ends the session
 	TypeCloseAck Type = 6 // reflector confirms with its final count
-	TypeError    Type = 7 // reflector refuses a Hello; Count holds an ErrorCode
+	TypeError    Type = 7 // reflector refuses a Hello, or ends a session; Count holds an ErrorCode
 )
 
 // ErrorCode says why a reflector refused a client, in a TypeError's Count.
@@ -107,9 +107,10 @@ const (
 	ErrorAuth     ErrorCode = 1 // the message's tag was missing or wrong
 	ErrorRefused  ErrorCode = 2 // the client's address is not allowed
 	ErrorSessions ErrorCode = 3 // the reflector has as many sessions as it takes
+	ErrorDuration ErrorCode = 4 // the session reached the reflector's longest
 )
 
-var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions"}
+var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions", "session reached the reflector's longest duration"}
 
 // String says what the code means.
 func (c ErrorCode) String() string {
