@@ -18,6 +18,9 @@ SIZE=${SIZE:-64}
 SP_PORT=${SP_PORT:-11112}
 
 . bench/common.sh
+start_sockperf_server
+start_volley_server -q
+sleep 0.5
 [ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 
 echo "open-loop pacing on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"

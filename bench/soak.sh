@@ -17,25 +17,9 @@ SECS=${SECS:-600}
 RATE=${RATE:-10}
 CLIENTS=${CLIENTS:-4}
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-go build -o "$tmp/volley" ./cmd/volley
-"$tmp/volley" server --listen 127.0.0.1:0 -q --max-sessions $((SESSIONS + 10)) >"$tmp/server.log" 2>&1 &
-server=$!
-pids+=($server)
-for _ in $(seq 50); do
-	grep -q '^listening on udp://' "$tmp/server.log" && break
-	sleep 0.1
-done
-addr=$(sed -n 's|^listening on udp://||p' "$tmp/server.log" | head -1)
-[ -n "$addr" ] || { echo "volley server did not start" >&2; exit 1; }
+. bench/common.sh
+start_volley_server -q --max-sessions $((SESSIONS + 10))
+server=$vpid addr=$vaddr
 
 probe() { # rss_kB threads cpu_ticks
 	awk '/^VmRSS/ {rss=$2} /^Threads/ {th=$2} END {printf "%s %s ", rss, th}' "/proc/$server/status"

@@ -17,6 +17,9 @@ SIZE=${SIZE:-64}
 SP_PORT=${SP_PORT:-11111}
 
 . bench/common.sh
+start_sockperf_server
+start_volley_server -q
+sleep 0.5
 
 sockperf_run() {
 	sockperf ping-pong -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
