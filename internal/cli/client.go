@@ -84,7 +84,7 @@ Loss is split into the way up and the way down using the reflector's count of
 probes received, carried in every reply and exact at the end of the session.
 
 Exit status: 0 done (also when stopped by SIGINT), 1 error (partial results are
-still printed), 2 usage error or no reflector answering.`,
+still printed), 2 usage error, a wrong or missing key, or no reflector answering.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("client takes one TARGET, got %d: %s", len(args), strings.Join(args, " "))
