@@ -259,6 +259,15 @@ func historySize(cfg Config) int {
 	n := cfg.history
 	if n == 0 {
 		n = max(4*cfg.Window, 1<<17)
+		if cfg.openLoop() {
+			// A known rate: two timeouts' worth of probes is enough, and
+			// keeps a slow flow small (many of them run with -P).
+			rate := cfg.Rate
+			if cfg.SendInterval > 0 {
+				rate = 1e9 / float64(cfg.SendInterval)
+			}
+			n = min(n, max(4*cfg.Window, 1<<12, int(2*rate*cfg.Timeout.Seconds())))
+		}
 	}
 	return 1 << bits.Len64(uint64(n)-1)
 }

@@ -216,6 +216,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		if res.Config.SendInterval > 0 {
 			asked = 1e9 / float64(res.Config.SendInterval)
 		}
+		asked *= float64(max(res.Config.Parallel, 1)) // the rate is per flow
 		fmt.Fprintf(&b, "schedule asked %s probes/s, achieved %s (%+.2f%%); send error p50 %s, p99 %s, max %s; %d slots skipped after stalls\n",
 			SI(asked), SI(t.ProbesPerSecUp), 100*(t.ProbesPerSecUp-asked)/asked,
 			latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
