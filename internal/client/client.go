@@ -321,17 +321,7 @@ func newAcc() *acc {
 }
 
 func (a *acc) merge(o *acc) {
-	c, oc := &a.counts, &o.counts
-	c.Sent += oc.Sent
-	c.Received += oc.Received
-	c.Lost += oc.Lost
-	c.LostUp += oc.LostUp
-	c.LostDown += oc.LostDown
-	c.Duplicates += oc.Duplicates
-	c.Reordered += oc.Reordered
-	c.Late += oc.Late
-	c.Errors += oc.Errors
-	c.Skipped += oc.Skipped
+	a.counts.Add(o.counts)
 	a.bytesUp += o.bytesUp
 	a.bytesDown += o.bytesDown
 	for i := range a.d {
@@ -431,7 +421,6 @@ type run struct {
 	picker     *workload.Picker
 	entries    []*entryAcc
 	nextSendAt int64
-	upDist     *stats.Dist  // one-way: the reflector's delays
 	signer     *wire.Signer // nil without a key
 
 	// Closed-loop bursts.
@@ -647,14 +636,17 @@ func (r *run) handshake(ctx context.Context) error {
 
 // encode writes h into msg, signed when there is a key (the tag takes the
 // last bytes of msg).
-func (r *run) encode(h *wire.Header, msg []byte) {
-	if r.signer == nil {
-		_ = h.Encode(msg)
-		return
+func (r *run) encode(h *wire.Header, msg []byte) { encodeSigned(h, msg, r.signer) }
+
+// encodeSigned writes h into msg and, when s is not nil, flags and signs it.
+func encodeSigned(h *wire.Header, msg []byte, s *wire.Signer) {
+	if s != nil {
+		h.Flags |= wire.FlagAuth
 	}
-	h.Flags |= wire.FlagAuth
 	_ = h.Encode(msg)
-	r.signer.Sign(msg)
+	if s != nil {
+		s.Sign(msg)
+	}
 }
 
 // verified reports whether the n-byte message in rbuf, whose header is h,
@@ -1202,9 +1194,7 @@ func (r *run) finish() error {
 	if r.cfg.OneWay {
 		return r.finishOneWay()
 	}
-	if r.cfg.Histogram > 0 {
-		r.res.Histogram = r.total.d[distRTT].Histogram("rtt", r.cfg.Histogram)
-	}
+	r.res.Histogram = histogram(&r.cfg, r.total)
 	return nil
 }
 
@@ -1233,11 +1223,21 @@ func (r *run) finishOneWay() error {
 		c.LossPercent = 100 * float64(c.Lost) / float64(c.Sent)
 	}
 	sum.Up = d.Summary(r.cfg.Percentiles)
-	r.upDist = d
+	r.total.d[distUp] = d // the reflector's delays are this run's up delays
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
-	if r.cfg.Histogram > 0 {
-		r.res.Histogram = d.Histogram("up", r.cfg.Histogram)
-	}
+	r.res.Histogram = histogram(&r.cfg, r.total)
 	return nil
+}
+
+// histogram is the histogram a run asked for, from a: RTT, or one-way
+// delay for a one-way run; nil when none was asked for.
+func histogram(cfg *Config, a *acc) *result.Histogram {
+	switch {
+	case cfg.Histogram == 0:
+		return nil
+	case cfg.OneWay:
+		return a.d[distUp].Histogram("up", cfg.Histogram)
+	}
+	return a.d[distRTT].Histogram("rtt", cfg.Histogram)
 }

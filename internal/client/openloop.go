@@ -166,13 +166,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			out = buf[:e.Size]
 			h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		}
-		if signer != nil {
-			h.Flags |= wire.FlagAuth
-			_ = h.Encode(out)
-			signer.Sign(out)
-		} else {
-			_ = h.Encode(out)
-		}
+		encodeSigned(&h, out, signer)
 		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, warm: warm}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.

@@ -86,52 +86,29 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	return &res, err
 }
 
-// total merges the flows' distributions and adds up their counts.
+// total merges the flows' distributions and adds up their counts. The
+// counts are the flows' summaries', which hold the exact split of loss
+// (and, one-way, the reflector's counts) that the accumulators do not.
 func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
 	all := newAcc()
 	var origin, end int64
 	var counts result.Counts
-	var bytesUp, bytesDown uint64
 	for i, r := range runs {
 		all.merge(r.total)
-		if r.upDist != nil { // one-way: the reflector's delays
-			all.d[distUp].Merge(r.upDist)
-		}
 		s := r.res.Summary
 		if i == 0 || r.origin < origin {
 			origin = r.origin
 		}
 		end = max(end, r.origin+int64(s.End))
-		c := s.Counts
-		counts.Sent += c.Sent
-		counts.Received += c.Received
-		counts.Lost += c.Lost
-		counts.LostUp += c.LostUp
-		counts.LostDown += c.LostDown
-		counts.Duplicates += c.Duplicates
-		counts.Reordered += c.Reordered
-		counts.Late += c.Late
-		counts.Errors += c.Errors
-		counts.Skipped += c.Skipped
-		bytesUp += s.Throughput.BytesUp
-		bytesDown += s.Throughput.BytesDown
+		counts.Add(s.Counts)
 	}
 	all.counts = counts
-	all.bytesUp, all.bytesDown = bytesUp, bytesDown
 	all.start = origin
 	sum := all.interval(origin, end, cfg.Percentiles)
 	if cfg.OneWay {
 		sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	}
-	var h *result.Histogram
-	if cfg.Histogram > 0 {
-		of, d := "rtt", all.d[distRTT]
-		if cfg.OneWay {
-			of, d = "up", all.d[distUp]
-		}
-		h = d.Histogram(of, cfg.Histogram)
-	}
-	return sum, h
+	return sum, histogram(&cfg, all)
 }
 
 // collector merges the flows' k-th intervals into the k-th total interval.

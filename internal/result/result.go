@@ -139,6 +139,20 @@ type Counts struct {
 	Skipped uint64 `json:"skipped,omitempty"`
 }
 
+// Add adds o's counts to c. LossPercent is left for the caller to derive.
+func (c *Counts) Add(o Counts) {
+	c.Sent += o.Sent
+	c.Received += o.Received
+	c.Lost += o.Lost
+	c.LostUp += o.LostUp
+	c.LostDown += o.LostDown
+	c.Duplicates += o.Duplicates
+	c.Reordered += o.Reordered
+	c.Late += o.Late
+	c.Errors += o.Errors
+	c.Skipped += o.Skipped
+}
+
 // Latency summarises a distribution of delays. Values below zero (one-way
 // delays between hosts whose clocks differ) are kept exactly in Min, Mean
 // and Max; percentiles count them as zero.
