@@ -397,6 +397,46 @@ func TestReflectorStopsMidRun(t *testing.T) {
 	}
 }
 
+// TestReflectorRestart: with --reconnect, a client whose reflector is
+// killed and started again on the same port carries on in a new session
+// and reports the gap.
+func TestReflectorRestart(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	srv := startServer(t, addr, "-q")
+	client := exec.Command(volley, "client", addr, "-t", "3s", "--timeout", "100ms", "--reconnect=20s", "--format", "json")
+	var stdout, stderr bytes.Buffer
+	client.Stdout, client.Stderr = &stdout, &stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if client.ProcessState == nil {
+			client.Process.Kill()
+			client.Wait()
+		}
+	})
+	time.Sleep(time.Second)
+	srv.cmd.Process.Kill()
+	srv.cmd.Wait()
+	time.Sleep(300 * time.Millisecond)
+	srv = startServer(t, addr, "-q")
+	if err := client.Wait(); err != nil || !strings.Contains(stderr.String(), "reconnecting") || !strings.Contains(stderr.String(), "reconnected") {
+		t.Fatalf("client: %v, stderr %q: want success, the loss and the reconnection said", err, stderr.String())
+	}
+	res := parseResult(t, stdout.String())
+	checkCounts(t, res)
+	if len(res.Reconnects) != 1 || !res.Reconnects[0].Resumed || res.ReflectorCount != "partial" || res.Stopped != "duration" {
+		t.Fatalf("reconnects %+v, count from %q, stopped %q: want one resumed, partial, duration", res.Reconnects, res.ReflectorCount, res.Stopped)
+	}
+	// The last session was closed: the new reflector saw it.
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if out := srv.output(); !strings.Contains(out, "sessions opened 1") {
+		t.Errorf("the new reflector's totals %q: want one session", out)
+	}
+}
+
 func TestClientInterrupt(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "-q")

@@ -47,6 +47,7 @@ type clientFlags struct {
 	parallel       int
 	workload       string
 	key, keyFile   string
+	reconnect      time.Duration
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -76,6 +77,16 @@ closes, so the client prints the usual report, with the up direction filled.
 
 A probe unanswered after --timeout is lost; a reply that comes after that is
 counted late, and the probe stays lost.
+
+A reflector that restarts answers the old session's probes with "session
+unknown", and the run ends at once with its partial results, as it does when
+the reflector's port becomes unreachable or no reply comes for
+max(3 x --timeout, 3s). With --reconnect the client instead declares the
+probes in flight lost, sends a Hello every --timeout (at most 100ms) until a
+reflector answers, and carries on in a new session (an open-loop sender keeps
+its schedule through the gap, and those probes are lost); the report lists
+each gap. Loss per direction stays exact for the last session and is
+estimated for the lost ones.
 
 Warm-up probes (--warmup 1s, or --warmup 100 for a count) go first and are
 left out of every figure; --duration and --count count after them.
@@ -119,6 +130,8 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.DurationVar(&f.period, "period", time.Second, "with --burst: how often a burst starts; 0 for no pause")
 	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when")
 	fl.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long a probe waits for its reply before it counts as lost")
+	fl.DurationVar(&f.reconnect, "reconnect", 0, "when the reflector restarts, goes silent or goes away, open a new session and carry on, trying for up to this long (--reconnect alone: 30s; a value needs the =, as in --reconnect=2m)")
+	fl.Lookup("reconnect").NoOptDefVal = "30s"
 	fl.DurationVarP(&f.reportInterval, "report-interval", "i", client.DefaultReportInterval, "length of each interval report; 0 turns them off")
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
 	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
@@ -156,6 +169,12 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	}
 	if f.parallel < 1 || f.parallel > maxParallel {
 		return cfg, usagef("--parallel %d: want 1 to %d", f.parallel, maxParallel)
+	}
+	if f.reconnect < 0 || (changed("reconnect") && f.reconnect == 0) {
+		return cfg, usagef("--reconnect %s: want a positive duration", f.reconnect)
+	}
+	if f.reconnect > 0 && f.oneway {
+		return cfg, usagef("--reconnect does not mix with --oneway: a one-way run's results live in the reflector's session, and a restart loses them")
 	}
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout %s: want a positive duration", f.timeout)
@@ -215,6 +234,7 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		ReplySize:      f.replySize,
 		Hold:           f.hold,
 		OneWay:         f.oneway,
+		Reconnect:      f.reconnect,
 	}
 	if f.oneway && f.rate == 0 && f.sendInterval == 0 {
 		cfg.Rate = 1000
@@ -345,6 +365,17 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		}
 	case "jsonl":
 		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(stdout, iv)) }
+	}
+	var mu sync.Mutex // flows lose their sessions each on its own thread
+	cfg.OnReconnect = func(rc result.Reconnect) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rc.Resumed {
+			fmt.Fprintf(stderr, "volley: reconnected to %s after %s: a new session carries on\n", t, report.Duration(rc.Gap))
+			return
+		}
+		fmt.Fprintf(stderr, "volley: session with %s lost %ss into the run (%s), %s; reconnecting for up to %s\n",
+			t, report.Seconds(rc.At), report.ReconnectReason(rc.Reason), report.InFlight(rc.InFlight), f.reconnect)
 	}
 	res, runErr := client.RunFlows(ctx, cfg, conns)
 	if res == nil {

@@ -54,8 +54,11 @@ no larger than the client's message, and keeps no state for it. Replies to
 probes are the size the probe asks for, within --max-size, and only inside a
 session the cookie opened. With --key, only clients holding the key get
 anything but a refusal no larger than their message. Clients outside --allow
-and beyond --max-sessions are refused with the reason. Malformed, unknown,
-unsigned and out-of-session messages are dropped and counted by reason.`,
+and beyond --max-sessions are refused with the reason. A probe of a session
+the reflector does not know (it restarted, or the session idled out) gets a
+"session unknown" answer no larger than the probe, at most 100 a second in
+all, so its client can reconnect at once. Malformed, unknown, unsigned,
+replayed and out-of-session messages are dropped and counted by reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if reportInterval < 0 {

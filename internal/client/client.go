@@ -65,8 +65,12 @@ var (
 	ErrNoReflector = errors.New("no reflector answered")
 	// ErrSilent: the reflector stopped answering mid-run.
 	ErrSilent = errors.New("reflector went silent")
-	// ErrGone: the reflector's port became unreachable mid-run.
+	// ErrGone: the reflector's port became unreachable mid-run, or, with
+	// Reconnect, it did not come back in time.
 	ErrGone = errors.New("reflector went away")
+	// ErrRestarted: the reflector no longer knows the session (it
+	// restarted, or idled the session out), and Reconnect is off.
+	ErrRestarted = errors.New("reflector restarted")
 	// ErrAuth: the reflector and the client do not share a key.
 	ErrAuth = errors.New("authentication failed")
 	// ErrRefused: the reflector refused the session.
@@ -134,6 +138,18 @@ type Config struct {
 	Silence time.Duration
 	// HandshakeTries is how many Hellos are sent, Timeout apart.
 	HandshakeTries int
+	// Reconnect, when not zero, lets a run whose session is lost (the
+	// reflector restarted, went silent or went away) open a new one and
+	// carry on, trying for this long, a Hello every Timeout (at most
+	// 100ms). Probes in
+	// flight then are lost; an open-loop sender keeps to its schedule
+	// through the gap, and its probes are lost until the new session
+	// opens. Each gap is listed in Result.Reconnects. Without it the run
+	// ends at the loss.
+	Reconnect time.Duration
+	// OnReconnect, if set, is called when a session is lost (Resumed
+	// false) and when a new one takes over (Resumed true).
+	OnReconnect func(result.Reconnect)
 	// Percentiles to report, 0 to 100.
 	Percentiles []float64
 	// Histogram adds an RTT histogram with this many bins per decade (0: none).
@@ -222,6 +238,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: a period needs a burst size", ErrConfig)
 	case c.OneWay && !c.openLoop():
 		return c, fmt.Errorf("%w: one-way probes need a rate or a send interval", ErrConfig)
+	case c.Reconnect < 0:
+		return c, fmt.Errorf("%w: negative reconnect time", ErrConfig)
+	case c.OneWay && c.Reconnect > 0:
+		return c, fmt.Errorf("%w: one-way results live in the reflector's session, and a restart loses them; --reconnect is for round trips", ErrConfig)
 	case c.OneWay && (c.ReplySize != 0 || c.Hold != 0 || c.Threshold != 0):
 		return c, fmt.Errorf("%w: one-way probes get no reply, so no reply size, hold or RTT threshold", ErrConfig)
 	}
@@ -403,7 +423,8 @@ type run struct {
 		seq           uint64
 		rtt, up, down int64
 	}
-	sMax, cAtSMax        uint64 // highest measured seq replied to, and the reflector's count then
+	segs                 []segment  // the sessions of the run; see reconnect.go
+	recon                *reconnect // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
 	oneway               *wire.OneWayResults
@@ -437,6 +458,7 @@ type run struct {
 	senderGone atomic.Bool // the sender saw the port unreachable
 	sendErrors atomic.Uint64
 	senderWG   sync.WaitGroup
+	session    atomic.Pointer[sessionKey] // the sender's session
 }
 
 // Run measures through conn until the configured duration or count is
@@ -548,7 +570,7 @@ func (r *run) execute(ctx context.Context) error {
 		r.senderWG.Wait()
 		r.drain()
 	}
-	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) {
+	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
 		r.res.ReflectorCount = "last-reply"
 	} else {
 		r.close()
@@ -570,10 +592,7 @@ func (r *run) handshake(ctx context.Context) error {
 	}
 	nonce := binary.BigEndian.Uint64(nb[:])
 	r.nonce = nonce
-	// The Hello is as large as the probes, so the reflector may answer a
-	// client of any size without ever amplifying.
-	clear(r.buf)
-	hello := wire.Header{Type: wire.TypeHello, Seq: nonce, ReplySize: uint32(r.cfg.ReplySize), HoldMicro: uint32(r.cfg.Hold / time.Microsecond)}
+	hello := r.hello(nonce)
 	badTags := 0
 	for try := 1; try <= r.cfg.HandshakeTries; try++ {
 		hello.T1 = r.clk.Now()
@@ -618,6 +637,8 @@ func (r *run) handshake(ctx context.Context) error {
 			}
 			if h.Type == wire.TypeCookie {
 				r.token = h.Token
+				r.segs = []segment{{token: h.Token, nonce: nonce, first: 1}}
+				r.session.Store(&sessionKey{token: h.Token, nonce: nonce})
 				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
 				r.lastHeard = r.clk.Now()
 				return nil
@@ -632,6 +653,14 @@ func (r *run) handshake(ctx context.Context) error {
 	}
 	over := time.Duration(r.cfg.HandshakeTries) * r.cfg.Timeout
 	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+// hello returns the Hello with nonce, and clears the send buffer it goes
+// out in: the Hello is as large as the probes, so the reflector may answer
+// a client of any size without ever amplifying.
+func (r *run) hello(nonce uint64) wire.Header {
+	clear(r.buf)
+	return wire.Header{Type: wire.TypeHello, Seq: nonce, ReplySize: uint32(r.cfg.ReplySize), HoldMicro: uint32(r.cfg.Hold / time.Microsecond)}
 }
 
 // encode writes h into msg, signed when there is a key (the tag takes the
@@ -710,7 +739,7 @@ func (r *run) loop(ctx context.Context) error {
 					r.endWarmup(r.seq, now) // stopped while warming up
 				}
 				r.stopSending(r.senderStop)
-				if r.senderGone.Load() {
+				if r.senderGone.Load() { // only without Reconnect
 					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
 				}
 			}
@@ -728,16 +757,24 @@ func (r *run) loop(ctx context.Context) error {
 		if !r.sending && r.inflight == 0 {
 			return nil
 		}
-		if r.inflight > 0 && now-r.lastHeard >= int64(cfg.Silence) {
-			r.stopSending("reflector-silent")
-			return fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)
+		if r.recon != nil {
+			if err := r.reconnectStep(now); err != nil {
+				return err
+			}
+		} else if r.inflight > 0 && now-r.lastHeard >= int64(cfg.Silence) {
+			if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)); err != nil {
+				return err
+			}
+			continue
 		}
-		for !r.open && r.sending && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
+		for !r.open && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(); err != nil {
 				if transport.IsRefused(err) {
-					r.stopSending("reflector-gone")
-					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+					if err := r.lostSession(now, "gone", fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)); err != nil {
+						return err
+					}
+					break
 				}
 				r.cur.counts.Errors++
 				break
@@ -756,6 +793,9 @@ func (r *run) loop(ctx context.Context) error {
 		// is left alone: an early wake-up costs one loop, a new deadline
 		// per probe costs more.
 		want := r.lastHeard + int64(cfg.Silence)
+		if r.recon != nil {
+			want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
+		}
 		if r.inflight > 0 {
 			if s := &r.ring[r.oldest&r.mask]; s.state == stateOutstanding {
 				want = min(want, s.sent+int64(cfg.Timeout))
@@ -805,8 +845,9 @@ func (r *run) loop(ctx context.Context) error {
 					}
 				}
 			case transport.IsRefused(err):
-				r.stopSending("reflector-gone")
-				return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+				if err := r.lostSession(now, "gone", fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)); err != nil {
+					return err
+				}
 			case errors.Is(err, net.ErrClosed):
 				return err
 			default:
@@ -814,20 +855,40 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		if h.Decode(r.rbuf[:n]) != nil || h.Token != r.token || !r.verified(&h, n) {
+		if h.Decode(r.rbuf[:n]) != nil || !r.verified(&h, n) {
 			r.cur.counts.Errors++
 			continue
 		}
-		if h.Type == wire.TypeError {
+		if r.recon != nil && h.Seq == r.recon.nonce && (h.Type == wire.TypeCookie || h.Type == wire.TypeError) {
+			if h.Type == wire.TypeError {
+				r.stopSending("reflector-ended")
+				return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+			}
+			r.resume(&h, now)
+			continue
+		}
+		k := r.tokenSeg(h.Token)
+		if k < 0 {
+			r.cur.counts.Errors++
+			continue
+		}
+		switch {
+		case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
+			if wire.ErrorCode(h.Count) == wire.ErrorSession {
+				err := fmt.Errorf("%w: %s no longer knows the session (--reconnect opens a new one and carries on)", ErrRestarted, r.peer)
+				if err := r.lostSession(now, "restarted", err); err != nil {
+					return err
+				}
+				continue
+			}
 			r.stopSending("reflector-ended")
 			return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
-		}
-		if h.Type == wire.TypeReply {
+		case h.Type == wire.TypeReply:
 			if r.open {
 				r.drain() // the probe may have left since the last look
 			}
 			r.flushDue(now) // a reply belongs to the interval it arrived in
-			r.reply(&h, n, now)
+			r.reply(&h, n, now, k)
 		}
 	}
 }
@@ -881,7 +942,7 @@ func (r *run) flushDue(t int64) {
 	if !r.reportDue(r.nextReport) || t < r.nextReport {
 		return
 	}
-	r.flush(r.nextReport, r.lostUpEstimate(r.lostSoFar()))
+	r.flush(r.nextReport, r.lostUp(false))
 	r.nextReport += int64(r.cfg.ReportInterval)
 	if r.nextReport <= t { // a long stall: skip, do not emit empty intervals in a burst
 		r.nextReport = t + int64(r.cfg.ReportInterval)
@@ -967,14 +1028,16 @@ func (r *run) lose(s *slot) {
 	r.inflight--
 	if r.measured(s.seq) {
 		r.cur.counts.Lost++
+		r.segs[r.segOf(s.seq)].lost++
 		if r.entries != nil {
 			r.entries[s.entry].lost++
 		}
 	}
 }
 
-// reply records the reply h of n bytes received at t4.
-func (r *run) reply(h *wire.Header, n int, t4 int64) {
+// reply records the reply h of n bytes received at t4 in the session of
+// segment k.
+func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	seq := h.Seq
 	if seq == 0 || seq > r.seq {
 		r.cur.counts.Errors++
@@ -1009,8 +1072,8 @@ func (r *run) reply(h *wire.Header, n int, t4 int64) {
 	if !measured {
 		return
 	}
-	if seq > r.sMax {
-		r.sMax, r.cAtSMax = seq, h.Count
+	if g := &r.segs[k]; seq > g.sMax {
+		g.sMax, g.cAtSMax = seq, h.Count
 	}
 	a := r.cur
 	a.counts.Received++
@@ -1059,21 +1122,6 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
-}
-
-// lostUpEstimate is the loss on the way up so far, from the reflector's
-// count in the reply to the highest measured sequence number: of the
-// measured probes up to that one, all but Count were lost before the
-// reflector. It is clamped to the losses declared so far.
-func (r *run) lostUpEstimate(lost uint64) uint64 {
-	if r.sMax == 0 {
-		return 0
-	}
-	sent := r.sMax - r.warmupLast
-	if r.cAtSMax >= sent {
-		return 0
-	}
-	return min(sent-r.cAtSMax, lost)
 }
 
 // flush ends the current interval at end, with u the loss on the way up
@@ -1135,13 +1183,17 @@ func (r *run) close() {
 				}
 				return
 			}
-			if in.Decode(r.rbuf[:n]) != nil || in.Token != r.token || !r.verified(&in, n) {
+			if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, n) {
 				continue
 			}
-			switch in.Type {
-			case wire.TypeReply:
-				r.reply(&in, n, now)
-			case wire.TypeCloseAck:
+			k := r.tokenSeg(in.Token)
+			if k < 0 {
+				continue
+			}
+			switch {
+			case in.Type == wire.TypeReply:
+				r.reply(&in, n, now, k)
+			case in.Type == wire.TypeCloseAck && in.Token == r.token:
 				r.res.ReflectorCount = "close"
 				r.finalCount = in.Count
 				if r.cfg.OneWay && n > wire.HeaderLen+tag {
@@ -1166,18 +1218,9 @@ func (r *run) finish() error {
 		}
 	}
 	lost := r.lostSoFar()
-	var u uint64
-	if r.res.ReflectorCount == "close" {
-		// Exact: what the reflector counted is what got there.
-		sent := r.total.counts.Sent + r.cur.counts.Sent
-		if sent > r.finalCount {
-			u = min(sent-r.finalCount, lost)
-		}
-	} else {
-		// Estimated: the probes after the last reply never showed they
-		// reached the reflector, so they count as lost on the way up.
-		after := r.seq - max(r.sMax, r.warmupLast)
-		u = min(r.lostUpEstimate(lost)+after, lost)
+	u := r.lostUp(true)
+	if len(r.segs) > 1 && r.res.ReflectorCount == "close" {
+		r.res.ReflectorCount = "partial"
 	}
 	r.flush(now, u)
 	end := now

@@ -129,6 +129,19 @@ func (c *memConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
+// restart replaces the reflector with a new one, as a restarted process:
+// it knows none of the old sessions.
+func (c *memConn) restart(t *testing.T) {
+	r, err := reflector.New(reflector.Config{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	c.mu.Lock()
+	c.refl = r
+	c.mu.Unlock()
+}
+
 func (c *memConn) LocalAddr() net.Addr  { return memLocal }
 func (c *memConn) RemoteAddr() net.Addr { return memRemote }
 func (c *memConn) Close() error         { return nil }
@@ -331,6 +344,7 @@ func BenchmarkProbePath(b *testing.B) {
 	n, _ := conn.Read(r.rbuf)
 	_ = h.Decode(r.rbuf[:n])
 	r.token, r.nonce = h.Token, 1
+	r.segs = []segment{{token: h.Token, nonce: 1, first: 1}}
 	r.startMeasuring(r.clk.Now())
 	b.ReportAllocs()
 	for b.Loop() {
@@ -341,7 +355,7 @@ func BenchmarkProbePath(b *testing.B) {
 		if err := h.Decode(r.rbuf[:n]); err != nil {
 			b.Fatal(err)
 		}
-		r.reply(&h, n, r.clk.Now())
+		r.reply(&h, n, r.clk.Now(), 0)
 	}
 	if got := r.cur.counts.Received; got != r.cur.counts.Sent || got == 0 {
 		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
@@ -662,5 +676,138 @@ func TestOpenLoopInterruptedInWarmup(t *testing.T) {
 		if res.Stopped != "interrupted" || s.Counts.Sent != 0 || s.End < 0 || s.End > time.Second {
 			t.Fatalf("stopped %q, summary %v to %v with %+v: want an empty measurement", res.Stopped, s.Start, s.End, s.Counts)
 		}
+	})
+}
+
+// TestRestartEndsRun: without Reconnect, a reflector that restarts (and so
+// answers "session unknown") ends the run at once, with partial results.
+func TestRestartEndsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		var probes int
+		c.dropUp = func(uint64) bool {
+			if probes++; probes == 100 {
+				c.restart(t)
+			}
+			return false
+		}
+		start := time.Now()
+		res, err := Run(context.Background(), Config{Duration: time.Minute}, c)
+		if !errors.Is(err, ErrRestarted) {
+			t.Fatalf("Run = %v, want ErrRestarted", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("restart noticed after %v, want at the first answer of the new reflector", took)
+		}
+		got := res.Summary.Counts
+		if got.Sent != 100 || got.Received != 99 || got.LostUp != 1 || res.Stopped != "reflector-restarted" || res.ReflectorCount != "last-reply" || len(res.Reconnects) != 0 {
+			t.Fatalf("partial result %+v stopped %q, count %q: want 99 of 100 received, the last lost up", got, res.Stopped, res.ReflectorCount)
+		}
+		checkTotals(t, res)
+	})
+}
+
+// TestReconnect: with Reconnect, a closed-loop run whose reflector restarts
+// loses the probes in flight, opens a new session and completes its count;
+// the lost session's losses are all on the way up, which the estimate gets
+// right here.
+func TestReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		var probes int
+		c.dropUp = func(uint64) bool {
+			if probes++; probes == 300 {
+				c.restart(t)
+			}
+			return false
+		}
+		var events []result.Reconnect
+		cfg := Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second, OnReconnect: func(rc result.Reconnect) { events = append(events, rc) }}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Reconnects) != 1 || len(events) != 2 || events[0].Resumed || !events[1].Resumed {
+			t.Fatalf("reconnects %+v, events %+v: want one, lost then resumed", res.Reconnects, events)
+		}
+		rc := res.Reconnects[0]
+		got := res.Summary.Counts
+		if rc.Reason != "restarted" || !rc.Resumed || rc.InFlight != 4 || got.Sent != 1000 || got.Lost != 4 || got.LostUp != 4 || got.Reconnects != 1 {
+			t.Fatalf("reconnect %+v, counts %+v: want 4 probes lost up in the restart, 1000 sent", rc, got)
+		}
+		if res.ReflectorCount != "partial" || res.Stopped != "count" {
+			t.Fatalf("reflector count %q, stopped %q: want partial, count", res.ReflectorCount, res.Stopped)
+		}
+		checkTotals(t, res)
+	})
+}
+
+// TestReconnectOpenLoop: an open-loop run whose reflector goes silent for
+// half a second and comes back restarted keeps its schedule through the
+// gap; every probe sent in it is lost on the way up, and the new session
+// carries on to the end.
+func TestReconnectOpenLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		start := time.Now()
+		var restart sync.Once
+		c.dead = func() bool {
+			switch since := time.Since(start); {
+			case since < time.Second:
+				return false
+			case since < 1500*time.Millisecond:
+				return true
+			}
+			restart.Do(func() { c.restart(t) })
+			return false
+		}
+		cfg := Config{Rate: 1000, Duration: 3 * time.Second, Timeout: 100 * time.Millisecond, Silence: 300 * time.Millisecond,
+			Reconnect: 5 * time.Second, sleep: time.Sleep}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Summary.Counts
+		if len(res.Reconnects) != 1 || !res.Reconnects[0].Resumed || res.Reconnects[0].Reason != "silent" {
+			t.Fatalf("reconnects %+v: want one, after silence, resumed", res.Reconnects)
+		}
+		if got.Sent != 3000 || got.Lost < 500 || got.LostUp != got.Lost || res.ReflectorCount != "partial" || res.Stopped != "duration" {
+			t.Fatalf("counts %+v, count %q, stopped %q: want 3000 sent, at least the 500 of the dead half second lost, all up", got, res.ReflectorCount, res.Stopped)
+		}
+		marked := 0
+		for _, iv := range res.Intervals {
+			marked += int(iv.Counts.Reconnects)
+		}
+		if marked != 1 {
+			t.Errorf("%d intervals marked reconnected, want 1", marked)
+		}
+		checkTotals(t, res)
+	})
+}
+
+// TestReconnectGivesUp: a reflector that never comes back ends the run
+// after the reconnect time, with partial results.
+func TestReconnectGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		var writes atomic.Int64
+		c.dead = func() bool { return writes.Add(1) > 51 } // the Hello and 50 probes
+		start := time.Now()
+		res, err := Run(context.Background(), Config{Count: 1000, Timeout: 100 * time.Millisecond, Reconnect: 2 * time.Second}, c)
+		if !errors.Is(err, ErrGone) {
+			t.Fatalf("Run = %v, want ErrGone", err)
+		}
+		// Silence (3s) and then the reconnect time.
+		if took := time.Since(start); took > 6*time.Second {
+			t.Errorf("gave up after %v, want about 5s", took)
+		}
+		if len(res.Reconnects) != 1 || res.Reconnects[0].Resumed || res.Summary.Counts.Received != 50 {
+			t.Fatalf("reconnects %+v, counts %+v: want one not resumed, 50 received", res.Reconnects, res.Summary.Counts)
+		}
+		checkTotals(t, res)
 	})
 }

@@ -26,6 +26,7 @@ type sentRecord struct {
 	skipped uint64 // slots skipped just before it (after a stall)
 	size    int    // bytes
 	entry   uint16 // workload entry
+	gen     uint32 // segment (session) it was sent in
 	warm    bool
 }
 
@@ -97,7 +98,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 	// error this costs is measured and reported.
 	w := pace.Waiter{Clock: r.clk, Sleep: cfg.sleep, SpinFor: min(pace.DefaultSpinFor, r.meanGap()/10)}
 	buf := make([]byte, cfg.Size)
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Count: r.nonce,
+	h := wire.Header{Type: wire.TypeProbe,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	warm := cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
 	warmUntil := start + int64(cfg.WarmupDuration)
@@ -152,6 +153,8 @@ func (r *run) sender(ctx context.Context, start int64) {
 			}
 		}
 		seq++
+		key := r.session.Load() // a new one after a reconnection
+		h.Token, h.Count = key.token, key.nonce
 		h.Seq, h.T1, h.Flags = seq, now, 0
 		if warm {
 			h.Flags = wire.FlagWarmup
@@ -167,7 +170,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		}
 		encodeSigned(&h, out, signer)
-		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, warm: warm}) {
+		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.
 			runtime.Gosched()
@@ -176,7 +179,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			}
 		}
 		if _, err := r.conn.Write(out); err != nil {
-			if transport.IsRefused(err) {
+			if transport.IsRefused(err) && r.cfg.Reconnect == 0 {
 				r.senderGone.Store(true)
 				reason = "reflector-gone"
 				break
@@ -209,6 +212,9 @@ func (r *run) drain() {
 		}
 		if r.warm && !rec.warm {
 			r.endWarmup(rec.seq-1, rec.sched)
+		}
+		if g := &r.segs[rec.gen]; g.first == 0 {
+			g.first = rec.seq // the first probe of a new session
 		}
 		if r.cfg.OneWay {
 			r.seq = rec.seq // no reply will come: nothing to wait for

@@ -71,11 +71,12 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		}
 		res.Workload = workloadResults(&cfg, entries)
 	}
-	res.ReflectorCount, res.Stopped = "close", runs[0].res.Stopped
+	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	for i, r := range runs {
 		f := result.Flow{LocalAddr: r.res.Config.LocalAddr, Summary: r.res.Summary,
 			ReflectorCount: r.res.ReflectorCount, Stopped: r.res.Stopped, Error: r.res.Error}
 		res.Flows = append(res.Flows, f)
+		res.Reconnects = append(res.Reconnects, r.res.Reconnects...)
 		if f.ReflectorCount != "close" {
 			res.ReflectorCount = f.ReflectorCount
 		}

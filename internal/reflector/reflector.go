@@ -49,10 +49,11 @@ const (
 	DropRefused                    // from an address --allow does not cover
 	DropSessions                   // a new session beyond MaxSessions
 	DropDuration                   // a probe after its session's longest duration
+	DropReplayed                   // a probe older than its session's replay window
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration", "replayed"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {
@@ -220,7 +221,13 @@ type Reflector struct {
 
 	signer  *wire.Signer // nil without a key
 	allRate bucket       // MaxTotalRate
+	unknown bucket       // ErrorSession answers
 }
+
+// unknownRate bounds the ErrorSession answers to probes of unknown
+// sessions, per second: a client needs one to learn the reflector
+// restarted, and a flood of made-up tokens gets no more than this.
+const unknownRate = 100
 
 // bucket is a token bucket of probes.
 type bucket struct {
@@ -372,8 +379,17 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
-		s := r.session(h.Token, h.Count, addr, t2)
+		s, known := r.session(h.Token, h.Count, addr, t2)
 		if s == nil {
+			if !known && h.Type == wire.TypeProbe && r.unknown.take(unknownRate, t2) {
+				// Tell the client its session is gone (this reflector
+				// restarted, or swept it), so that it need not wait out
+				// its silence timeout. The answer is the header, no
+				// larger than the probe, and carries the probe's token
+				// and sequence number, which only its sender knows.
+				e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(wire.ErrorSession)}
+				return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
+			}
 			return nil
 		}
 		s.lastSeen = t2
@@ -423,6 +439,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		// counted: the count is of probes that arrived.
 		if s.seqs == nil {
 			s.seqs = new(seqWindow)
+		}
+		if h.Seq+seenWindow <= s.seqs.maxSeq {
+			// Too old to tell a copy from a first arrival: no link
+			// reorders this far, so it is a replay.
+			r.st.Drops[DropReplayed]++
+			return nil
 		}
 		if dup, _ := s.seqs.add(h.Seq); dup {
 			r.st.Duplicates++
@@ -604,33 +626,34 @@ func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 
 // session finds the session for token, opening it when token is a valid
 // cookie for addr and nonce. It counts and returns nil when the message
-// must be dropped.
-func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) *session {
-	s := r.sessions[token]
+// must be dropped; known is false when the token is neither a session's
+// nor a valid cookie.
+func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) (s *session, known bool) {
+	s = r.sessions[token]
 	if s == nil {
 		if !r.validCookie(token, addr, nonce, now) {
 			r.st.Drops[DropToken]++
-			return nil
+			return nil, false
 		}
 		if !r.allowed(addr) {
 			r.st.Drops[DropRefused]++
-			return nil
+			return nil, true
 		}
 		if len(r.sessions) >= r.cfg.MaxSessions && !r.evictClosed() {
 			r.st.Drops[DropSessions]++
-			return nil
+			return nil, true
 		}
 		s = &session{addr: addr, opened: now}
 		r.sessions[token] = s
 		r.open++
 		r.st.SessionsOpened++
-		return s
+		return s, true
 	}
 	if s.addr != addr {
 		r.st.Drops[DropAddress]++
-		return nil
+		return nil, true
 	}
-	return s
+	return s, true
 }
 
 // evictClosed forgets one closed session, kept only to answer a repeated

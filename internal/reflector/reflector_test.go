@@ -122,11 +122,69 @@ func TestCookieExpires(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
 	clk.Advance(3 * time.Duration(cookieEpoch))
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64), alice, clk.Now()); reply != nil {
-		t.Fatal("a cookie three epochs old opened a session")
+	reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64), alice, clk.Now())
+	if reply == nil {
+		t.Fatal("a probe with a stale cookie got no answer")
 	}
-	if got := r.Stats().Drops[DropToken]; got != 1 {
-		t.Fatalf("token drops = %d, want 1", got)
+	if h := decode(t, reply); h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession {
+		t.Fatalf("a cookie three epochs old got %+v, want an ErrorSession", h)
+	}
+	if st := r.Stats(); st.Drops[DropToken] != 1 || st.SessionsOpened != 0 {
+		t.Fatalf("token drops = %d, sessions opened %d; want 1 and 0", st.Drops[DropToken], st.SessionsOpened)
+	}
+}
+
+// TestUnknownSession: a probe of a session the reflector does not know
+// (after a restart) is answered with ErrorSession carrying its token and
+// sequence number, no larger than the probe, and such answers are rate
+// limited.
+func TestUnknownSession(t *testing.T) {
+	r, clk := newTest(t)
+	answered := 0
+	for i := range 1000 {
+		in := msg(t, wire.Header{Type: wire.TypeProbe, Token: 777, Count: 5, Seq: uint64(i + 1)}, 64)
+		reply := r.Handle(in, alice, clk.Now())
+		if reply == nil {
+			continue
+		}
+		answered++
+		if len(reply) > len(in) {
+			t.Fatalf("answer of %d bytes to a %d-byte probe", len(reply), len(in))
+		}
+		h := decode(t, reply)
+		if h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession || h.Token != 777 || h.Seq != uint64(i+1) {
+			t.Fatalf("answer %+v, want ErrorSession with the probe's token and seq", h)
+		}
+	}
+	// At one instant the bucket holds its burst and no more.
+	if answered == 0 || answered > unknownRate/10+1 {
+		t.Fatalf("%d of 1000 unknown-session probes answered at one instant, want 1 to %d", answered, unknownRate/10+1)
+	}
+	if st := r.Stats(); st.Drops[DropToken] != 1000 || st.SessionsOpened != 0 {
+		t.Fatalf("stats %+v, want 1000 token drops and no session", st)
+	}
+}
+
+// TestReplayed: a probe older than the session's replay window is dropped
+// as replayed; a copy of a recent one is answered as a duplicate.
+func TestReplayed(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	probe := func(seq uint64) []byte {
+		return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now())
+	}
+	if probe(1) == nil || probe(seenWindow+1) == nil {
+		t.Fatal("fresh probes were not answered")
+	}
+	if probe(seenWindow+1) == nil {
+		t.Fatal("a duplicate inside the window was not answered")
+	}
+	if reply := probe(1); reply != nil {
+		t.Fatalf("a probe a whole window old was answered: %x", reply)
+	}
+	st := r.Stats()
+	if st.Drops[DropReplayed] != 1 || st.Duplicates != 1 || st.Dropped() != 1 {
+		t.Fatalf("stats %+v, want one replayed drop and one duplicate", st)
 	}
 }
 
@@ -153,7 +211,14 @@ func TestDrops(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, clk := newTest(t)
-			if reply := r.Handle(tt.in, alice, clk.Now()); reply != nil {
+			reply := r.Handle(tt.in, alice, clk.Now())
+			if tt.want == DropToken {
+				// Answered, so that a client whose reflector restarted
+				// learns it: see TestUnknownSession.
+				if h := decode(t, reply); h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession {
+					t.Fatalf("Handle(%s) answered %+v, want ErrorSession", tt.name, h)
+				}
+			} else if reply != nil {
 				t.Fatalf("Handle(%s) answered %x", tt.name, reply)
 			}
 			st := r.Stats()

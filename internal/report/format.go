@@ -68,8 +68,8 @@ func Percent(p float64) string {
 	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
 
-// seconds formats an offset as seconds with two decimals.
-func seconds(d time.Duration) string {
+// Seconds formats an offset as seconds with two decimals.
+func Seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
 }
 

@@ -135,12 +135,17 @@ func WriteIntervalHeader(w io.Writer) error {
 func WriteInterval(w io.Writer, iv result.Interval) error {
 	c := iv.Counts
 	_, err := fmt.Fprintf(w, intervalColumns,
-		seconds(iv.Start)+"-"+seconds(iv.End)+"s",
+		Seconds(iv.Start)+"-"+Seconds(iv.End)+"s",
 		fmt.Sprint(c.Sent), fmt.Sprint(c.Received), fmt.Sprintf("%d(%d/%d)", c.Lost, c.LostUp, c.LostDown),
 		fmt.Sprint(c.Duplicates), fmt.Sprint(c.Reordered), fmt.Sprint(c.Late),
 		latMin(iv.RTT), latMean(iv.RTT), latP(iv.RTT, 50), latP(iv.RTT, 99), latMax(iv.RTT),
 		latMean(iv.Response), latMean(iv.Up), latMean(iv.Down), latMean(iv.IPDV.RTT),
 		SI(iv.Throughput.ProbesPerSecDown))
+	if err == nil && c.Reconnects > 0 {
+		// The interval holds a gap: a session was lost and a new one
+		// took over (the summary says when).
+		_, err = fmt.Fprintf(w, "%-14s reconnected: new session after a lost one\n", "")
+	}
 	return err
 }
 
@@ -179,13 +184,35 @@ func latP(l result.Latency, p float64) string {
 
 // stopReasons words result.Result.Stopped for the summary line.
 var stopReasons = map[string]string{
-	"duration":         "duration reached",
-	"count":            "count reached",
-	"interrupted":      "interrupted",
-	"threshold":        "RTT threshold crossed",
-	"reflector-silent": "reflector silent",
-	"reflector-gone":   "reflector gone",
-	"reflector-ended":  "the reflector ended the session",
+	"duration":            "duration reached",
+	"count":               "count reached",
+	"interrupted":         "interrupted",
+	"threshold":           "RTT threshold crossed",
+	"reflector-silent":    "reflector silent",
+	"reflector-gone":      "reflector gone",
+	"reflector-restarted": "reflector restarted",
+	"reflector-ended":     "the reflector ended the session",
+}
+
+// InFlight words the count of probes in flight lost with a session.
+func InFlight(n uint64) string {
+	if n == 1 {
+		return "1 probe in flight lost"
+	}
+	return fmt.Sprintf("%d probes in flight lost", n)
+}
+
+// ReconnectReason words result.Reconnect.Reason.
+func ReconnectReason(reason string) string {
+	switch reason {
+	case "restarted":
+		return "the reflector restarted"
+	case "silent":
+		return "the reflector went silent"
+	case "gone":
+		return "the reflector's port unreachable"
+	}
+	return reason
 }
 
 // WriteSummary writes the summary block of a text report.
@@ -205,6 +232,8 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("         one-way: the reflector counted what arrived and measured the up delays; nothing came back down\n")
 	case res.ReflectorCount == "close":
 		b.WriteString("         loss per direction is exact: from the reflector's final count\n")
+	case res.ReflectorCount == "partial":
+		b.WriteString("         loss per direction is exact for the last session (the reflector's final count), estimated for the lost ones\n")
 	default:
 		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")
 	}
@@ -221,8 +250,16 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 			SI(asked), SI(t.ProbesPerSecUp), 100*(t.ProbesPerSecUp-asked)/asked,
 			latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
 	}
+	for _, rc := range res.Reconnects {
+		fmt.Fprintf(&b, "gap      at %ss the session was lost (%s), %s; ", Seconds(rc.At), ReconnectReason(rc.Reason), InFlight(rc.InFlight))
+		if rc.Resumed {
+			fmt.Fprintf(&b, "a new session carried on after %s\n", Duration(rc.Gap))
+		} else {
+			b.WriteString("no new session opened\n")
+		}
+	}
 	if h := res.Threshold; h != nil {
-		fmt.Fprintf(&b, "threshold probe %d took %s, above %s, %ss into the run\n", h.Seq, Duration(h.RTT), Duration(res.Config.Threshold), seconds(h.At))
+		fmt.Fprintf(&b, "threshold probe %d took %s, above %s, %ss into the run\n", h.Seq, Duration(h.RTT), Duration(res.Config.Threshold), Seconds(h.At))
 	}
 
 	pcts := res.Config.Percentiles

@@ -53,7 +53,10 @@ func fixture() *result.Result {
 	sendErr, _ := latency(2000, 150*time.Nanosecond)
 	sum.RTTFromSchedule, sum.SendError = &sched, &sendErr
 	sum.Counts.Skipped = 3
+	sum.Counts.Reconnects = 1
 	sum.Throughput.RequestsPerSec = 1000
+	second := iv(1, 3, 1)
+	second.Counts.Reconnects = 1 // the gap below
 	return &result.Result{
 		SchemaVersion: result.SchemaVersion,
 		Tool:          "volley",
@@ -65,10 +68,11 @@ func fixture() *result.Result {
 			Rate: 1000, Poisson: true, Seed: 7, Threshold: 5 * time.Millisecond,
 		},
 		Start:          time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
-		Intervals:      []result.Interval{iv(0, 0, 0), iv(1, 3, 1)},
+		Intervals:      []result.Interval{iv(0, 0, 0), second},
 		Summary:        sum,
 		Histogram:      d.Histogram("rtt", 10),
-		ReflectorCount: "close",
+		ReflectorCount: "partial",
+		Reconnects:     []result.Reconnect{{At: 1200 * time.Millisecond, Reason: "restarted", InFlight: 1, Resumed: true, Gap: 150 * time.Millisecond}},
 		Stopped:        "duration",
 	}
 }

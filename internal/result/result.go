@@ -25,13 +25,20 @@ type Result struct {
 	// Histogram is the RTT histogram of the whole run, when asked for.
 	Histogram *Histogram `json:"histogram,omitempty"`
 	// ReflectorCount says where the reflector's received count came from:
-	// "close" (its final count, exact) or "last-reply" (an estimate, when the
-	// session could not be closed).
+	// "close" (its final count, exact), "last-reply" (an estimate, when the
+	// session could not be closed) or "partial" (after a reconnection: the
+	// last session's final count, exact for it; the lost sessions'
+	// estimated).
 	ReflectorCount string `json:"reflector_count"`
 	// Stopped says why the run ended: "duration", "count", "interrupted",
-	// "threshold", "reflector-silent", "reflector-gone" or "reflector-ended"
-	// (it refused to go on, for example at its longest session duration).
+	// "threshold", "reflector-silent", "reflector-gone",
+	// "reflector-restarted" (it no longer knew the session) or
+	// "reflector-ended" (it refused to go on, for example at its longest
+	// session duration).
 	Stopped string `json:"stopped"`
+	// Reconnects lists the sessions lost mid-run and, with --reconnect,
+	// when a new one took over: the gaps in the measurement.
+	Reconnects []Reconnect `json:"reconnects,omitempty"`
 	// Threshold is the probe whose RTT first exceeded the threshold, when
 	// that ended the run.
 	Threshold *ThresholdHit `json:"threshold_hit,omitempty"`
@@ -97,6 +104,21 @@ type ThresholdHit struct {
 	RTT time.Duration `json:"rtt_ns"`
 }
 
+// Reconnect is a session lost mid-run and the new one that took over.
+type Reconnect struct {
+	// At is when the client noticed, from the end of warm-up.
+	At time.Duration `json:"at_ns"`
+	// Reason: "restarted" (the reflector answered that it does not know
+	// the session), "silent" (no reply for the silence timeout) or "gone"
+	// (its port unreachable).
+	Reason string `json:"reason"`
+	// InFlight is the number of probes outstanding then, declared lost.
+	InFlight uint64 `json:"in_flight_lost"`
+	// Resumed says whether a new session opened, Gap how long after At.
+	Resumed bool          `json:"resumed"`
+	Gap     time.Duration `json:"gap_ns"`
+}
+
 // Interval is the result of one report interval, or of the whole run.
 type Interval struct {
 	// Start and End are offsets from the end of warm-up.
@@ -137,6 +159,8 @@ type Counts struct {
 	// Skipped counts the schedule's slots an open-loop sender skipped
 	// rather than send in a flood after a stall.
 	Skipped uint64 `json:"skipped,omitempty"`
+	// Reconnects counts the new sessions opened after a lost one.
+	Reconnects uint64 `json:"reconnects,omitempty"`
 }
 
 // Add adds o's counts to c. LossPercent is left for the caller to derive.
@@ -151,6 +175,7 @@ func (c *Counts) Add(o Counts) {
 	c.Late += o.Late
 	c.Errors += o.Errors
 	c.Skipped += o.Skipped
+	c.Reconnects += o.Reconnects
 }
 
 // Latency summarises a distribution of delays. Values below zero (one-way

@@ -108,9 +108,14 @@ const (
 	ErrorRefused  ErrorCode = 2 // the client's address is not allowed
 	ErrorSessions ErrorCode = 3 // the reflector has as many sessions as it takes
 	ErrorDuration ErrorCode = 4 // the session reached the reflector's longest
+	// ErrorSession answers a probe whose session the reflector does not
+	// know: it restarted, or forgot the session after its idle timeout.
+	// Token and Seq are the probe's, so only the session's client can take
+	// it for its own.
+	ErrorSession ErrorCode = 5
 )
 
-var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions", "session reached the reflector's longest duration"}
+var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions", "session reached the reflector's longest duration", "session unknown to the reflector (it restarted, or the session idled out)"}
 
 // String says what the code means.
 func (c ErrorCode) String() string {

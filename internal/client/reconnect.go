@@ -1,0 +1,207 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// A run talks to the reflector in one session, or, when the reflector
+// restarts and Config.Reconnect lets the run carry on, in one session after
+// another. Each session's part of the run is a segment: the reflector's
+// counts in replies and in its CloseAck are of that session alone, so the
+// loss per direction is worked out per segment. The last segment's is
+// exact when its CloseAck arrives; a lost session's is estimated from the
+// last reply it sent, like a run whose close went unanswered.
+
+// segment is the part of a run spent in one session.
+type segment struct {
+	token, nonce uint64
+	// first is the first sequence number sent in the session; 0 until an
+	// open-loop sender has sent one.
+	first uint64
+	// sMax is the highest measured sequence number replied to in the
+	// session, cAtSMax the reflector's count in that reply.
+	sMax, cAtSMax uint64
+	lost          uint64 // measured probes of the session declared lost
+}
+
+// sessionKey is what an open-loop sender needs of the current session.
+type sessionKey struct {
+	token, nonce uint64
+	gen          uint32 // index of the segment
+}
+
+// reconnect is the state of a run looking for a new session.
+type reconnect struct {
+	at        int64  // when the session was lost
+	nonce     uint64 // of the Hellos sent for the new one
+	nextHello int64
+}
+
+// segOf returns the index of the segment probe seq was sent in.
+func (r *run) segOf(seq uint64) int {
+	for k := len(r.segs) - 1; k > 0; k-- {
+		if f := r.segs[k].first; f != 0 && seq >= f {
+			return k
+		}
+	}
+	return 0
+}
+
+// tokenSeg returns the index of the segment of token, or -1.
+func (r *run) tokenSeg(token uint64) int {
+	for k := len(r.segs) - 1; k >= 0; k-- {
+		if r.segs[k].token == token {
+			return k
+		}
+	}
+	return -1
+}
+
+// segSpan returns the measured sequence numbers of segment k, first to
+// last; last < first when there are none.
+func (r *run) segSpan(k int) (first, last uint64) {
+	g := &r.segs[k]
+	if g.first == 0 {
+		return 1, 0
+	}
+	first, last = max(g.first, r.warmupLast+1), r.seq
+	if k+1 < len(r.segs) && r.segs[k+1].first != 0 {
+		last = r.segs[k+1].first - 1
+	}
+	return first, last
+}
+
+// upEstimate is the loss on the way up in segment k, from the reflector's
+// count in the reply to the segment's highest measured sequence number: of
+// the measured probes up to that one, all but that count were lost before
+// the reflector. With after, the probes after it, which never showed they
+// got there, count as lost on the way up too (the segment is over). It is
+// at most the segment's losses.
+func (r *run) upEstimate(k int, after bool) uint64 {
+	g := &r.segs[k]
+	first, last := r.segSpan(k)
+	if last < first {
+		return 0
+	}
+	var u uint64
+	top := first - 1
+	if g.sMax >= first {
+		if sent := g.sMax - top; sent > g.cAtSMax {
+			u = sent - g.cAtSMax
+		}
+		top = g.sMax
+	}
+	if after {
+		u += last - top
+	}
+	return min(u, g.lost)
+}
+
+// lostUp is the loss on the way up so far. Until the run is over (final)
+// the current segment's is estimated without the probes after its last
+// reply, which may still be on their way; at the end it is exact when the
+// reflector's final count came.
+func (r *run) lostUp(final bool) uint64 {
+	var u uint64
+	n := len(r.segs) - 1
+	for k := range n {
+		u += r.upEstimate(k, true)
+	}
+	if final && r.res.ReflectorCount == "close" {
+		// Exact: what the reflector counted is what got there.
+		if first, last := r.segSpan(n); last >= first {
+			if sent := last - first + 1; sent > r.finalCount {
+				u += min(sent-r.finalCount, r.segs[n].lost)
+			}
+		}
+	} else {
+		// While looking for a new session the current one is over.
+		u += r.upEstimate(n, final || r.recon != nil)
+	}
+	return min(u, r.lostSoFar())
+}
+
+// lostSession handles the loss of the session, noticed at now for reason
+// ("restarted", "silent" or "gone"): without Config.Reconnect the run ends
+// with err; with it, the probes in flight are declared lost and the run
+// starts looking for a new session, and carries on when one opens.
+func (r *run) lostSession(now int64, reason string, err error) error {
+	if r.cfg.Reconnect == 0 {
+		r.stopSending("reflector-" + reason)
+		return err
+	}
+	if r.recon != nil {
+		return nil
+	}
+	var inFlight uint64
+	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
+		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
+			r.lose(s)
+			inFlight++
+		}
+	}
+	var nb [8]byte
+	_, _ = rand.Read(nb[:]) // crypto/rand.Read does not fail
+	r.recon = &reconnect{at: now, nonce: binary.BigEndian.Uint64(nb[:]), nextHello: now}
+	r.token = 0 // nothing to close
+	rc := result.Reconnect{Reason: reason, InFlight: inFlight}
+	if r.origin != 0 {
+		rc.At = time.Duration(now - r.origin)
+	}
+	r.res.Reconnects = append(r.res.Reconnects, rc)
+	if r.cfg.OnReconnect != nil {
+		r.cfg.OnReconnect(rc)
+	}
+	return nil
+}
+
+// helloEvery is the most time between the Hellos of a reconnecting run: a
+// reflector back from a restart is found within it.
+const helloEvery = 100 * time.Millisecond
+
+// reconnectStep sends the next Hello when due, and reports the error that
+// ends the run when the reflector did not come back in time.
+func (r *run) reconnectStep(now int64) error {
+	if now-r.recon.at >= int64(r.cfg.Reconnect) {
+		r.stopSending("reflector-gone")
+		return fmt.Errorf("%w: %s did not come back within %s", ErrGone, r.peer, r.cfg.Reconnect)
+	}
+	if now < r.recon.nextHello {
+		return nil
+	}
+	r.recon.nextHello = now + int64(min(r.cfg.Timeout, helloEvery))
+	hello := r.hello(r.recon.nonce)
+	hello.T1 = now
+	r.encode(&hello, r.buf)
+	_, _ = r.conn.Write(r.buf) // an unreachable port is why we are here
+	return nil
+}
+
+// resume takes the session the Cookie h opened and carries on in it.
+func (r *run) resume(h *wire.Header, now int64) {
+	g := segment{token: h.Token, nonce: r.recon.nonce}
+	if !r.open {
+		g.first = r.seq + 1
+	}
+	r.segs = append(r.segs, g)
+	r.token, r.nonce = g.token, g.nonce
+	if r.open {
+		// The sender takes the new session for its next probe; drain
+		// sets the segment's first probe when it sees it.
+		r.session.Store(&sessionKey{token: g.token, nonce: g.nonce, gen: uint32(len(r.segs) - 1)})
+	}
+	rc := &r.res.Reconnects[len(r.res.Reconnects)-1]
+	rc.Resumed, rc.Gap = true, time.Duration(now-r.recon.at)
+	r.recon = nil
+	r.lastHeard = now
+	r.cur.counts.Reconnects++
+	if r.cfg.OnReconnect != nil {
+		r.cfg.OnReconnect(*rc)
+	}
+}
