@@ -70,7 +70,7 @@ var (
 	ErrGone = errors.New("reflector went away")
 	// ErrRestarted: the reflector no longer knows the session (it
 	// restarted, or idled the session out), and Reconnect is off.
-	ErrRestarted = errors.New("reflector restarted")
+	ErrRestarted = errors.New("the reflector lost the session")
 	// ErrAuth: the reflector and the client do not share a key.
 	ErrAuth = errors.New("authentication failed")
 	// ErrRefused: the reflector refused the session.
@@ -875,7 +875,7 @@ func (r *run) loop(ctx context.Context) error {
 		switch {
 		case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
 			if wire.ErrorCode(h.Count) == wire.ErrorSession {
-				err := fmt.Errorf("%w: %s no longer knows the session (--reconnect opens a new one and carries on)", ErrRestarted, r.peer)
+				err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
 				if err := r.lostSession(now, "restarted", err); err != nil {
 					return err
 				}

@@ -190,7 +190,7 @@ var stopReasons = map[string]string{
 	"threshold":           "RTT threshold crossed",
 	"reflector-silent":    "reflector silent",
 	"reflector-gone":      "reflector gone",
-	"reflector-restarted": "reflector restarted",
+	"reflector-restarted": "the reflector restarted or forgot the session",
 	"reflector-ended":     "the reflector ended the session",
 }
 
@@ -206,7 +206,7 @@ func InFlight(n uint64) string {
 func ReconnectReason(reason string) string {
 	switch reason {
 	case "restarted":
-		return "the reflector restarted"
+		return "the reflector restarted or forgot the session"
 	case "silent":
 		return "the reflector went silent"
 	case "gone":
