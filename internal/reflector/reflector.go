@@ -689,12 +689,24 @@ func (r *Reflector) Stats() Stats {
 
 // Serve reflects messages arriving on conn until ctx is done or conn is
 // closed, and returns the counters since start. It returns a nil error when
-// stopped through ctx.
+// stopped through ctx. A conn that moves batches (transport.BatchPacketConn)
+// is read and answered up to transport.MaxBatch datagrams per system call:
+// the datagrams of one batch share their receive time T2 (they were all
+// waiting when the call returned), and their replies leave together.
 func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	buf := make([]byte, MaxMessage+1)
+	bc, ok := conn.(transport.BatchPacketConn)
+	batch := transport.MaxBatch
+	if !ok {
+		bc, batch = oneAtATime{conn}, 1
+	}
+	in := make([]transport.Message, batch)
+	for i := range in {
+		in[i].Buf = make([]byte, MaxMessage+1)
+	}
+	out := make([]transport.Message, 0, batch)
 	send := func(b []byte, to netip.AddrPort) {
 		if _, err := conn.WriteTo(b, to); err != nil {
 			r.st.SendErrors++
@@ -729,7 +741,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		if ctx.Err() != nil {
 			return r.total(start), nil
 		}
-		n, from, err := conn.ReadFrom(buf)
+		n, err := bc.ReadBatch(in)
 		now := r.clk.Now()
 		if err != nil {
 			switch {
@@ -741,9 +753,27 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				// not stop a reflector that serves others.
 				r.st.SendErrors++
 			}
-		} else if reply := r.Handle(buf[:n], from, now); reply != nil {
-			send(reply, from)
 		}
+		for i := range n {
+			m := &in[i]
+			if reply := r.Handle(m.Buf[:m.N], m.Addr, now); reply != nil {
+				out = append(out, transport.Message{Buf: reply, N: len(reply), Addr: m.Addr})
+			}
+		}
+		for len(out) > 0 {
+			sent, err := bc.WriteBatch(out)
+			for _, m := range out[:sent] {
+				r.st.PacketsOut++
+				r.st.BytesOut += uint64(m.N)
+			}
+			if err == nil {
+				break
+			}
+			// Skip the one that failed; send the rest.
+			r.st.SendErrors++
+			out = out[sent+1:]
+		}
+		out = out[:0]
 		if len(r.heldQ) > 0 {
 			r.Due(r.clk.Now(), send)
 		}
@@ -762,6 +792,27 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			}
 		}
 	}
+}
+
+// oneAtATime serves a PacketConn without batches as batches of one.
+type oneAtATime struct{ transport.PacketConn }
+
+func (c oneAtATime) ReadBatch(ms []transport.Message) (int, error) {
+	n, addr, err := c.ReadFrom(ms[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N, ms[0].Addr = n, addr
+	return 1, nil
+}
+
+func (c oneAtATime) WriteBatch(ms []transport.Message) (int, error) {
+	for i, m := range ms {
+		if _, err := c.WriteTo(m.Buf[:m.N], m.Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
 }
 
 func (r *Reflector) total(start int64) Stats {

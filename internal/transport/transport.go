@@ -42,9 +42,35 @@ type PacketConn interface {
 	Close() error
 }
 
+// Message is one datagram of a batch.
+type Message = udp.Message
+
+// MaxBatch is the most datagrams a batch moves.
+const MaxBatch = udp.MaxBatch
+
+// BatchPacketConn is a PacketConn that reads and writes several datagrams
+// per system call (recvmmsg and sendmmsg on Linux). ReadBatch waits for at
+// least one datagram and returns those ready, up to len(ms); WriteBatch
+// sends ms in order and returns how many went before the first error.
+type BatchPacketConn interface {
+	PacketConn
+	ReadBatch(ms []Message) (int, error)
+	WriteBatch(ms []Message) (int, error)
+}
+
+// BatchConn is a Conn that reads and writes several messages per system
+// call; Message.Addr is not used.
+type BatchConn interface {
+	Conn
+	ReadBatch(ms []Message) (int, error)
+	WriteBatch(ms []Message) (int, error)
+}
+
 var (
-	_ Conn       = (*net.UDPConn)(nil)
-	_ PacketConn = (*udp.PacketConn)(nil)
+	_ Conn            = (*net.UDPConn)(nil)
+	_ BatchConn       = (*udp.Conn)(nil)
+	_ PacketConn      = (*udp.PacketConn)(nil)
+	_ BatchPacketConn = (*udp.PacketConn)(nil)
 )
 
 // Errors from ParseTarget.

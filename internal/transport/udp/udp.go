@@ -17,10 +17,16 @@ import (
 // net.core.rmem_max and wmem_max; asking for more is not an error.
 const BufferSize = 4 << 20
 
+// Conn is the client's UDP socket, connected to the reflector.
+type Conn struct {
+	*net.UDPConn
+	b *batcher // nil where batches are one datagram at a time
+}
+
 // Dial opens a UDP socket connected to addr ("host:port"). A connected
 // socket receives only the reflector's datagrams and reports ICMP port
 // unreachable as an error on the next read or write.
-func Dial(ctx context.Context, addr string) (*net.UDPConn, error) {
+func Dial(ctx context.Context, addr string) (*Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "udp", addr)
 	if err != nil {
@@ -28,7 +34,31 @@ func Dial(ctx context.Context, addr string) (*net.UDPConn, error) {
 	}
 	uc := c.(*net.UDPConn)
 	setBuffers(uc)
-	return uc, nil
+	b, _ := newBatcher(uc, true) // without it, batches of one
+	return &Conn{UDPConn: uc, b: b}, nil
+}
+
+// readOne is ReadBatch one datagram at a time.
+func (c *Conn) readOne(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	n, err := c.Read(ms[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N = n
+	return 1, nil
+}
+
+// writeOne is WriteBatch one datagram at a time.
+func (c *Conn) writeOne(ms []Message) (int, error) {
+	for i := range ms {
+		if _, err := c.Write(ms[i].Buf[:ms[i].N]); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
 }
 
 // setBuffers asks for BufferSize each way; a smaller grant is fine.
@@ -40,6 +70,36 @@ func setBuffers(c *net.UDPConn) {
 // PacketConn is a reflector's UDP socket.
 type PacketConn struct {
 	c *net.UDPConn
+	b *batcher // nil where batches are one datagram at a time
+}
+
+func newPacketConn(c *net.UDPConn) *PacketConn {
+	setBuffers(c)
+	b, _ := newBatcher(c, false) // without it, batches of one
+	return &PacketConn{c: c, b: b}
+}
+
+// readOne is ReadBatch one datagram at a time.
+func (p *PacketConn) readOne(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	n, addr, err := p.c.ReadFromUDPAddrPort(ms[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N, ms[0].Addr = n, addr
+	return 1, nil
+}
+
+// writeOne is WriteBatch one datagram at a time.
+func (p *PacketConn) writeOne(ms []Message) (int, error) {
+	for i := range ms {
+		if _, err := p.c.WriteToUDPAddrPort(ms[i].Buf[:ms[i].N], ms[i].Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
 }
 
 // Listen opens a UDP socket on addr (":7766", "127.0.0.1:0", "[::1]:0").
@@ -53,8 +113,7 @@ func Listen(addr string) (*PacketConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	setBuffers(c)
-	return &PacketConn{c: c}, nil
+	return newPacketConn(c), nil
 }
 
 // ListenShared opens n sockets on the same addr with SO_REUSEPORT, for n
@@ -72,8 +131,7 @@ func ListenShared(ctx context.Context, addr string, n int) ([]*PacketConn, error
 			return nil, fmt.Errorf("listen on udp %s with SO_REUSEPORT: %w", addr, err)
 		}
 		c := pc.(*net.UDPConn)
-		setBuffers(c)
-		out = append(out, &PacketConn{c: c})
+		out = append(out, newPacketConn(c))
 		addr = c.LocalAddr().String() // the others join the port the first got
 	}
 	return out, nil

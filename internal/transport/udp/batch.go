@@ -1,0 +1,41 @@
+package udp
+
+import "net/netip"
+
+// Message is one datagram of a batch: Buf is its memory, N its length,
+// Addr its sender (reading) or destination (writing).
+type Message struct {
+	Buf  []byte
+	N    int
+	Addr netip.AddrPort
+}
+
+// MaxBatch is the most datagrams ReadBatch and WriteBatch move in one
+// system call.
+const MaxBatch = 64
+
+// ReadBatch reads up to len(ms) datagrams (at most MaxBatch), at least one,
+// into the messages' buffers, and returns how many it read. It waits for
+// the first like ReadFrom, deadline included, and never for more. A
+// datagram longer than its buffer is cut to it. It does not allocate. On
+// Linux it is one recvmmsg; elsewhere it reads one datagram.
+func (p *PacketConn) ReadBatch(ms []Message) (int, error) {
+	return p.readBatch(ms)
+}
+
+// WriteBatch sends ms[i].Buf[:ms[i].N] to ms[i].Addr for every message, and
+// returns how many were sent before the first error, with that error; the
+// caller may skip the failed one and send the rest. It does not allocate.
+// On Linux it is sendmmsg, as few calls as the kernel allows; elsewhere one
+// WriteTo per message.
+func (p *PacketConn) WriteBatch(ms []Message) (int, error) {
+	return p.writeBatch(ms)
+}
+
+// ReadBatch is PacketConn.ReadBatch for the connected socket: every
+// message is from the peer.
+func (c *Conn) ReadBatch(ms []Message) (int, error) { return c.readBatch(ms) }
+
+// WriteBatch is PacketConn.WriteBatch for the connected socket: every
+// message goes to the peer, whatever its Addr.
+func (c *Conn) WriteBatch(ms []Message) (int, error) { return c.writeBatch(ms) }
