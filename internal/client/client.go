@@ -401,9 +401,11 @@ type run struct {
 	clk   clock.Clock
 	peer  string
 	token uint64
-	nonce uint64 // the Hello's; probes and the close carry it
-	buf   []byte // send buffer
-	rbuf  []byte // receive buffer
+	nonce uint64              // the Hello's; probes and the close carry it
+	buf   []byte              // send buffer
+	rbuf  []byte              // receive buffer of the handshake and the close
+	in    []transport.Message // receive buffers of the run, made by read
+	batch transport.BatchConn // nil: reads one message at a time
 
 	ring []slot
 	mask uint64
@@ -631,7 +633,7 @@ func (r *run) handshake(ctx context.Context) error {
 				}
 				return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, code)
 			}
-			if !r.verified(&h, n) {
+			if !r.verified(&h, r.rbuf[:n]) {
 				badTags++
 				continue
 			}
@@ -678,10 +680,10 @@ func encodeSigned(h *wire.Header, msg []byte, s *wire.Signer) {
 	}
 }
 
-// verified reports whether the n-byte message in rbuf, whose header is h,
-// is properly signed, or needs no signature.
-func (r *run) verified(h *wire.Header, n int) bool {
-	return r.signer == nil || (h.Flags&wire.FlagAuth != 0 && r.signer.Verify(r.rbuf[:n]) == nil)
+// verified reports whether msg, whose header is h, is properly signed, or
+// needs no signature.
+func (r *run) verified(h *wire.Header, msg []byte) bool {
+	return r.signer == nil || (h.Flags&wire.FlagAuth != 0 && r.signer.Verify(msg) == nil)
 }
 
 func (r *run) noReflector(err error) error {
@@ -708,7 +710,6 @@ func (r *run) loop(ctx context.Context) error {
 	}
 	var deadline int64 // the read deadline currently set
 	var measured uint64
-	var h wire.Header
 	for {
 		if r.open {
 			r.drain()
@@ -779,11 +780,15 @@ func (r *run) loop(ctx context.Context) error {
 				r.cur.counts.Errors++
 				break
 			}
+			now = r.clk.Now()
 			if !r.warm {
 				measured++
 				r.burstSent++
+			} else if cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount {
+				// The last warm-up probe: the next is measured, even
+				// when several replies came in one read.
+				r.endWarmup(r.seq, now)
 			}
-			now = r.clk.Now()
 		}
 
 		// Wake at the earliest of: the oldest probe's timeout, the next
@@ -830,7 +835,7 @@ func (r *run) loop(ctx context.Context) error {
 		if ctx.Err() != nil && r.sending && !r.open {
 			continue // stop sending at the top of the loop, then drain
 		}
-		n, err := r.conn.Read(r.rbuf)
+		k, err := r.read()
 		now = r.clk.Now()
 		if err != nil {
 			switch {
@@ -855,42 +860,83 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		if h.Decode(r.rbuf[:n]) != nil || !r.verified(&h, n) {
-			r.cur.counts.Errors++
-			continue
-		}
-		if r.recon != nil && h.Seq == r.recon.nonce && (h.Type == wire.TypeCookie || h.Type == wire.TypeError) {
-			if h.Type == wire.TypeError {
-				r.stopSending("reflector-ended")
-				return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+		for i := range k {
+			m := &r.in[i]
+			if err := r.receive(m.Buf[:m.N], now); err != nil {
+				return err
 			}
-			r.resume(&h, now)
-			continue
-		}
-		k := r.tokenSeg(h.Token)
-		if k < 0 {
-			r.cur.counts.Errors++
-			continue
-		}
-		switch {
-		case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
-			if wire.ErrorCode(h.Count) == wire.ErrorSession {
-				err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
-				if err := r.lostSession(now, "restarted", err); err != nil {
-					return err
-				}
-				continue
-			}
-			r.stopSending("reflector-ended")
-			return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
-		case h.Type == wire.TypeReply:
-			if r.open {
-				r.drain() // the probe may have left since the last look
-			}
-			r.flushDue(now) // a reply belongs to the interval it arrived in
-			r.reply(&h, n, now, k)
 		}
 	}
+}
+
+// recvBatch is the most replies a run reads in one call, where the
+// connection moves batches and the run has more than one probe in flight.
+const recvBatch = 16
+
+// read reads what arrived into r.in: several messages where the
+// connection moves batches, one otherwise (and always in ping-pong, where
+// only one can be waiting and a plain read is the cheapest).
+func (r *run) read() (int, error) {
+	if r.in == nil {
+		size, n := MaxSize+1, 1
+		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1) {
+			// Room for the largest message expected; a larger one is
+			// cut, and then fails its checks.
+			r.batch, n = bc, recvBatch
+			size = max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
+		}
+		r.in = make([]transport.Message, n)
+		for i := range r.in {
+			r.in[i].Buf = make([]byte, size)
+		}
+	}
+	if r.batch != nil {
+		return r.batch.ReadBatch(r.in)
+	}
+	n, err := r.conn.Read(r.in[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	r.in[0].N = n
+	return 1, nil
+}
+
+// receive handles the message msg received at now; an error ends the run.
+func (r *run) receive(msg []byte, now int64) error {
+	var h wire.Header
+	if h.Decode(msg) != nil || !r.verified(&h, msg) {
+		r.cur.counts.Errors++
+		return nil
+	}
+	if r.recon != nil && h.Seq == r.recon.nonce && (h.Type == wire.TypeCookie || h.Type == wire.TypeError) {
+		if h.Type == wire.TypeError {
+			r.stopSending("reflector-ended")
+			return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+		}
+		r.resume(&h, now)
+		return nil
+	}
+	k := r.tokenSeg(h.Token)
+	if k < 0 {
+		r.cur.counts.Errors++
+		return nil
+	}
+	switch {
+	case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
+		if wire.ErrorCode(h.Count) == wire.ErrorSession {
+			err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
+			return r.lostSession(now, "restarted", err)
+		}
+		r.stopSending("reflector-ended")
+		return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+	case h.Type == wire.TypeReply:
+		if r.open {
+			r.drain() // the probe may have left since the last look
+		}
+		r.flushDue(now) // a reply belongs to the interval it arrived in
+		r.reply(&h, len(msg), now, k)
+	}
+	return nil
 }
 
 // drainEvery is how often the receiver of an open-loop run wakes to take
@@ -1183,7 +1229,7 @@ func (r *run) close() {
 				}
 				return
 			}
-			if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, n) {
+			if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, r.rbuf[:n]) {
 				continue
 			}
 			k := r.tokenSeg(in.Token)
