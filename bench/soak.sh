@@ -35,11 +35,14 @@ pids+=($load)
 sleep 5
 read -r rss0 th0 cpu0 < <(probe)
 peak=$rss0
-for _ in $(seq $(( SECS / 5 - 2 ))); do
+echo "reflector RSS kB / threads every minute:"
+for i in $(seq $(( SECS / 5 - 2 ))); do
 	sleep 5
 	read -r rss th cpu < <(probe)
 	[ "$rss" -gt "$peak" ] && peak=$rss
+	if [ $(( i % 12 )) -eq 0 ]; then printf ' %d/%d' "$rss" "$th"; fi
 done
+echo
 read -r rss1 th1 cpu1 < <(probe)
 wait "$load" || true
 hz=$(getconf CLK_TCK)
