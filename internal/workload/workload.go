@@ -81,6 +81,12 @@ func Load(path string, lim Limits) ([]Entry, error) {
 func Parse(b []byte, lim Limits) ([]Entry, error) {
 	var es []Entry
 	if err := yaml.UnmarshalStrict(b, &es); err != nil {
+		var top any
+		if yaml.Unmarshal(b, &top) == nil {
+			if _, isList := top.([]any); !isList {
+				return nil, fmt.Errorf("%w: want a list of entries ([{weight: 1, size: 100}, ...] or one \"- weight: 1\" item per entry), got a %s", ErrBad, kindOf(top))
+			}
+		}
 		return nil, fmt.Errorf("%w: %v", ErrBad, err)
 	}
 	if len(es) == 0 {
@@ -138,4 +144,15 @@ func (p *Picker) Pick() int {
 		}
 	}
 	return lo
+}
+
+// kindOf names what a YAML document holds at its top.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "mapping"
+	case nil:
+		return "empty document"
+	}
+	return "single value"
 }

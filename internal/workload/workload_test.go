@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,5 +74,13 @@ func TestPickerWeights(t *testing.T) {
 		if a.Pick() != b.Pick() {
 			t.Fatal("the same seed drew different entries")
 		}
+	}
+}
+
+// TestParseNotAList: a mapping at the top says what is wanted.
+func TestParseNotAList(t *testing.T) {
+	_, err := Parse([]byte("entries:\n  - {weight: 1, size: 100}\n"), Limits{MinSize: 64, MaxSize: 65000})
+	if !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "want a list of entries") {
+		t.Fatalf("Parse(mapping) = %v, want ErrBad saying a list is wanted", err)
 	}
 }

@@ -22,8 +22,8 @@ type batcher struct {
 	rhdrs  [MaxBatch]unix.Mmsghdr
 	riovs  [MaxBatch]unix.Iovec
 	rnames [MaxBatch]unix.RawSockaddrInet6 // room for either family
-	rn     int   // messages asked for, then read
-	rerr   error // of the last call
+	rn     int                             // messages asked for, then read
+	rerr   error                           // of the last call
 	readFn func(fd uintptr) bool
 
 	whdrs   [MaxBatch]unix.Mmsghdr
