@@ -39,3 +39,14 @@ start_sockperf_server() {
 	sockperf server -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
 	pids+=($!)
 }
+
+# start_qperf_server: installs qperf from Debian packages if missing and
+# starts its server (it listens on its default port, 19765).
+start_qperf_server() {
+	if ! command -v qperf >/dev/null; then
+		echo "installing qperf from Debian packages" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qperf >/dev/null
+	fi
+	qperf >"$tmp/qperf-server.log" 2>&1 &
+	pids+=($!)
+}

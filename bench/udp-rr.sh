@@ -5,10 +5,13 @@
 #   bench/udp-rr.sh                 # 3 pairs of 5 s runs, 64-byte messages
 #   PAIRS=5 SECS=10 SIZE=256 bench/udp-rr.sh
 #
-# Each pair runs sockperf ping-pong, then volley ping-pong, with the same
-# message size, duration and warm-up, against servers started here. Prints
-# each run's RTT p50 and p99 in µs (sockperf with --full-rtt, so both are
-# whole round trips) and the ratio volley/sockperf. Target: p50 ratio <= 1.05.
+# Each round runs sockperf ping-pong, qperf udp_lat and volley ping-pong,
+# with the same message size and duration, against servers started here
+# (installed from Debian packages if missing). Prints each run's RTT p50 and
+# p99 in µs (sockperf with --full-rtt, so both are whole round trips) and
+# the ratios volley/sockperf; and the mean RTT against qperf's, which
+# reports only a mean one-way latency (half its mean round trip). Target:
+# p50 ratio <= 1.05.
 set -euo pipefail
 
 PAIRS=${PAIRS:-3}
@@ -18,6 +21,7 @@ SP_PORT=${SP_PORT:-11111}
 
 . bench/common.sh
 start_sockperf_server
+start_qperf_server
 start_volley_server -q
 sleep 0.5
 
@@ -33,19 +37,27 @@ volley_run() {
 import json, sys
 r = json.load(sys.stdin)["summary"]["rtt"]
 p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
-print("%.2f %.2f" % (p[50], p[99]))'
+print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
+}
+
+qperf_run() { # the mean round trip: twice its one-way latency
+	qperf -t "$SECS" -m "$SIZE" 127.0.0.1 udp_lat 2>&1 |
+		awk '/latency/ {v=$3; if ($4 == "ms") v*=1000; if ($4 == "ns") v/=1000; printf "%.2f\n", 2*v}'
 }
 
 echo "UDP ping-pong RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-5s %12s %12s %12s %12s %9s %9s\n' pair "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x"
-ratios=()
+printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "qperf mean" "volley mean" "mean x"
+ratios=() qratios=()
 for i in $(seq "$PAIRS"); do
 	read -r sp50 sp99 < <(sockperf_run)
-	read -r vp50 vp99 < <(volley_run)
+	read -r qmean < <(qperf_run)
+	read -r vp50 vp99 vmean < <(volley_run)
 	r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
 	r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
-	ratios+=("$r50")
-	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99"
+	rq=$(python3 -c "print('%.3f' % ($vmean / $qmean))")
+	ratios+=("$r50") qratios+=("$rq")
+	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$qmean" "$vmean" "$rq"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-echo "median p50 ratio volley/sockperf: $median (target <= 1.05)"
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}") (target <= 1.05)"
+echo "median mean ratio volley/qperf: $(median "${qratios[@]}")"
