@@ -26,7 +26,7 @@ type clientFlags struct {
 	duration       time.Duration
 	count          int64
 	warmup         string
-	size           int
+	size           byteSize
 	window         int
 	timeout        time.Duration
 	reportInterval time.Duration
@@ -41,7 +41,7 @@ type clientFlags struct {
 	burst          int
 	period         time.Duration
 	threshold      time.Duration
-	replySize      int
+	replySize      byteSize
 	hold           time.Duration
 	oneway         bool
 	parallel       int
@@ -115,8 +115,9 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.DurationVarP(&f.duration, "duration", "t", 0, "how long to measure, after warm-up (default 5s unless --count is given)")
 	fl.Int64VarP(&f.count, "count", "n", 0, "how many probes to measure, after warm-up (whichever of --duration and --count comes first ends the run)")
 	fl.StringVar(&f.warmup, "warmup", "", "warm-up before measuring, left out of the results: a duration (2s) or a probe count (100)")
-	fl.IntVarP(&f.size, "size", "l", client.DefaultSize, fmt.Sprintf("request size in bytes, the %d-byte header included", wire.HeaderLen))
-	fl.IntVar(&f.replySize, "reply-size", 0, "reply size in bytes, header included (default: the request's size)")
+	f.size = client.DefaultSize
+	fl.VarP(&f.size, "size", "l", fmt.Sprintf("request size in bytes (K and M suffixes: KiB, MiB), the %d-byte header included; at most 65000 over UDP, 4M over streams", wire.HeaderLen))
+	fl.Var(&f.replySize, "reply-size", "reply size in bytes, header included (default: the request's size)")
 	fl.DurationVar(&f.hold, "hold", 0, "ask the reflector to wait this long before each reply (left out of its response time)")
 	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of weighted entries (size, reply_size, hold, gap) drawn per probe with --seed; results per entry")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
@@ -143,7 +144,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 }
 
 // config checks the flags and turns them into a client configuration.
-func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
+func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Config, error) {
 	var cfg client.Config
 	changed := cmd.Flags().Changed
 	if f.duration < 0 || (changed("duration") && f.duration == 0) {
@@ -155,11 +156,15 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	if f.size < wire.HeaderLen {
 		return cfg, usagef("--size %d is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
 	}
-	if f.size > client.MaxSize {
-		return cfg, usagef("--size %d is too large: the maximum over UDP is %d bytes", f.size, client.MaxSize)
+	maxMsg := client.MaxSize
+	if t.Stream() {
+		maxMsg = transport.StreamMaxMessage
 	}
-	if changed("reply-size") && (f.replySize < wire.HeaderLen || f.replySize > client.MaxSize) {
-		return cfg, usagef("--reply-size %d: want %d to %d bytes, header included", f.replySize, wire.HeaderLen, client.MaxSize)
+	if int(f.size) > maxMsg {
+		return cfg, usagef("--size %d is too large: the maximum over %s is %d bytes", f.size, strings.ToUpper(t.Scheme), maxMsg)
+	}
+	if changed("reply-size") && (f.replySize < wire.HeaderLen || int(f.replySize) > maxMsg) {
+		return cfg, usagef("--reply-size %d: want %d to %d bytes over %s, header included", f.replySize, wire.HeaderLen, maxMsg, strings.ToUpper(t.Scheme))
 	}
 	if f.hold < 0 || (changed("hold") && f.hold < time.Microsecond) {
 		return cfg, usagef("--hold %s: want at least 1µs", f.hold)
@@ -220,7 +225,8 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 	cfg = client.Config{
 		Duration:       f.duration,
 		Count:          uint64(f.count),
-		Size:           f.size,
+		Size:           int(f.size),
+		MaxMessage:     maxMsg,
 		Window:         f.window,
 		Timeout:        f.timeout,
 		ReportInterval: f.reportInterval,
@@ -231,7 +237,7 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		Seed:           f.seed,
 		Burst:          f.burst,
 		Threshold:      f.threshold,
-		ReplySize:      f.replySize,
+		ReplySize:      int(f.replySize),
 		Hold:           f.hold,
 		OneWay:         f.oneway,
 		Reconnect:      f.reconnect,
@@ -254,7 +260,7 @@ func (f clientFlags) config(cmd *cobra.Command) (client.Config, error) {
 		return cfg, usagef("--size %d is smaller than the header and authentication tag: the minimum is %d bytes", f.size, wire.HeaderLen+wire.TagLen)
 	}
 	if f.workload != "" {
-		es, err := workload.Load(f.workload, workload.Limits{MinSize: wire.HeaderLen, MaxSize: client.MaxSize})
+		es, err := workload.Load(f.workload, workload.Limits{MinSize: wire.HeaderLen, MaxSize: maxMsg})
 		if err != nil {
 			return cfg, usagef("--workload %s: %v", f.workload, err)
 		}
@@ -297,7 +303,14 @@ func parsePercentiles(s string) ([]float64, error) {
 }
 
 func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientFlags, stdout, stderr io.Writer) error {
-	cfg, err := f.config(cmd)
+	t := transport.Target{Scheme: "udp"} // the in-process reflector's
+	if target != "" {
+		var err error
+		if t, err = transport.ParseTarget(target); err != nil {
+			return usageError{err}
+		}
+	}
+	cfg, err := f.config(cmd, t)
 	if err != nil {
 		return err
 	}
@@ -325,10 +338,9 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		if !f.quiet {
 			fmt.Fprintf(stderr, "volley: no target given: measuring against an in-process reflector at %s\n", target)
 		}
-	}
-	t, err := transport.ParseTarget(target)
-	if err != nil {
-		return usageError{err}
+		if t, err = transport.ParseTarget(target); err != nil {
+			return err
+		}
 	}
 	conns := make([]transport.Conn, 0, f.parallel)
 	defer func() {

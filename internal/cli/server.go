@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +27,9 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		quiet          bool
 		reportInterval time.Duration
 		idleTimeout    time.Duration
-		maxSize        int
+		maxSize        byteSize
+		tcp            bool
+		unixPath       string
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
@@ -67,8 +71,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			if idleTimeout <= 0 {
 				return usagef("--idle-timeout %s: want a positive duration", idleTimeout)
 			}
-			if maxSize < wire.HeaderLen || maxSize > reflector.DefaultMaxSize {
-				return usagef("--max-size %d: want %d to %d bytes", maxSize, wire.HeaderLen, reflector.DefaultMaxSize)
+			if maxSize < wire.HeaderLen || int(maxSize) > transport.StreamMaxMessage {
+				return usagef("--max-size %d: want %d to %d bytes", maxSize, wire.HeaderLen, transport.StreamMaxMessage)
 			}
 			if maxHold <= 0 {
 				return usagef("--max-hold %s: want a positive duration", maxHold)
@@ -119,6 +123,24 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				}
 			}()
 			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
+			udpWorkers := len(pcs)
+			if tcp {
+				// The same address and port as UDP's.
+				tl, err := transport.ListenStream("tcp", pcs[0].LocalAddr().String(), maxSessions)
+				if err != nil {
+					return fmt.Errorf("%w (--tcp=false serves UDP alone)", err)
+				}
+				pcs = append(pcs, tl)
+				fmt.Fprintf(stdout, "listening on tcp://%s\n", tl.LocalAddr())
+			}
+			if unixPath != "" {
+				ul, err := listenUnix(unixPath, maxSessions)
+				if err != nil {
+					return err
+				}
+				pcs = append(pcs, ul)
+				fmt.Fprintf(stdout, "listening on unix://%s\n", unixPath)
+			}
 			// One cookie secret for all workers: a peer's Hello and probes
 			// reach the same worker, but need not.
 			secret := make([]byte, 32)
@@ -126,7 +148,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				return err
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
-				MaxSize: maxSize, MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
+				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
 				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxDuration: maxDuration, MaxTotalRate: maxTotalRate}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
@@ -138,7 +160,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				fmt.Fprintf(stdout, format, args...)
 			}
 			var at time.Duration
-			agg := &statsSum{workers: workers}
+			agg := &statsSum{workers: len(pcs)}
 			if !quiet {
 				cfg.OnOneWay = func(o reflector.OneWayReport) {
 					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
@@ -158,11 +180,16 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					at += s.Elapsed
 				}
 			}
-			totals := make([]reflector.Stats, workers)
-			errs := make([]error, workers)
+			totals := make([]reflector.Stats, len(pcs))
+			errs := make([]error, len(pcs))
 			var wg sync.WaitGroup
 			for i, pc := range pcs {
 				wcfg := cfg
+				if i >= udpWorkers {
+					// A stream carries any size up to its most; UDP's
+					// reflectors cut --max-size to what a datagram holds.
+					wcfg.MaxMessage = transport.MaxMessage(pc)
+				}
 				if agg.emit != nil {
 					wcfg.OnInterval = func(s reflector.Stats) { agg.add(i, s) }
 				}
@@ -190,7 +217,10 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
 	fl.DurationVarP(&reportInterval, "report-interval", "i", time.Second, "length of each interval line; 0 turns them off")
 	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
-	fl.IntVar(&maxSize, "max-size", reflector.DefaultMaxSize, "largest reply a client may ask for, in bytes")
+	maxSize = transport.StreamMaxMessage
+	fl.Var(&maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
+	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
+	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
 	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
 	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")
@@ -281,4 +311,27 @@ func dropsText(s reflector.Stats) string {
 		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
 	}
 	return b.String()
+}
+
+// listenUnix listens on a Unix stream socket at path. A socket file left
+// by a crashed run is replaced; one a live process listens on is an error.
+// The file is removed when the listener closes.
+func listenUnix(path string, maxPeers int) (transport.PacketConn, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("--unix %s: the path exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("--unix %s: a live process listens there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("--unix %s: remove the stale socket: %w", path, err)
+		}
+	}
+	l, err := transport.ListenStream("unix", path, maxPeers)
+	if err != nil {
+		return nil, fmt.Errorf("--unix %s: %w", path, err)
+	}
+	return l, nil
 }

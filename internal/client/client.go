@@ -138,6 +138,9 @@ type Config struct {
 	Silence time.Duration
 	// HandshakeTries is how many Hellos are sent, Timeout apart.
 	HandshakeTries int
+	// MaxMessage is the largest message the transport carries (default
+	// MaxSize, UDP's).
+	MaxMessage int
 	// Reconnect, when not zero, lets a run whose session is lost (the
 	// reflector restarted, went silent or went away) open a new one and
 	// carry on, trying for this long, a Hello every Timeout (at most
@@ -203,16 +206,19 @@ func (c Config) withDefaults() (Config, error) {
 			c.Size = minSize
 		}
 	}
-	if c.Size < minSize || c.Size > MaxSize {
-		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header%s included)", ErrConfig, c.Size, minSize, MaxSize, tagWord(c.Key))
+	if c.MaxMessage == 0 {
+		c.MaxMessage = MaxSize
+	}
+	if c.Size < minSize || c.Size > c.MaxMessage {
+		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header%s included)", ErrConfig, c.Size, minSize, c.MaxMessage, tagWord(c.Key))
 	}
 	for _, e := range c.Workload {
 		if e.Size < minSize || (e.ReplySize != 0 && e.ReplySize < minSize) {
 			return c, fmt.Errorf("%w: workload entry %s smaller than %d bytes (header%s included)", ErrConfig, e.Name, minSize, tagWord(c.Key))
 		}
 	}
-	if c.ReplySize != 0 && (c.ReplySize < wire.HeaderLen || c.ReplySize > MaxSize) {
-		return c, fmt.Errorf("%w: reply size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.ReplySize, wire.HeaderLen, MaxSize)
+	if c.ReplySize != 0 && (c.ReplySize < wire.HeaderLen || c.ReplySize > c.MaxMessage) {
+		return c, fmt.Errorf("%w: reply size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.ReplySize, wire.HeaderLen, c.MaxMessage)
 	}
 	if c.Hold < 0 || c.Hold > time.Duration(math.MaxUint32)*time.Microsecond {
 		return c, fmt.Errorf("%w: hold %s out of range", ErrConfig, c.Hold)
@@ -494,7 +500,7 @@ func newRun(cfg Config, conn transport.Conn) *run {
 		clk:   cfg.Clock,
 		peer:  conn.RemoteAddr().Network() + "://" + conn.RemoteAddr().String(),
 		buf:   make([]byte, cfg.Size),
-		rbuf:  make([]byte, MaxSize+1),
+		rbuf:  make([]byte, cfg.MaxMessage+1),
 		ring:  make([]slot, ringSize),
 		mask:  ringSize - 1,
 		cur:   newAcc(),
@@ -878,7 +884,7 @@ const recvBatch = 16
 // only one can be waiting and a plain read is the cheapest).
 func (r *run) read() (int, error) {
 	if r.in == nil {
-		size, n := MaxSize+1, 1
+		size, n := len(r.rbuf), 1
 		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.

@@ -26,8 +26,9 @@ import (
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// MaxMessage is the largest message the reflector reads; a longer datagram
-// is cut to this size and dropped as oversized.
+// MaxMessage is the largest message the reflector reads over UDP (see
+// Config.MaxMessage for others); a longer datagram is cut to this size and
+// dropped as oversized.
 const MaxMessage = 65535
 
 // DropReason says why a message was dropped.
@@ -138,8 +139,11 @@ type Config struct {
 	Clock clock.Clock
 	// Secret keys the cookies; a random one is made when nil.
 	Secret []byte
+	// MaxMessage is the largest message the transport carries (default
+	// the package's MaxMessage, UDP's); stream transports carry more.
+	MaxMessage int
 	// MaxSize bounds the reply size a probe may ask for (default and
-	// most: DefaultMaxSize).
+	// most: DefaultMaxSize, or MaxMessage when that is larger than UDP's).
 	MaxSize int
 	// MaxHold bounds the hold a probe may ask for (default DefaultMaxHold).
 	MaxHold time.Duration
@@ -263,8 +267,15 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewSystem()
 	}
-	if cfg.MaxSize <= 0 || cfg.MaxSize > DefaultMaxSize {
-		cfg.MaxSize = DefaultMaxSize
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = MaxMessage
+	}
+	top := DefaultMaxSize
+	if cfg.MaxMessage > MaxMessage {
+		top = cfg.MaxMessage
+	}
+	if cfg.MaxSize <= 0 || cfg.MaxSize > top {
+		cfg.MaxSize = top
 	}
 	cfg.MaxSize = max(cfg.MaxSize, wire.HeaderLen)
 	if cfg.MaxHold <= 0 {
@@ -333,7 +344,7 @@ func (r *Reflector) Limits() (maxSize int, maxHold time.Duration, maxRate float6
 func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 	r.st.PacketsIn++
 	r.st.BytesIn += uint64(len(pkt))
-	if len(pkt) > MaxMessage {
+	if len(pkt) > r.cfg.MaxMessage {
 		r.st.Drops[DropOversize]++
 		return nil
 	}
@@ -704,7 +715,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	}
 	in := make([]transport.Message, batch)
 	for i := range in {
-		in[i].Buf = make([]byte, MaxMessage+1)
+		in[i].Buf = make([]byte, r.cfg.MaxMessage+1)
 	}
 	out := make([]transport.Message, 0, batch)
 	send := func(b []byte, to netip.AddrPort) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
 )
 
@@ -45,6 +47,9 @@ type PacketConn interface {
 // Message is one datagram of a batch.
 type Message = udp.Message
 
+// StreamMaxMessage is the largest message over TCP and Unix streams.
+const StreamMaxMessage = stream.MaxMessage
+
 // MaxBatch is the most datagrams a batch moves.
 const MaxBatch = udp.MaxBatch
 
@@ -68,6 +73,8 @@ type BatchConn interface {
 
 var (
 	_ Conn            = (*net.UDPConn)(nil)
+	_ Conn            = (*stream.Conn)(nil)
+	_ PacketConn      = (*stream.Listener)(nil)
 	_ BatchConn       = (*udp.Conn)(nil)
 	_ PacketConn      = (*udp.PacketConn)(nil)
 	_ BatchPacketConn = (*udp.PacketConn)(nil)
@@ -81,36 +88,54 @@ var (
 
 // Target is a parsed measurement target.
 type Target struct {
-	Scheme string // "udp"
+	Scheme string // "udp", "tcp", "unix" or "unixgram"
 	Host   string // host name or IP literal, without brackets
 	Port   int
+	Path   string // of a Unix socket
 }
 
-// Address returns host:port, with brackets around IPv6 literals.
-func (t Target) Address() string { return net.JoinHostPort(t.Host, strconv.Itoa(t.Port)) }
+// Address returns host:port, with brackets around IPv6 literals, or the
+// path of a Unix socket.
+func (t Target) Address() string {
+	if t.Path != "" {
+		return t.Path
+	}
+	return net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+}
 
-// String returns the target as a URL, such as udp://[::1]:7766.
+// String returns the target as a URL, such as udp://[::1]:7766 or
+// unix:///run/volley.sock.
 func (t Target) String() string { return t.Scheme + "://" + t.Address() }
 
+// Stream reports whether the target's transport is a stream (TCP, Unix).
+func (t Target) Stream() bool { return t.Scheme == "tcp" || t.Scheme == "unix" }
+
 // plannedSchemes are schemes of the product that this build does not serve yet.
-var plannedSchemes = map[string]bool{"tcp": true, "unix": true, "unixgram": true, "dbus": true}
+var plannedSchemes = map[string]bool{"dbus": true}
 
 // ParseTarget parses "host", "host:port", "[v6]:port", a bare IPv6 literal,
-// or "udp://host[:port]". The port defaults to DefaultPort.
+// "udp://host[:port]", "tcp://host[:port]", "unix:///path" or
+// "unixgram:///path". The port defaults to DefaultPort.
 func ParseTarget(s string) (Target, error) {
 	t := Target{Scheme: "udp", Port: DefaultPort}
 	rest := s
 	if scheme, after, ok := strings.Cut(s, "://"); ok {
 		rest = after
 		switch {
-		case scheme == "udp":
+		case scheme == "udp" || scheme == "tcp":
+			t.Scheme = scheme
+		case scheme == "unix" || scheme == "unixgram":
+			if !strings.HasPrefix(after, "/") && !strings.HasPrefix(after, "@") {
+				return t, fmt.Errorf("%w %q: want %s:///absolute/path (or %s://@abstract)", ErrBadTarget, s, scheme, scheme)
+			}
+			return Target{Scheme: scheme, Path: after}, nil
 		case plannedSchemes[scheme]:
-			return t, fmt.Errorf("%w: %q in target %q (this build measures over udp only)", ErrUnsupportedScheme, scheme, s)
+			return t, fmt.Errorf("%w: %q in target %q (this build measures over udp, tcp, unix and unixgram)", ErrUnsupportedScheme, scheme, s)
 		default:
-			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s, scheme)
+			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://, tcp://, unix:// or unixgram://, or HOST[:PORT])", ErrBadTarget, s, scheme)
 		}
 	} else if strings.HasPrefix(s, "dbus:") {
-		return t, fmt.Errorf("%w: %q in target %q (this build measures over udp only)", ErrUnsupportedScheme, "dbus", s)
+		return t, fmt.Errorf("%w: %q in target %q (this build measures over udp, tcp, unix and unixgram)", ErrUnsupportedScheme, "dbus", s)
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if rest == "" {
@@ -135,7 +160,7 @@ func ParseTarget(s string) (Target, error) {
 		host, port = rest, ""
 	}
 	if host == "" || strings.ContainsAny(host, "/?# ") {
-		return t, fmt.Errorf("%w %q: bad host %q", ErrBadTarget, s, host)
+		return t, fmt.Errorf("%w %q: bad host %q (a Unix socket is unix:///PATH)", ErrBadTarget, s, host)
 	}
 	t.Host = host
 	if port != "" {
@@ -157,8 +182,33 @@ func Dial(ctx context.Context, t Target) (Conn, error) {
 			return nil, fmt.Errorf("dial %s: %w", t, err)
 		}
 		return c, nil
+	case "tcp", "unix":
+		c, err := stream.Dial(t.Scheme, t.Address(), 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", t, err)
+		}
+		return c, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, t.Scheme)
+}
+
+// MaxMessage returns the largest message conn carries: 65,000 bytes on
+// UDP, more on streams.
+func MaxMessage(conn any) int {
+	if m, ok := conn.(interface{ MaxMessage() int }); ok {
+		return m.MaxMessage()
+	}
+	return udp.MaxMessage
+}
+
+// ListenStream opens a reflector's stream socket: network "tcp" or
+// "unix", at most maxPeers connections at once (0: no limit).
+func ListenStream(network, addr string, maxPeers int) (PacketConn, error) {
+	l, err := stream.Listen(network, addr, maxPeers)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // ListenUDP opens the reflector's UDP socket on addr.
@@ -191,6 +241,10 @@ func ListenUDPWorkers(ctx context.Context, addr string, n int) ([]PacketConn, er
 	return out, nil
 }
 
-// IsRefused reports whether err says the peer's port is closed (an ICMP
-// port unreachable on a connected socket).
-func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+// IsRefused reports whether err says the peer is gone: its port closed (an
+// ICMP port unreachable on a connected UDP socket), or a stream connection
+// ended or reset.
+func IsRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}

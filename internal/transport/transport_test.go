@@ -29,8 +29,11 @@ func TestParseTarget(t *testing.T) {
 		{"[::1", "", ErrBadTarget},
 		{"ftp://host", "", ErrBadTarget},
 		{"a b", "", ErrBadTarget},
-		{"tcp://host:1", "", ErrUnsupportedScheme},
-		{"unix:///tmp/x", "", ErrUnsupportedScheme},
+		{"tcp://host:1", "tcp://host:1", nil},
+		{"tcp://[::1]", "tcp://[::1]:7766", nil},
+		{"unix:///tmp/x", "unix:///tmp/x", nil},
+		{"unixgram:///run/v.sock", "unixgram:///run/v.sock", nil},
+		{"unix://relative", "", ErrBadTarget},
 		{"dbus:unix:path=/run/bus", "", ErrUnsupportedScheme},
 	}
 	for _, tt := range tests {

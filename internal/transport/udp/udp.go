@@ -17,6 +17,10 @@ import (
 // net.core.rmem_max and wmem_max; asking for more is not an error.
 const BufferSize = 4 << 20
 
+// MaxMessage is the largest message volley sends over UDP (a datagram
+// holds up to 65,507 bytes over IPv4).
+const MaxMessage = 65000
+
 // Conn is the client's UDP socket, connected to the reflector.
 type Conn struct {
 	*net.UDPConn

@@ -1,0 +1,214 @@
+package stream
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Listener is a reflector's stream socket: it accepts connections and
+// hands their messages to ReadFrom one at a time, each from its
+// connection's address; WriteTo answers on the connection of that
+// address. Each connection's reader waits until ReadFrom took its message
+// before reading the next, so a connection's messages stay in order and
+// nothing is buffered beyond one message per connection.
+type Listener struct {
+	ln       net.Listener
+	maxPeers int
+	frames   chan frame
+	closed   chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+
+	mu     sync.Mutex
+	peers  map[netip.AddrPort]*peer
+	nextID uint64
+
+	deadline atomic.Int64 // Unix ns; 0: none
+	kick     chan struct{}
+	timer    *time.Timer
+}
+
+type peer struct {
+	c    *Conn
+	addr netip.AddrPort
+	free chan struct{} // ReadFrom took the message
+	buf  []byte
+}
+
+type frame struct {
+	p *peer
+	n int
+}
+
+// Listen listens on network ("tcp" or "unix") at addr. It takes at most
+// maxPeers connections at once (0: no limit); more are closed as they come.
+func Listen(network, addr string, maxPeers int) (*Listener, error) {
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return Serve(ln, maxPeers), nil
+}
+
+// Serve takes the connections ln accepts; see Listen.
+func Serve(ln net.Listener, maxPeers int) *Listener {
+	l := &Listener{ln: ln, maxPeers: maxPeers, frames: make(chan frame), closed: make(chan struct{}),
+		peers: make(map[netip.AddrPort]*peer), kick: make(chan struct{}, 1)}
+	l.timer = time.NewTimer(time.Hour)
+	l.timer.Stop()
+	l.wg.Go(l.accept)
+	return l
+}
+
+func (l *Listener) accept() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // out of descriptors: let some go
+			continue
+		}
+		l.mu.Lock()
+		if l.maxPeers > 0 && len(l.peers) >= l.maxPeers {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p := &peer{c: NewConn(c), addr: l.peerAddr(c), free: make(chan struct{})}
+		l.peers[p.addr] = p
+		l.mu.Unlock()
+		l.wg.Go(func() { l.read(p) })
+	}
+}
+
+// peerAddr names c: its TCP address, or one standing for a Unix
+// connection. l.mu is held.
+func (l *Listener) peerAddr(c net.Conn) netip.AddrPort {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort()
+	}
+	l.nextID++
+	var a [16]byte
+	a[0], a[1], a[2] = 0xfd, 0x76, 0x6c // fd76:6c00::/32, "vl"
+	binary.BigEndian.PutUint64(a[8:], l.nextID)
+	return netip.AddrPortFrom(netip.AddrFrom16(a), 0)
+}
+
+// read hands p's messages over until p's connection ends.
+func (l *Listener) read(p *peer) {
+	defer func() {
+		l.mu.Lock()
+		if l.peers[p.addr] == p {
+			delete(l.peers, p.addr)
+		}
+		l.mu.Unlock()
+		p.c.Close()
+	}()
+	p.buf = make([]byte, 4096)
+	for {
+		var n int
+		var err error
+		p.buf, n, err = p.c.ReadGrow(p.buf)
+		if err != nil {
+			return // the peer left, or broke the framing
+		}
+		select {
+		case l.frames <- frame{p: p, n: n}:
+		case <-l.closed:
+			return
+		}
+		select {
+		case <-p.free:
+		case <-l.closed:
+			return
+		}
+	}
+}
+
+// ReadFrom copies the next message of any connection into b (cut to b)
+// and returns its length and the connection's address.
+func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	for {
+		armed := false
+		if d := l.deadline.Load(); d != 0 {
+			wait := time.Until(time.Unix(0, d))
+			if wait <= 0 {
+				return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+			}
+			l.timer.Reset(wait)
+			armed = true
+		}
+		select {
+		case f := <-l.frames:
+			if armed {
+				l.timer.Stop()
+			}
+			n := copy(b, f.p.buf[:f.n])
+			f.p.free <- struct{}{}
+			return n, f.p.addr, nil
+		case <-l.timer.C:
+			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+		case <-l.kick:
+			if armed {
+				l.timer.Stop()
+			}
+		case <-l.closed:
+			return 0, netip.AddrPort{}, net.ErrClosed
+		}
+	}
+}
+
+// WriteTo sends b as one message on the connection of addr.
+func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
+	l.mu.Lock()
+	p := l.peers[addr]
+	l.mu.Unlock()
+	if p == nil {
+		return 0, net.ErrClosed // the connection ended
+	}
+	return p.c.Write(b)
+}
+
+// SetReadDeadline sets the deadline for ReadFrom.
+func (l *Listener) SetReadDeadline(t time.Time) error {
+	var d int64
+	if !t.IsZero() {
+		d = t.UnixNano()
+	}
+	l.deadline.Store(d)
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// LocalAddr returns the listening address.
+func (l *Listener) LocalAddr() net.Addr { return l.ln.Addr() }
+
+// MaxMessage returns the largest message the listener carries.
+func (l *Listener) MaxMessage() int { return MaxMessage }
+
+// Close stops listening and closes every connection.
+func (l *Listener) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.closed)
+		err = l.ln.Close()
+		l.mu.Lock()
+		for _, p := range l.peers {
+			p.c.Close()
+		}
+		l.mu.Unlock()
+		l.wg.Wait()
+	})
+	return err
+}

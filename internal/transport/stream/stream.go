@@ -1,0 +1,140 @@
+// Package stream carries volley's messages over stream sockets, TCP and
+// Unix stream. Each message is framed by its length, 4 bytes big-endian,
+// so that any request and reply size works (up to MaxMessage), and a
+// message is read whole: a client's round trip ends at the last byte of
+// the reply.
+//
+// The client's side is a Conn; the reflector's is a Listener, which takes
+// every connection and hands their messages to one reflecting loop as if
+// they were datagrams from one socket, each connection with its own
+// address: a TCP peer's own, and for a Unix peer an address in
+// fd76:6c00::/32 standing for the connection (Unix peers have none).
+package stream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+// MaxMessage is the largest message a stream carries.
+const MaxMessage = 4 << 20
+
+// ErrTooLarge: a frame is longer than MaxMessage, or than the buffer given.
+var ErrTooLarge = errors.New("stream: message too large")
+
+const headerLen = 4
+
+// Conn is a framed stream connection: Read returns one whole message and
+// Write sends one. A read cut by its deadline keeps what it got and goes
+// on with the same message at the next Read.
+type Conn struct {
+	net.Conn
+	hdr     [headerLen]byte
+	hdrN    int    // header bytes read of the message being read
+	size    int    // its length, once the header is in
+	partial []byte // what a read cut by its deadline had of the body
+	wbuf    []byte
+}
+
+// NewConn frames c.
+func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
+
+// Dial connects to addr on network ("tcp" or "unix") and frames the
+// connection. TCP connections get TCP_NODELAY (Go's default).
+func Dial(network, addr string, timeout time.Duration) (*Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return NewConn(c), nil
+}
+
+// Read reads the next message into b and returns its length. A message
+// longer than b is read and dropped, and Read returns ErrTooLarge.
+func (c *Conn) Read(b []byte) (int, error) {
+	_, n, err := c.read(b, false)
+	return n, err
+}
+
+// ReadGrow reads the next message into buf, or into a new buffer when it
+// does not fit, and returns the buffer and the message's length.
+func (c *Conn) ReadGrow(buf []byte) ([]byte, int, error) { return c.read(buf, true) }
+
+func (c *Conn) read(b []byte, grow bool) ([]byte, int, error) {
+	for c.hdrN < headerLen {
+		n, err := c.Conn.Read(c.hdr[c.hdrN:])
+		c.hdrN += n
+		if err != nil && c.hdrN < headerLen {
+			return b, 0, err
+		}
+		if c.hdrN == headerLen {
+			c.size = int(binary.BigEndian.Uint32(c.hdr[:]))
+			c.partial = c.partial[:0]
+		}
+	}
+	if c.size > MaxMessage {
+		// The peer does not speak this framing, or lies: the stream
+		// cannot be resynchronised.
+		return b, 0, fmt.Errorf("%w: a frame of %d bytes (the most is %d)", ErrTooLarge, c.size, MaxMessage)
+	}
+	if c.size > len(b) {
+		if grow {
+			b = make([]byte, c.size)
+		} else {
+			if err := c.discard(); err != nil {
+				return b, 0, err
+			}
+			return b, 0, fmt.Errorf("%w: %d bytes for a %d-byte buffer", ErrTooLarge, c.size, len(b))
+		}
+	}
+	got := copy(b, c.partial)
+	n, err := io.ReadFull(c.Conn, b[got:c.size])
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.partial = append(c.partial[:0], b[:got+n]...)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return b, 0, err
+	}
+	c.hdrN = 0
+	return b, c.size, nil
+}
+
+// discard reads and drops the rest of the current message.
+func (c *Conn) discard() error {
+	left := int64(c.size - len(c.partial))
+	n, err := io.CopyN(io.Discard, c.Conn, left)
+	if err != nil {
+		c.partial = append(c.partial, make([]byte, n)...) // what was dropped
+		return err
+	}
+	c.hdrN = 0
+	return nil
+}
+
+// Write sends b as one message, in one write.
+func (c *Conn) Write(b []byte) (int, error) {
+	if len(b) > MaxMessage {
+		return 0, fmt.Errorf("%w: %d bytes (the most is %d)", ErrTooLarge, len(b), MaxMessage)
+	}
+	if cap(c.wbuf) < headerLen+len(b) {
+		c.wbuf = make([]byte, headerLen+len(b))
+	}
+	w := c.wbuf[:headerLen+len(b)]
+	binary.BigEndian.PutUint32(w, uint32(len(b)))
+	copy(w[headerLen:], b)
+	if _, err := c.Conn.Write(w); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// MaxMessage returns the largest message the connection carries.
+func (c *Conn) MaxMessage() int { return MaxMessage }
