@@ -712,7 +712,8 @@ func (r *run) loop(ctx context.Context) error {
 	r.sending = true
 	r.oldest = 1
 	if r.open {
-		r.senderWG.Go(func() { r.sender(ctx, now) })
+		start := now // now moves on in the loop below
+		r.senderWG.Go(func() { r.sender(ctx, start) })
 	}
 	var deadline int64 // the read deadline currently set
 	var measured uint64
