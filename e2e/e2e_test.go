@@ -534,7 +534,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"client", "host:99999"}, "bad port"},
 		{[]string{"client", "udp://"}, "no host"},
 		{[]string{"client", "gopher://x"}, "unknown scheme"},
-		{[]string{"client", "tcp://127.0.0.1"}, "not supported yet"},
+		{[]string{"client", "dbus://session"}, "not supported yet"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"server", "--idle-timeout", "0s"}, "--idle-timeout"},
 	}

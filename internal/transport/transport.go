@@ -185,7 +185,10 @@ func Dial(ctx context.Context, t Target) (Conn, error) {
 	case "tcp", "unix":
 		c, err := stream.Dial(t.Scheme, t.Address(), 10*time.Second)
 		if err != nil {
-			return nil, fmt.Errorf("dial %s: %w", t, err)
+			if errno := syscall.Errno(0); errors.As(err, &errno) && (errno == syscall.ECONNREFUSED || errno == syscall.ENOENT) {
+				return nil, fmt.Errorf("connect to %s: %w (nothing listens there)", t, errno)
+			}
+			return nil, fmt.Errorf("connect to %s: %w", t, err)
 		}
 		return c, nil
 	}
