@@ -437,10 +437,10 @@ func TestReflectorRestart(t *testing.T) {
 	}
 }
 
-// TestStreamTransports: TCP (on the UDP port) and Unix stream sockets
-// carry every shape with exact counts, including replies much larger than
-// their requests; a stale Unix socket file is replaced and a live one
-// refused.
+// TestStreamTransports: TCP (on the UDP port), Unix stream and Unix
+// datagram sockets carry every shape with exact counts, including replies
+// much larger than their requests; a stale Unix socket file is replaced
+// and a live one refused.
 func TestStreamTransports(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "v.sock")
@@ -454,16 +454,20 @@ func TestStreamTransports(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
-	srv := startServer(t, "127.0.0.1:0", "-q", "--unix", sock)
+	gram := filepath.Join(dir, "g.sock")
+	srv := startServer(t, "127.0.0.1:0", "-q", "--unix", sock, "--unixgram", gram)
 	if r := volleyRun(t, "server", "--listen", "127.0.0.1:0", "--tcp=false", "--unix", sock); r.code != 1 || !strings.Contains(r.stderr, "a live process listens there") {
 		t.Errorf("a second server on a live socket: exit %d, %q", r.code, r.stderr)
 	}
-	for _, target := range []string{"tcp://" + srv.addr, "unix://" + sock} {
+	for _, target := range []string{"tcp://" + srv.addr, "unix://" + sock, "unixgram://" + gram} {
 		for _, shape := range [][]string{
 			{"-n", "500", "--window", "4"},
 			{"--rate", "2000", "-t", "1s"},
 			{"--burst", "10", "--period", "100ms", "-t", "1s", "--size", "100", "--reply-size", "512K"},
 		} {
+			if strings.HasPrefix(target, "unixgram") && shape[0] == "--burst" {
+				shape[len(shape)-1] = "60000" // a datagram's most is 65000
+			}
 			args := append([]string{"client", target, "--format", "json"}, shape...)
 			r := volleyRun(t, args...)
 			if r.code != 0 {
@@ -475,7 +479,11 @@ func TestStreamTransports(t *testing.T) {
 			if c.Lost != 0 || c.Sent == 0 || res.ReflectorCount != "close" || res.Config.Transport != strings.Split(target, ":")[0] {
 				t.Errorf("%s: counts %+v, count from %q, transport %q", strings.Join(shape, " "), c, res.ReflectorCount, res.Config.Transport)
 			}
-			if shape[0] == "--burst" && (c.Sent%10 != 0 || tp.BytesDown != c.Received*512<<10 || tp.BytesUp != c.Sent*100) {
+			reply := uint64(512 << 10)
+			if strings.HasPrefix(target, "unixgram") {
+				reply = 60000
+			}
+			if shape[0] == "--burst" && (c.Sent%10 != 0 || tp.BytesDown != c.Received*reply || tp.BytesUp != c.Sent*100) {
 				t.Errorf("bursts: %d sent, %d bytes up, %d down; want multiples of 10, 100 bytes up and 512 KiB down each", c.Sent, tp.BytesUp, tp.BytesDown)
 			}
 		}
@@ -483,8 +491,10 @@ func TestStreamTransports(t *testing.T) {
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the socket file is still there after the server stopped: %v", err)
+	for _, f := range []string{sock, gram} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the socket file %s is still there after the server stopped: %v", f, err)
+		}
 	}
 	if r := volleyRun(t, "server", "--listen", "127.0.0.1:0", "--unix", filepath.Join(dir, "plain")); r.code != 1 || !strings.Contains(r.stderr, "not a socket") {
 		t.Errorf("--unix on a plain file: exit %d, %q", r.code, r.stderr)

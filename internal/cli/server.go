@@ -30,6 +30,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxSize        byteSize
 		tcp            bool
 		unixPath       string
+		unixgramPath   string
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
@@ -141,6 +142,14 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				pcs = append(pcs, ul)
 				fmt.Fprintf(stdout, "listening on unix://%s\n", unixPath)
 			}
+			if unixgramPath != "" {
+				gl, err := transport.ListenUnixgram(unixgramPath)
+				if err != nil {
+					return fmt.Errorf("--unixgram %w", err)
+				}
+				pcs = append(pcs, gl)
+				fmt.Fprintf(stdout, "listening on unixgram://%s\n", unixgramPath)
+			}
 			// One cookie secret for all workers: a peer's Hello and probes
 			// reach the same worker, but need not.
 			secret := make([]byte, 32)
@@ -221,6 +230,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.Var(&maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
 	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
+	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
 	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
 	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")

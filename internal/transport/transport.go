@@ -19,6 +19,7 @@ import (
 
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
+	"github.com/volley-net/volley/internal/transport/unixgram"
 )
 
 // DefaultPort is the port volley's reflector listens on unless told otherwise.
@@ -75,6 +76,7 @@ var (
 	_ Conn            = (*net.UDPConn)(nil)
 	_ Conn            = (*stream.Conn)(nil)
 	_ PacketConn      = (*stream.Listener)(nil)
+	_ PacketConn      = (*unixgram.PacketConn)(nil)
 	_ BatchConn       = (*udp.Conn)(nil)
 	_ PacketConn      = (*udp.PacketConn)(nil)
 	_ BatchPacketConn = (*udp.PacketConn)(nil)
@@ -191,8 +193,25 @@ func Dial(ctx context.Context, t Target) (Conn, error) {
 			return nil, fmt.Errorf("connect to %s: %w", t, err)
 		}
 		return c, nil
+	case "unixgram":
+		c, err := unixgram.Dial(t.Path)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", t, err)
+		}
+		return c, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, t.Scheme)
+}
+
+// ListenUnixgram opens a reflector's Unix datagram socket at path (a
+// stale socket file is replaced, a live one is an error; the file is
+// removed on Close).
+func ListenUnixgram(path string) (PacketConn, error) {
+	c, err := unixgram.Listen(path)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // MaxMessage returns the largest message conn carries: 65,000 bytes on

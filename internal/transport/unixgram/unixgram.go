@@ -1,0 +1,159 @@
+// Package unixgram is volley's Unix datagram transport. A client binds an
+// abstract address of its own (Linux) so that the reflector can answer
+// it; the reflector names each peer it hears from with an address in
+// fd76:6c01::/32 standing for the peer's socket address, so that its
+// sessions and cookies work as they do over UDP.
+package unixgram
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+)
+
+// MaxMessage is the largest message volley sends over a Unix datagram
+// socket: UDP's, so that a run moves between the two unchanged.
+const MaxMessage = 65000
+
+// bufferSize is the socket buffer asked for each way.
+const bufferSize = 4 << 20
+
+// Dial opens a Unix datagram socket bound to a fresh abstract address and
+// connected to path.
+func Dial(path string) (*net.UnixConn, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	laddr := &net.UnixAddr{Name: "@volley-" + hex.EncodeToString(b[:]), Net: "unixgram"}
+	c, err := net.DialUnix("unixgram", laddr, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetReadBuffer(bufferSize)
+	_ = c.SetWriteBuffer(bufferSize)
+	return c, nil
+}
+
+// PacketConn is a reflector's Unix datagram socket.
+type PacketConn struct {
+	c    *net.UnixConn
+	path string
+
+	mu    sync.Mutex
+	ids   map[string]netip.AddrPort // peer socket address → its stand-in
+	peers map[netip.AddrPort]*peer
+	next  uint64
+}
+
+type peer struct {
+	addr *net.UnixAddr
+	seen time.Time
+}
+
+// maxPeers bounds the peers remembered; beyond it, those not heard from
+// for a minute are forgotten.
+const maxPeers = 1 << 14
+
+// Listen opens a Unix datagram socket at path. A socket file left by a
+// crashed run is replaced; a path a live socket is bound to is an error.
+// Close removes the file.
+func Listen(path string) (*PacketConn, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s: the path exists and is not a socket", path)
+		}
+		probe, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err == nil {
+			probe.Close()
+			return nil, fmt.Errorf("%s: a live process listens there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("%s: remove the stale socket: %w", path, err)
+		}
+	}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetReadBuffer(bufferSize)
+	_ = c.SetWriteBuffer(bufferSize)
+	return &PacketConn{c: c, path: path, ids: make(map[string]netip.AddrPort), peers: make(map[netip.AddrPort]*peer)}, nil
+}
+
+// ReadFrom reads one datagram and returns its length and its sender's
+// stand-in address. A datagram from an unbound socket, which cannot be
+// answered, comes from the zero address.
+func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	n, from, err := p.c.ReadFromUnix(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	if from == nil || from.Name == "" {
+		return n, netip.AddrPort{}, nil
+	}
+	return n, p.id(from), nil
+}
+
+// id returns the stand-in address of the peer at from.
+func (p *PacketConn) id(from *net.UnixAddr) netip.AddrPort {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.ids[from.Name]; ok {
+		p.peers[a].seen = now
+		return a
+	}
+	if len(p.peers) >= maxPeers {
+		for a, pe := range p.peers {
+			if now.Sub(pe.seen) > time.Minute {
+				delete(p.peers, a)
+				delete(p.ids, pe.addr.Name)
+			}
+		}
+	}
+	p.next++
+	var ip [16]byte
+	ip[0], ip[1], ip[2], ip[3] = 0xfd, 0x76, 0x6c, 0x01
+	for i := range 8 {
+		ip[15-i] = byte(p.next >> (8 * i))
+	}
+	a := netip.AddrPortFrom(netip.AddrFrom16(ip), 0)
+	p.ids[from.Name] = a
+	p.peers[a] = &peer{addr: from, seen: now}
+	return a
+}
+
+// errNoPeer: WriteTo was given an address that stands for no peer.
+var errNoPeer = errors.New("unixgram: no peer with that address")
+
+// WriteTo sends b to the peer addr stands for.
+func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
+	p.mu.Lock()
+	pe := p.peers[addr]
+	p.mu.Unlock()
+	if pe == nil {
+		return 0, errNoPeer
+	}
+	return p.c.WriteToUnix(b, pe.addr)
+}
+
+// SetReadDeadline sets the deadline for ReadFrom.
+func (p *PacketConn) SetReadDeadline(t time.Time) error { return p.c.SetReadDeadline(t) }
+
+// LocalAddr returns the socket's address.
+func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
+
+// MaxMessage returns the largest message the socket carries.
+func (p *PacketConn) MaxMessage() int { return MaxMessage }
+
+// Close closes the socket and removes its file.
+func (p *PacketConn) Close() error {
+	err := p.c.Close()
+	os.Remove(p.path)
+	return err
+}
