@@ -479,6 +479,9 @@ func TestStreamTransports(t *testing.T) {
 			if c.Lost != 0 || c.Sent == 0 || res.ReflectorCount != "close" || res.Config.Transport != strings.Split(target, ":")[0] {
 				t.Errorf("%s: counts %+v, count from %q, transport %q", strings.Join(shape, " "), c, res.ReflectorCount, res.Config.Transport)
 			}
+			if tcp := strings.HasPrefix(target, "tcp"); tcp != (res.Config.TCP != nil && res.Config.TCP.MSS > 0 && res.Summary.TCP != nil) {
+				t.Errorf("%s: TCP connect %+v, summary TCP %+v: want them on TCP runs only", target, res.Config.TCP, res.Summary.TCP)
+			}
 			reply := uint64(512 << 10)
 			if strings.HasPrefix(target, "unixgram") {
 				reply = 60000

@@ -431,7 +431,9 @@ type run struct {
 		seq           uint64
 		rtt, up, down int64
 	}
-	segs                 []segment  // the sessions of the run; see reconnect.go
+	tcp                  transport.TCPConn // nil unless over TCP
+	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
+	segs                 []segment         // the sessions of the run; see reconnect.go
 	recon                *reconnect // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
@@ -566,7 +568,30 @@ func (r *run) start(ctx context.Context) error {
 	if cfg.Poisson || len(cfg.Workload) > 0 {
 		r.res.Config.Seed = cfg.Seed
 	}
+	if tc, ok := r.conn.(transport.TCPConn); ok {
+		if ti, err := tc.TCPInfo(); err == nil {
+			r.tcp, r.tcpRetrans = tc, ti.TotalRetrans
+			r.res.Config.TCP = &result.TCPConnect{ConnectTime: tc.ConnectTime(), Cwnd: ti.Cwnd, MSS: ti.MSS, RTT: ti.RTT}
+		}
+	}
 	return nil
+}
+
+// tcpInterval reads TCP_INFO for the interval that ends now: the
+// retransmits since the last one, and the window and RTT now. since0 takes
+// them since the connection opened instead.
+func (r *run) tcpInterval(since0 bool) *result.TCPInterval {
+	ti, err := r.tcp.TCPInfo()
+	if err != nil {
+		return nil
+	}
+	iv := &result.TCPInterval{Retransmits: uint64(ti.TotalRetrans - r.tcpRetrans), Cwnd: ti.Cwnd, RTT: ti.RTT, RTTVar: ti.RTTVar}
+	if since0 {
+		iv.Retransmits = uint64(ti.TotalRetrans)
+	} else {
+		r.tcpRetrans = ti.TotalRetrans
+	}
+	return iv
 }
 
 // execute measures, closes the session and fills in the result.
@@ -1191,6 +1216,9 @@ func (r *run) flush(end int64, u uint64) {
 	}
 	if r.cfg.ReportInterval > 0 {
 		iv := r.cur.interval(r.origin, end, r.cfg.Percentiles)
+		if r.tcp != nil {
+			iv.TCP = r.tcpInterval(false)
+		}
 		r.res.Intervals = append(r.res.Intervals, iv)
 		if r.cfg.OnInterval != nil {
 			r.cfg.OnInterval(iv)
@@ -1283,6 +1311,9 @@ func (r *run) finish() error {
 	sum := r.total.interval(r.origin, end, r.cfg.Percentiles)
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
+	if r.tcp != nil {
+		sum.TCP = r.tcpInterval(true)
+	}
 	r.res.Summary = sum
 	if r.entries != nil {
 		r.res.Workload = workloadResults(&r.cfg, r.entries)

@@ -93,7 +93,20 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 		c.Transport, c.RemoteAddr, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
 		return err
 	}
+	if t := c.TCP; t != nil {
+		if _, err := fmt.Fprintf(w, "tcp connect %s (icwnd %d, mss %d, irtt %s)\n", Duration(t.ConnectTime), t.Cwnd, t.MSS, Duration(t.RTT)); err != nil {
+			return err
+		}
+	}
 	return writeGrantNotes(w, c)
+}
+
+// tcpText renders an interval's TCP_INFO, or nothing.
+func tcpText(t *result.TCPInterval) string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("retrans %d, cwnd %d, tcp rtt %s/%s", t.Retransmits, t.Cwnd, Duration(t.RTT), Duration(t.RTTVar))
 }
 
 // writeGrantNotes says where the reflector granted less than was asked.
@@ -141,6 +154,9 @@ func WriteInterval(w io.Writer, iv result.Interval) error {
 		latMin(iv.RTT), latMean(iv.RTT), latP(iv.RTT, 50), latP(iv.RTT, 99), latMax(iv.RTT),
 		latMean(iv.Response), latMean(iv.Up), latMean(iv.Down), latMean(iv.IPDV.RTT),
 		SI(iv.Throughput.ProbesPerSecDown))
+	if err == nil && iv.TCP != nil {
+		_, err = fmt.Fprintf(w, "%-14s %s\n", "", tcpText(iv.TCP))
+	}
 	if err == nil && c.Reconnects > 0 {
 		// The interval holds a gap: a session was lost and a new one
 		// took over (the summary says when).
@@ -257,6 +273,9 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		} else {
 			b.WriteString("no new session opened\n")
 		}
+	}
+	if s.TCP != nil {
+		fmt.Fprintf(&b, "tcp      %s (retransmits since the connection opened; window and RTT at the end)\n", tcpText(s.TCP))
 	}
 	if h := res.Threshold; h != nil {
 		fmt.Fprintf(&b, "threshold probe %d took %s, above %s, %ss into the run\n", h.Seq, Duration(h.RTT), Duration(res.Config.Threshold), Seconds(h.At))

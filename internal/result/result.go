@@ -87,6 +87,29 @@ type Config struct {
 	OneWay bool `json:"oneway,omitempty"`
 	// Parallel is the number of flows, each its own socket and session.
 	Parallel int `json:"parallel"`
+	// TCP is the TCP connection as it opened (TCP runs only; of the first
+	// flow).
+	TCP *TCPConnect `json:"tcp,omitempty"`
+}
+
+// TCPConnect is a TCP connection as it opened: how long the connect took,
+// and the kernel's initial congestion window, segment size and RTT (the
+// "icwnd/mss/irtt" of iperf 2).
+type TCPConnect struct {
+	ConnectTime time.Duration `json:"connect_ns"`
+	Cwnd        uint32        `json:"cwnd"`
+	MSS         uint32        `json:"mss"`
+	RTT         time.Duration `json:"rtt_ns"`
+}
+
+// TCPInterval is the kernel's view of a TCP connection over an interval:
+// segments retransmitted in it, and at its end the congestion window and
+// the smoothed RTT and its variance (TCP_INFO).
+type TCPInterval struct {
+	Retransmits uint64        `json:"retransmits"`
+	Cwnd        uint32        `json:"cwnd"`
+	RTT         time.Duration `json:"rtt_ns"`
+	RTTVar      time.Duration `json:"rttvar_ns"`
 }
 
 // Grant is what the reflector granted of what the client asked, within
@@ -139,6 +162,8 @@ type Interval struct {
 	// error, actual minus scheduled send time.
 	RTTFromSchedule *Latency `json:"rtt_from_schedule,omitempty"`
 	SendError       *Latency `json:"send_error,omitempty"`
+	// TCP runs of one flow only: TCP_INFO over the interval.
+	TCP *TCPInterval `json:"tcp,omitempty"`
 }
 
 // Counts are the probe counts of an interval. Sent = Received + Lost for

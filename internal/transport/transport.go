@@ -48,6 +48,17 @@ type PacketConn interface {
 // Message is one datagram of a batch.
 type Message = udp.Message
 
+// TCPInfo is what the kernel says of a TCP connection.
+type TCPInfo = stream.TCPInfo
+
+// TCPConn is a Conn over TCP, which can say how long it took to connect
+// and what the kernel knows of it.
+type TCPConn interface {
+	Conn
+	ConnectTime() time.Duration
+	TCPInfo() (TCPInfo, error)
+}
+
 // StreamMaxMessage is the largest message over TCP and Unix streams.
 const StreamMaxMessage = stream.MaxMessage
 

@@ -29,6 +29,14 @@ var ErrTooLarge = errors.New("stream: message too large")
 
 const headerLen = 4
 
+// TCPInfo is what the kernel says of a TCP connection.
+type TCPInfo struct {
+	TotalRetrans uint32        // segments retransmitted since the connection opened
+	Cwnd         uint32        // congestion window, in segments
+	MSS          uint32        // sender's maximum segment size
+	RTT, RTTVar  time.Duration // smoothed round trip and its variance
+}
+
 // Conn is a framed stream connection: Read returns one whole message and
 // Write sends one. A read cut by its deadline keeps what it got and goes
 // on with the same message at the next Read.
@@ -39,6 +47,7 @@ type Conn struct {
 	size    int    // its length, once the header is in
 	partial []byte // what a read cut by its deadline had of the body
 	wbuf    []byte
+	connect time.Duration // how long Dial took to connect
 }
 
 // NewConn frames c.
@@ -47,12 +56,18 @@ func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
 // Dial connects to addr on network ("tcp" or "unix") and frames the
 // connection. TCP connections get TCP_NODELAY (Go's default).
 func Dial(network, addr string, timeout time.Duration) (*Conn, error) {
+	start := time.Now()
 	c, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return NewConn(c), nil
+	fc := NewConn(c)
+	fc.connect = time.Since(start)
+	return fc, nil
 }
+
+// ConnectTime returns how long Dial took to connect.
+func (c *Conn) ConnectTime() time.Duration { return c.connect }
 
 // Read reads the next message into b and returns its length. A message
 // longer than b is read and dropped, and Read returns ErrTooLarge.
