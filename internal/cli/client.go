@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -48,6 +50,13 @@ type clientFlags struct {
 	workload       string
 	key, keyFile   string
 	reconnect      time.Duration
+	// Socket options.
+	nodelay, df    bool
+	v4, v6         bool
+	congestion     string
+	buffer         byteSize
+	tos, dscp, ttl int
+	bind, iface    string
 }
 
 func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -137,6 +146,17 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
 	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
 	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
+	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off (TCP_NODELAY), as iperf 2 does; --nodelay=false leaves it on")
+	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm (TCP_CONGESTION), such as cubic or bbr")
+	fl.Var(&f.buffer, "buffer", "socket send and receive buffers in bytes (K, M suffixes); the kernel's grant is reported (default: 4M over UDP, the system's over TCP)")
+	fl.IntVar(&f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")
+	fl.IntVar(&f.dscp, "dscp", -1, "DSCP code point, 0 to 63 (the TOS byte's upper six bits)")
+	fl.IntVar(&f.ttl, "ttl", 0, "IP time to live / IPv6 hop limit, 1 to 255")
+	fl.BoolVar(&f.df, "df", false, "UDP: set don't fragment (path MTU discovery); a probe larger than the path's MTU then fails to send")
+	fl.StringVar(&f.bind, "bind", "", "send from this local address (ADDR or ADDR:PORT)")
+	fl.StringVar(&f.iface, "interface", "", "send through this network interface only (SO_BINDTODEVICE; needs CAP_NET_RAW)")
+	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
+	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json or jsonl")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
@@ -348,12 +368,20 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			c.Close()
 		}
 	}()
+	dopts, asked, err := f.dialOptions(cmd, t)
+	if err != nil {
+		return err
+	}
 	for range f.parallel {
-		conn, err := transport.Dial(ctx, t)
+		conn, err := transport.DialWith(ctx, t, dopts)
 		if err != nil {
 			return usageError{err}
 		}
 		conns = append(conns, conn)
+	}
+	if g, err := transport.Granted(conns[0]); err == nil {
+		cfg.Socket = &result.Socket{SendBuffer: g.SendBuffer, RecvBuffer: g.RecvBuffer, TOS: g.TOS, TTL: g.TTL, DF: g.DF,
+			Congestion: g.Congestion, NoDelay: g.NoDelay, Interface: g.Interface, Bind: dopts.Bind, Asked: asked}
 	}
 
 	var werr error // the first error writing the report
@@ -420,4 +448,46 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		return fmt.Errorf("write report: %w", werr)
 	}
 	return nil
+}
+
+// dialOptions checks the socket flags and turns them into dial options,
+// with the flags given, as given.
+func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transport.DialOptions, []string, error) {
+	o := transport.DialOptions{Bind: f.bind, Socket: sockopt.Options{TOS: f.tos, TTL: f.ttl, DF: f.df, Buffer: int(f.buffer),
+		Congestion: f.congestion, Interface: f.iface, NoDelayOff: !f.nodelay}}
+	var asked []string
+	for _, name := range []string{"nodelay", "congestion", "buffer", "tos", "dscp", "ttl", "df", "bind", "interface", "ipv4", "ipv6"} {
+		if fl := cmd.Flags().Lookup(name); fl.Changed {
+			asked = append(asked, "--"+name+"="+fl.Value.String())
+		}
+	}
+	switch {
+	case f.v4 && f.v6:
+		return o, nil, usagef("-4 and -6 do not mix")
+	case f.v4:
+		o.Family = "4"
+	case f.v6:
+		o.Family = "6"
+	}
+	switch {
+	case f.tos > 255 || f.tos < -1:
+		return o, nil, usagef("--tos %d: want 0 to 255", f.tos)
+	case f.dscp > 63 || f.dscp < -1:
+		return o, nil, usagef("--dscp %d: want 0 to 63", f.dscp)
+	case f.dscp >= 0 && f.tos >= 0:
+		return o, nil, usagef("give --tos or --dscp, not both")
+	case f.ttl < 0 || f.ttl > 255:
+		return o, nil, usagef("--ttl %d: want 1 to 255", f.ttl)
+	case f.df && t.Scheme != "udp":
+		return o, nil, usagef("--df is for UDP (TCP sets it itself)")
+	case (f.congestion != "" || !f.nodelay) && t.Scheme != "tcp":
+		return o, nil, usagef("--congestion and --nodelay are for tcp:// targets")
+	}
+	if f.dscp >= 0 {
+		o.Socket.TOS = f.dscp << 2
+	}
+	if f.congestion != "" && !slices.Contains(sockopt.Available(), f.congestion) {
+		return o, nil, usagef("--congestion %s: not available here (available: %s)", f.congestion, strings.Join(sockopt.Available(), ", "))
+	}
+	return o, asked, nil
 }

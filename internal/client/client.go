@@ -164,6 +164,9 @@ type Config struct {
 	history int
 	// sleep replaces the open-loop sender's precise sleep, for tests.
 	sleep func(time.Duration)
+	// Socket, when set, is copied into the result's configuration: the
+	// socket options as the kernel applied them.
+	Socket *result.Socket
 	// OnStart, if set, receives the configuration as run once the session
 	// is open, before the first probe.
 	OnStart func(result.Config)
@@ -561,6 +564,7 @@ func (r *run) start(ctx context.Context) error {
 			Period:         cfg.Period,
 			Threshold:      cfg.Threshold,
 			Parallel:       1,
+			Socket:         cfg.Socket,
 		},
 		Start:     cfg.Clock.Time(r.clk.Now()),
 		Intervals: []result.Interval{},

@@ -93,6 +93,25 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 		c.Transport, c.RemoteAddr, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
 		return err
 	}
+	if so := c.Socket; so != nil && len(so.Asked) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "socket buffers %s/%s bytes (send/receive, as granted), tos %#x, ttl %d", SI(float64(so.SendBuffer)), SI(float64(so.RecvBuffer)), so.TOS, so.TTL)
+		if so.DF {
+			b.WriteString(", don't fragment")
+		}
+		if so.Congestion != "" {
+			fmt.Fprintf(&b, ", congestion %s", so.Congestion)
+		}
+		if c.Transport == "tcp" {
+			fmt.Fprintf(&b, ", nodelay %t", so.NoDelay)
+		}
+		if so.Interface != "" {
+			fmt.Fprintf(&b, ", bound to %s", so.Interface)
+		}
+		if _, err := fmt.Fprintln(w, b.String()); err != nil {
+			return err
+		}
+	}
 	if t := c.TCP; t != nil {
 		if _, err := fmt.Fprintf(w, "tcp connect %s (icwnd %d, mss %d, irtt %s)\n", Duration(t.ConnectTime), t.Cwnd, t.MSS, Duration(t.RTT)); err != nil {
 			return err

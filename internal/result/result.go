@@ -90,6 +90,24 @@ type Config struct {
 	// TCP is the TCP connection as it opened (TCP runs only; of the first
 	// flow).
 	TCP *TCPConnect `json:"tcp,omitempty"`
+	// Socket is what the kernel applied to the client's socket (of the
+	// first flow), read back after the options were set.
+	Socket *Socket `json:"socket,omitempty"`
+}
+
+// Socket is the client socket's options as the kernel applied them.
+type Socket struct {
+	SendBuffer int    `json:"send_buffer"`
+	RecvBuffer int    `json:"recv_buffer"`
+	TOS        int    `json:"tos"`
+	TTL        int    `json:"ttl"`
+	DF         bool   `json:"df,omitempty"`
+	Congestion string `json:"congestion,omitempty"`
+	NoDelay    bool   `json:"nodelay,omitempty"`
+	Interface  string `json:"interface,omitempty"`
+	Bind       string `json:"bind,omitempty"`
+	// Asked lists the socket flags the user gave, as given.
+	Asked []string `json:"asked,omitempty"`
 }
 
 // TCPConnect is a TCP connection as it opened: how long the connect took,

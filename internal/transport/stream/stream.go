@@ -12,6 +12,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,8 +57,13 @@ func NewConn(c net.Conn) *Conn { return &Conn{Conn: c} }
 // Dial connects to addr on network ("tcp" or "unix") and frames the
 // connection. TCP connections get TCP_NODELAY (Go's default).
 func Dial(network, addr string, timeout time.Duration) (*Conn, error) {
+	return DialWith(context.Background(), &net.Dialer{Timeout: timeout}, network, addr)
+}
+
+// DialWith is Dial through d (its socket options and local address).
+func DialWith(ctx context.Context, d *net.Dialer, network, addr string) (*Conn, error) {
 	start := time.Now()
-	c, err := net.DialTimeout(network, addr, timeout)
+	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}

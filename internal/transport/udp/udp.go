@@ -31,13 +31,20 @@ type Conn struct {
 // socket receives only the reflector's datagrams and reports ICMP port
 // unreachable as an error on the next read or write.
 func Dial(ctx context.Context, addr string) (*Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "udp", addr)
+	return DialWith(ctx, &net.Dialer{}, "udp", addr, true)
+}
+
+// DialWith is Dial through d (its socket options and local address), on
+// network "udp", "udp4" or "udp6"; buffers asks for BufferSize each way.
+func DialWith(ctx context.Context, d *net.Dialer, network, addr string, buffers bool) (*Conn, error) {
+	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	uc := c.(*net.UDPConn)
-	setBuffers(uc)
+	if buffers {
+		setBuffers(uc)
+	}
 	b, _ := newBatcher(uc, true) // without it, batches of one
 	return &Conn{UDPConn: uc, b: b}, nil
 }

@@ -1,0 +1,70 @@
+// Package sockopt applies volley's socket options (the client's --tos,
+// --ttl, --df, --buffer, --congestion, --interface, --nodelay and the
+// reflector's TCP_QUICKACK) and reads back what the kernel granted.
+// Options a platform lacks fail with errors.ErrUnsupported: never a silent
+// no-op.
+package sockopt
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Options are the socket options of a run. The zero value changes
+// nothing; NoDelay is on unless NoDelayOff.
+type Options struct {
+	TOS        int    // IP_TOS / IPV6_TCLASS; -1: the system's
+	TTL        int    // IP_TTL / IPV6_UNICAST_HOPS; 0: the system's
+	DF         bool   // don't fragment (UDP): path MTU discovery "do"
+	Buffer     int    // SO_SNDBUF and SO_RCVBUF; 0: volley's default
+	Congestion string // TCP_CONGESTION
+	Interface  string // SO_BINDTODEVICE
+	NoDelayOff bool   // TCP: leave Nagle's algorithm on
+}
+
+// Granted is what the kernel says it applied.
+type Granted struct {
+	SendBuffer int    `json:"send_buffer"`
+	RecvBuffer int    `json:"recv_buffer"`
+	TOS        int    `json:"tos"`
+	TTL        int    `json:"ttl"`
+	DF         bool   `json:"df,omitempty"`
+	Congestion string `json:"congestion,omitempty"`
+	NoDelay    bool   `json:"nodelay,omitempty"`
+	Interface  string `json:"interface,omitempty"`
+}
+
+// ErrCongestion: the congestion control algorithm asked for is not
+// available.
+var ErrCongestion = errors.New("unknown TCP congestion control algorithm")
+
+// Control returns a net.Dialer/ListenConfig Control function that applies
+// o to the socket before it connects or binds. network is "udp4", "tcp6"
+// and so on.
+func (o Options) Control(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) { serr = o.apply(int(fd), network) })
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Available lists the congestion control algorithms the kernel offers.
+func Available() []string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
+func congestionError(name string, err error) error {
+	if av := Available(); len(av) > 0 {
+		return fmt.Errorf("%w %q (available: %s)", ErrCongestion, name, strings.Join(av, ", "))
+	}
+	return fmt.Errorf("%w %q: %v", ErrCongestion, name, err)
+}
