@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -31,6 +33,11 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		tcp            bool
 		unixPath       string
 		unixgramPath   string
+		quickAck       bool
+		nodelay        bool
+		congestion     string
+		buffer         byteSize
+		tos, ttl       int
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
@@ -114,7 +121,18 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			if workers < 1 || workers > maxWorkers {
 				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
 			}
-			pcs, err := transport.ListenUDPWorkers(cmd.Context(), listen, workers)
+			switch {
+			case tos < -1 || tos > 255:
+				return usagef("--tos %d: want 0 to 255", tos)
+			case ttl < 0 || ttl > 255:
+				return usagef("--ttl %d: want 1 to 255", ttl)
+			case congestion != "" && !slices.Contains(sockopt.Available(), congestion):
+				return usagef("--congestion %s: not available here (available: %s)", congestion, strings.Join(sockopt.Available(), ", "))
+			}
+			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay}
+			udpOpts := so
+			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
+			pcs, err := transport.ListenUDPWith(cmd.Context(), listen, workers, udpOpts)
 			if err != nil {
 				return err // a port in use is an error, not a usage error
 			}
@@ -127,7 +145,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			udpWorkers := len(pcs)
 			if tcp {
 				// The same address and port as UDP's.
-				tl, err := transport.ListenStream("tcp", pcs[0].LocalAddr().String(), maxSessions)
+				tl, err := transport.ListenStreamWith("tcp", pcs[0].LocalAddr().String(), maxSessions, transport.ListenOptions{Socket: so, QuickAck: quickAck})
 				if err != nil {
 					return fmt.Errorf("%w (--tcp=false serves UDP alone)", err)
 				}
@@ -231,6 +249,12 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
 	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
 	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
+	fl.BoolVar(&quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
+	fl.BoolVar(&nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
+	fl.StringVar(&congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")
+	fl.Var(&buffer, "buffer", "socket send and receive buffers in bytes (K, M suffixes; default: 4M over UDP, the system's over TCP)")
+	fl.IntVar(&tos, "tos", -1, "IP type of service / IPv6 traffic class of replies, 0 to 255")
+	fl.IntVar(&ttl, "ttl", 0, "IP time to live / IPv6 hop limit of replies, 1 to 255")
 	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
 	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
 	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")

@@ -437,7 +437,7 @@ type run struct {
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
-	recon                *reconnect // looking for a new session
+	recon                *reconnect        // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
 	oneway               *wire.OneWayResults

@@ -316,7 +316,43 @@ func MaxMessage(conn any) int {
 // ListenStream opens a reflector's stream socket: network "tcp" or
 // "unix", at most maxPeers connections at once (0: no limit).
 func ListenStream(network, addr string, maxPeers int) (PacketConn, error) {
-	l, err := stream.Listen(network, addr, maxPeers)
+	return ListenStreamWith(network, addr, maxPeers, ListenOptions{Socket: sockopt.Options{TOS: -1}, QuickAck: true})
+}
+
+// ListenOptions are how a reflector's stream sockets are made.
+type ListenOptions struct {
+	Socket sockopt.Options // applied to the listening socket; connections inherit them
+	// QuickAck sets TCP_QUICKACK after every message read, so that the
+	// kernel acknowledges requests at once (iperf 2's bounceback does).
+	QuickAck bool
+}
+
+// ListenStreamWith is ListenStream as o says.
+func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (PacketConn, error) {
+	lc := &net.ListenConfig{}
+	var after func(net.Conn) func()
+	if network == "tcp" {
+		lc.Control = o.Socket.Control
+		after = func(c net.Conn) func() {
+			tc, ok := c.(*net.TCPConn)
+			if !ok {
+				return nil
+			}
+			if o.Socket.NoDelayOff {
+				_ = tc.SetNoDelay(false)
+			}
+			if !o.QuickAck {
+				return nil
+			}
+			rc, err := tc.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			quickAck := sockopt.QuickAcker(rc)
+			return func() { _ = quickAck() }
+		}
+	}
+	l, err := stream.ListenWith(context.Background(), lc, network, addr, maxPeers, after)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +366,20 @@ func ListenUDP(addr string) (PacketConn, error) {
 		return nil, err // it names the network and address already
 	}
 	return c, nil
+}
+
+// ListenUDPWith opens n reflector sockets sharing addr's port (with
+// SO_REUSEPORT when n > 1), with the socket options in o.
+func ListenUDPWith(ctx context.Context, addr string, n int, o sockopt.Options) ([]PacketConn, error) {
+	cs, err := udp.ListenSharedWith(ctx, addr, n, o.Control, o.Buffer == 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PacketConn, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out, nil
 }
 
 // ListenUDPWorkers opens n reflector sockets sharing addr's port

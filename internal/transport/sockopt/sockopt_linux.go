@@ -97,14 +97,17 @@ func Read(c syscall.RawConn, network string) (Granted, error) {
 	return g, serr
 }
 
-// QuickAck turns on TCP_QUICKACK, which the kernel turns off again as it
-// pleases: a reflector sets it after each read, as iperf 2's bounceback
-// server does, so that requests are acknowledged at once.
-func QuickAck(c syscall.RawConn) error {
+// QuickAcker returns a function that turns on TCP_QUICKACK on c's socket,
+// which the kernel turns off again as it pleases: a reflector calls it
+// after each read, as iperf 2's bounceback server does, so that requests
+// are acknowledged at once. The function does not allocate.
+func QuickAcker(c syscall.RawConn) func() error {
 	var serr error
-	err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1) })
-	if err != nil {
-		return err
+	set := func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1) }
+	return func() error {
+		if err := c.Control(set); err != nil {
+			return err
+		}
+		return serr
 	}
-	return serr
 }

@@ -15,7 +15,11 @@ func (o Options) apply(fd int, network string) error {
 }
 
 // Read is Linux's.
-func Read(c syscall.RawConn, network string) (Granted, error) { return Granted{}, errors.ErrUnsupported }
+func Read(c syscall.RawConn, network string) (Granted, error) {
+	return Granted{}, errors.ErrUnsupported
+}
 
-// QuickAck is Linux's.
-func QuickAck(c syscall.RawConn) error { return errors.ErrUnsupported }
+// QuickAcker is Linux's.
+func QuickAcker(c syscall.RawConn) func() error {
+	return func() error { return errors.ErrUnsupported }
+}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -18,12 +19,13 @@ import (
 // before reading the next, so a connection's messages stay in order and
 // nothing is buffered beyond one message per connection.
 type Listener struct {
-	ln       net.Listener
-	maxPeers int
-	frames   chan frame
-	closed   chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	ln        net.Listener
+	maxPeers  int
+	afterRead func(net.Conn) func()
+	frames    chan frame
+	closed    chan struct{}
+	once      sync.Once
+	wg        sync.WaitGroup
 
 	mu     sync.Mutex
 	peers  map[netip.AddrPort]*peer
@@ -35,10 +37,11 @@ type Listener struct {
 }
 
 type peer struct {
-	c    *Conn
-	addr netip.AddrPort
-	free chan struct{} // ReadFrom took the message
-	buf  []byte
+	c     *Conn
+	after func() // called after each message read, or nil
+	addr  netip.AddrPort
+	free  chan struct{} // ReadFrom took the message
+	buf   []byte
 }
 
 type frame struct {
@@ -49,11 +52,21 @@ type frame struct {
 // Listen listens on network ("tcp" or "unix") at addr. It takes at most
 // maxPeers connections at once (0: no limit); more are closed as they come.
 func Listen(network, addr string, maxPeers int) (*Listener, error) {
-	ln, err := net.Listen(network, addr)
+	return ListenWith(context.Background(), &net.ListenConfig{}, network, addr, maxPeers, nil)
+}
+
+// ListenWith is Listen through lc (its socket options, which accepted
+// connections inherit). afterRead, when not nil, is called with each
+// accepted connection and returns what to call after each message read
+// from it (a reflector's TCP_QUICKACK).
+func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string, maxPeers int, afterRead func(net.Conn) func()) (*Listener, error) {
+	ln, err := lc.Listen(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	return Serve(ln, maxPeers), nil
+	l := Serve(ln, maxPeers)
+	l.afterRead = afterRead
+	return l, nil
 }
 
 // Serve takes the connections ln accepts; see Listen.
@@ -83,6 +96,9 @@ func (l *Listener) accept() {
 			continue
 		}
 		p := &peer{c: NewConn(c), addr: l.peerAddr(c), free: make(chan struct{})}
+		if l.afterRead != nil {
+			p.after = l.afterRead(c)
+		}
 		l.peers[p.addr] = p
 		l.mu.Unlock()
 		l.wg.Go(func() { l.read(p) })
@@ -119,6 +135,9 @@ func (l *Listener) read(p *peer) {
 		p.buf, n, err = p.c.ReadGrow(p.buf)
 		if err != nil {
 			return // the peer left, or broke the framing
+		}
+		if p.after != nil {
+			p.after()
 		}
 		select {
 		case l.frames <- frame{p: p, n: n}:

@@ -63,7 +63,7 @@ func TestReadAcrossDeadline(t *testing.T) {
 	a, b := pipe(t)
 	msg := bytes.Repeat([]byte("0123456789"), 100)
 	frame := append([]byte{0, 0, 0x03, 0xe8}, msg...) // 1000 bytes
-	a.Conn.Write(frame[:3])                             // part of the header
+	a.Conn.Write(frame[:3])                           // part of the header
 	buf := make([]byte, 2000)
 	b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	if _, err := b.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {

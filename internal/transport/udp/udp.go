@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -131,7 +132,24 @@ func Listen(addr string) (*PacketConn, error) {
 // reflector workers: the kernel gives each peer address to one of them.
 // With port 0 the first socket picks the port and the others join it.
 func ListenShared(ctx context.Context, addr string, n int) ([]*PacketConn, error) {
-	lc := net.ListenConfig{Control: reusePort}
+	return ListenSharedWith(ctx, addr, n, nil, true)
+}
+
+// ListenSharedWith is ListenShared with control applied to each socket
+// too (socket options; nil: none), and volley's buffers when buffers.
+// With n = 1 the socket does not set SO_REUSEPORT.
+func ListenSharedWith(ctx context.Context, addr string, n int, control func(network, address string, c syscall.RawConn) error, buffers bool) ([]*PacketConn, error) {
+	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+		if n > 1 {
+			if err := reusePort(network, address, c); err != nil {
+				return err
+			}
+		}
+		if control != nil {
+			return control(network, address, c)
+		}
+		return nil
+	}}
 	var out []*PacketConn
 	for i := 0; i < n; i++ {
 		pc, err := lc.ListenPacket(ctx, "udp", addr)
@@ -139,10 +157,15 @@ func ListenShared(ctx context.Context, addr string, n int) ([]*PacketConn, error
 			for _, p := range out {
 				p.Close()
 			}
-			return nil, fmt.Errorf("listen on udp %s with SO_REUSEPORT: %w", addr, err)
+			return nil, fmt.Errorf("listen on udp %s: %w", addr, err)
 		}
 		c := pc.(*net.UDPConn)
-		out = append(out, newPacketConn(c))
+		p := &PacketConn{c: c}
+		if buffers {
+			setBuffers(c)
+		}
+		p.b, _ = newBatcher(c, false) // without it, batches of one
+		out = append(out, p)
 		addr = c.LocalAddr().String() // the others join the port the first got
 	}
 	return out, nil
