@@ -491,6 +491,13 @@ func TestStreamTransports(t *testing.T) {
 			}
 		}
 	}
+	// Seed 003's run, read the iperf 2 way: 10 exchanges of 100 bytes up
+	// and 512 KiB down every second make 5.00 MBytes an interval.
+	r := volleyRun(t, "client", "tcp://"+srv.addr, "--burst", "10", "--period", "1s", "--size", "100", "--reply-size", "512K", "-t", "2s", "--format", "iperf")
+	if r.code != 0 || strings.Count(r.stdout, " 5.00 MBytes ") != 2 || !strings.Contains(r.stdout, "  10=") ||
+		!strings.Contains(r.stdout, "BB8(f)-PDF: bin(w=100µs):cnt(20)=") || !strings.Contains(r.stdout, "(5.00/95.00/99.70%=") || !strings.Contains(r.stdout, "(icwnd/mss/irtt=") {
+		t.Errorf("--format iperf: exit %d, output:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

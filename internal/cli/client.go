@@ -157,7 +157,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.iface, "interface", "", "send through this network interface only (SO_BINDTODEVICE; needs CAP_NET_RAW)")
 	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
-	fl.StringVar(&f.format, "format", "text", "output format: text, json or jsonl")
+	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
 	return cmd
@@ -208,9 +208,12 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		return cfg, usagef("--report-interval %s: want a positive duration, or 0 for none", f.reportInterval)
 	}
 	switch f.format {
-	case "text", "json", "jsonl":
+	case "text", "json", "jsonl", "iperf":
 	default:
-		return cfg, usagef("--format %q: want text, json or jsonl", f.format)
+		return cfg, usagef("--format %q: want text, json, jsonl or iperf", f.format)
+	}
+	if f.format == "iperf" && !changed("percentiles") {
+		f.percentiles = "5,95,99.7" // the points iperf 2 prints with its histogram
 	}
 	pcts, err := parsePercentiles(f.percentiles)
 	if err != nil {
@@ -294,6 +297,9 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	}
 	if f.histogram {
 		cfg.Histogram = 10
+	}
+	if f.format == "iperf" {
+		cfg.HistogramWidth = 100 * time.Microsecond // iperf 2's bins
 	}
 	if f.warmup != "" {
 		if n, err := strconv.ParseUint(f.warmup, 10, 64); err == nil {
@@ -405,6 +411,17 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		}
 	case "jsonl":
 		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(stdout, iv)) }
+	case "iperf":
+		if !f.quiet {
+			var mss uint32
+			cfg.OnStart = func(c result.Config) {
+				if c.TCP != nil {
+					mss = c.TCP.MSS
+				}
+				write(report.WriteIperfHeader(stdout, c))
+			}
+			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
+		}
 	}
 	var mu sync.Mutex // flows lose their sessions each on its own thread
 	cfg.OnReconnect = func(rc result.Reconnect) {
@@ -440,6 +457,8 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		write(report.WriteJSON(stdout, res))
 	case "jsonl":
 		write(report.WriteJSONLResult(stdout, res))
+	case "iperf":
+		write(report.WriteIperfSummary(stdout, res))
 	}
 	if runErr != nil {
 		return exitError{ExitError, runErr}

@@ -157,6 +157,9 @@ type Config struct {
 	Percentiles []float64
 	// Histogram adds an RTT histogram with this many bins per decade (0: none).
 	Histogram int
+	// HistogramWidth, when set, makes the histogram's bins this wide from
+	// zero instead (iperf 2's), with an outlier count.
+	HistogramWidth time.Duration
 	// Clock defaults to the system clock.
 	Clock clock.Clock
 	// history is the number of probes whose fate is remembered, for tests
@@ -1365,6 +1368,8 @@ func (r *run) finishOneWay() error {
 // delay for a one-way run; nil when none was asked for.
 func histogram(cfg *Config, a *acc) *result.Histogram {
 	switch {
+	case cfg.HistogramWidth > 0 && !cfg.OneWay:
+		return a.d[distRTT].LinearHistogram("rtt", cfg.HistogramWidth)
 	case cfg.Histogram == 0:
 		return nil
 	case cfg.OneWay:

@@ -262,13 +262,17 @@ type Throughput struct {
 }
 
 // Histogram is a log-binned histogram with an underflow and an overflow
-// bucket.
+// bucket, or (Width set) bins of that width from zero, iperf 2's way, with
+// Outliers counting the values more than three standard deviations above
+// the mean.
 type Histogram struct {
-	Of        string `json:"of"`
-	Total     int64  `json:"total"`
-	Underflow Bin    `json:"underflow"`
-	Bins      []Bin  `json:"bins"`
-	Overflow  Bin    `json:"overflow"`
+	Of        string        `json:"of"`
+	Total     int64         `json:"total"`
+	Underflow Bin           `json:"underflow"`
+	Bins      []Bin         `json:"bins"`
+	Overflow  Bin           `json:"overflow"`
+	Width     time.Duration `json:"width_ns,omitempty"`
+	Outliers  int64         `json:"outliers,omitempty"`
 }
 
 // Bin counts the values in [Low, High). Underflow has no Low, overflow no

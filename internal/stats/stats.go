@@ -164,6 +164,37 @@ func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
 	return out
 }
 
+// LinearHistogram returns the distribution in bins of width from zero to
+// the largest value, iperf 2's way, with Outliers counting the values more
+// than three standard deviations above the mean. Underflow and Overflow
+// stay empty.
+func (d *Dist) LinearHistogram(of string, width time.Duration) *result.Histogram {
+	out := &result.Histogram{Of: of, Total: d.n, Width: width}
+	if d.n == 0 || width <= 0 {
+		return out
+	}
+	nbins := int(d.max/int64(width)) + 1
+	out.Bins = make([]result.Bin, nbins)
+	for i := range out.Bins {
+		out.Bins[i].Low, out.Bins[i].High = time.Duration(i)*width, time.Duration(i+1)*width
+	}
+	limit := d.mean + 3*math.Sqrt(d.m2/float64(max(d.n-1, 1)))
+	for _, bar := range d.h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		i := min(int(max(bar.From, 0)/int64(width)), nbins-1)
+		out.Bins[i].Count += bar.Count
+		if float64(bar.From) > limit {
+			out.Outliers += bar.Count
+		}
+	}
+	for i := range out.Bins {
+		out.Bins[i].Share = float64(out.Bins[i].Count) / float64(d.n)
+	}
+	return out
+}
+
 // Snapshot is a Dist in a form that can cross the network: exact moments
 // and the HDR histogram in its standard compressed encoding.
 type Snapshot struct {

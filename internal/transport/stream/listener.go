@@ -64,14 +64,14 @@ func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string,
 	if err != nil {
 		return nil, err
 	}
-	l := Serve(ln, maxPeers)
-	l.afterRead = afterRead
-	return l, nil
+	return serve(ln, maxPeers, afterRead), nil
 }
 
 // Serve takes the connections ln accepts; see Listen.
-func Serve(ln net.Listener, maxPeers int) *Listener {
-	l := &Listener{ln: ln, maxPeers: maxPeers, frames: make(chan frame), closed: make(chan struct{}),
+func Serve(ln net.Listener, maxPeers int) *Listener { return serve(ln, maxPeers, nil) }
+
+func serve(ln net.Listener, maxPeers int, afterRead func(net.Conn) func()) *Listener {
+	l := &Listener{ln: ln, maxPeers: maxPeers, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
 		peers: make(map[netip.AddrPort]*peer), kick: make(chan struct{}, 1)}
 	l.timer = time.NewTimer(time.Hour)
 	l.timer.Stop()
