@@ -67,7 +67,7 @@ func main() {
 }
 
 type totals struct {
-	opened, closed, failed   atomic.Int64
+	opened, closed, failed  atomic.Int64
 	sent, received, counted atomic.Uint64
 }
 
