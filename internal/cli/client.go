@@ -198,6 +198,9 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if f.reconnect < 0 || (changed("reconnect") && f.reconnect == 0) {
 		return cfg, usagef("--reconnect %s: want a positive duration", f.reconnect)
 	}
+	if f.reconnect > 0 && t.Stream() {
+		return cfg, usagef("--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", t.Scheme)
+	}
 	if f.reconnect > 0 && f.oneway {
 		return cfg, usagef("--reconnect does not mix with --oneway: a one-way run's results live in the reflector's session, and a restart loses them")
 	}
