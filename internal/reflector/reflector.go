@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
@@ -225,6 +226,10 @@ type Reflector struct {
 
 	signer  *wire.Signer // nil without a key
 	allRate bucket       // MaxTotalRate
+
+	// mu is held around everything but the reading when a stream
+	// listener's connections call Handle on their own goroutines.
+	mu sync.Mutex
 	unknown bucket       // ErrorSession answers
 }
 
@@ -713,6 +718,22 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	if !ok {
 		bc, batch = oneAtATime{conn}, 1
 	}
+	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
+		// Each connection answers on its own goroutine; this loop keeps
+		// the clock: held replies, intervals, the idle sweep.
+		hc.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
+			now := r.clk.Now()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			reply := r.Handle(msg, from, now)
+			if reply != nil {
+				r.st.PacketsOut++ // its connection sends it
+				r.st.BytesOut += uint64(len(reply))
+			}
+			return reply
+		})
+		batch = 1
+	}
 	in := make([]transport.Message, batch)
 	for i := range in {
 		in[i].Buf = make([]byte, r.cfg.MaxMessage+1)
@@ -736,7 +757,10 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	lastAt := start
 	var deadline int64
 	for {
-		if want := r.NextDue(); want != 0 && want < next {
+		r.mu.Lock()
+		want := r.NextDue()
+		r.mu.Unlock()
+		if want != 0 && want < next {
 			if want != deadline {
 				deadline = want
 				if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
@@ -754,10 +778,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		}
 		n, err := bc.ReadBatch(in)
 		now := r.clk.Now()
+		r.mu.Lock()
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 			case errors.Is(err, net.ErrClosed):
+				r.mu.Unlock()
 				return r.total(start), nil
 			default:
 				// Errors a socket reports for an earlier send (ICMP) do
@@ -802,6 +828,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				next += tick
 			}
 		}
+		r.mu.Unlock()
 	}
 }
 
@@ -827,6 +854,8 @@ func (c oneAtATime) WriteBatch(ms []transport.Message) (int, error) {
 }
 
 func (r *Reflector) total(start int64) Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	s := r.Stats()
 	s.Elapsed = time.Duration(r.clk.Now() - start)
 	return s

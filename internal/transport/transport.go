@@ -52,6 +52,10 @@ type Message = udp.Message
 // TCPInfo is what the kernel says of a TCP connection.
 type TCPInfo = stream.TCPInfo
 
+// Handler answers a stream connection's message on the connection's own
+// goroutine; see stream.Listener.SetHandler.
+type Handler = stream.Handler
+
 // TCPConn is a Conn over TCP, which can say how long it took to connect
 // and what the kernel knows of it.
 type TCPConn interface {

@@ -34,9 +34,23 @@ type Listener struct {
 	deadline atomic.Int64 // Unix ns; 0: none
 	kick     chan struct{}
 	timer    *time.Timer
+
+	handler atomic.Pointer[Handler]
 }
 
+// Handler answers a message from a connection: it returns the reply to
+// send on it, or nil. It may build the reply in msg's memory, up to its
+// capacity (MaxMessage+1). It runs on the connection's goroutine, so it
+// must be safe for concurrent use.
+type Handler func(msg []byte, from netip.AddrPort) []byte
+
+// SetHandler makes each connection answer its messages on its own
+// goroutine with h, instead of handing them to ReadFrom: one goroutine
+// wake-up less per message. ReadFrom then only waits for its deadline.
+func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
+
 type peer struct {
+	wmu   sync.Mutex // a connection's replies come from its reader and from held replies
 	c     *Conn
 	after func() // called after each message read, or nil
 	addr  netip.AddrPort
@@ -139,6 +153,20 @@ func (l *Listener) read(p *peer) {
 		if p.after != nil {
 			p.after()
 		}
+		if h := l.handler.Load(); h != nil {
+			if cap(p.buf) <= MaxMessage {
+				// Room for a reply of any size, built in place.
+				b := make([]byte, len(p.buf), MaxMessage+1)
+				copy(b, p.buf[:n])
+				p.buf = b
+			}
+			if reply := (*h)(p.buf[:n], p.addr); reply != nil {
+				if _, err := p.write(reply); err != nil {
+					return
+				}
+			}
+			continue
+		}
 		select {
 		case l.frames <- frame{p: p, n: n}:
 		case <-l.closed:
@@ -193,6 +221,12 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	if p == nil {
 		return 0, net.ErrClosed // the connection ended
 	}
+	return p.write(b)
+}
+
+func (p *peer) write(b []byte) (int, error) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	return p.c.Write(b)
 }
 
