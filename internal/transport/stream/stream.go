@@ -16,7 +16,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -48,6 +47,9 @@ type Conn struct {
 	size    int    // its length, once the header is in
 	partial []byte // what a read cut by its deadline had of the body
 	wbuf    []byte
+	ahead   []byte // read ahead of the current message: ahead[as:ae] is unread
+	as, ae  int
+	dropped int // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
 }
 
@@ -88,7 +90,7 @@ func (c *Conn) ReadGrow(buf []byte) ([]byte, int, error) { return c.read(buf, tr
 
 func (c *Conn) read(b []byte, grow bool) ([]byte, int, error) {
 	for c.hdrN < headerLen {
-		n, err := c.Conn.Read(c.hdr[c.hdrN:])
+		n, err := c.readSome(c.hdr[c.hdrN:])
 		c.hdrN += n
 		if err != nil && c.hdrN < headerLen {
 			return b, 0, err
@@ -114,29 +116,57 @@ func (c *Conn) read(b []byte, grow bool) ([]byte, int, error) {
 		}
 	}
 	got := copy(b, c.partial)
-	n, err := io.ReadFull(c.Conn, b[got:c.size])
-	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			c.partial = append(c.partial[:0], b[:got+n]...)
+	for got < c.size {
+		n, err := c.readSome(b[got:c.size])
+		got += n
+		if err != nil && got < c.size {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.partial = append(c.partial[:0], b[:got]...)
+			}
+			return b, 0, err
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = io.EOF
-		}
-		return b, 0, err
 	}
 	c.hdrN = 0
 	return b, c.size, nil
 }
 
+// readAhead is the most read in one call beyond what a message needs:
+// the next messages' headers and small bodies come with it, one system
+// call per message instead of two.
+const readAhead = 16 << 10
+
+// readSome fills dst with what was read ahead, or reads: into dst itself
+// when it is large, or ahead into c.ahead otherwise.
+func (c *Conn) readSome(dst []byte) (int, error) {
+	if c.as < c.ae {
+		n := copy(dst, c.ahead[c.as:c.ae])
+		c.as += n
+		return n, nil
+	}
+	if len(dst) >= readAhead {
+		return c.Conn.Read(dst)
+	}
+	if c.ahead == nil {
+		c.ahead = make([]byte, readAhead)
+	}
+	n, err := c.Conn.Read(c.ahead)
+	c.as, c.ae = 0, n
+	m := copy(dst, c.ahead[:n])
+	c.as = m
+	return m, err
+}
+
 // discard reads and drops the rest of the current message.
 func (c *Conn) discard() error {
-	left := int64(c.size - len(c.partial))
-	n, err := io.CopyN(io.Discard, c.Conn, left)
-	if err != nil {
-		c.partial = append(c.partial, make([]byte, n)...) // what was dropped
-		return err
+	var scratch [4096]byte
+	for c.dropped < c.size {
+		n, err := c.readSome(scratch[:min(c.size-c.dropped, len(scratch))])
+		c.dropped += n
+		if err != nil && c.dropped < c.size {
+			return err
+		}
 	}
-	c.hdrN = 0
+	c.hdrN, c.dropped = 0, 0
 	return nil
 }
 
