@@ -29,14 +29,14 @@ start_volley_server() {
 	[ -n "$vaddr" ] || { echo "volley server did not start" >&2; exit 1; }
 }
 
-# start_sockperf_server: installs sockperf from Debian packages if missing
+# start_sockperf_server [ARGS...]: installs sockperf from Debian packages if missing
 # and starts its server on 127.0.0.1:$SP_PORT.
 start_sockperf_server() {
 	if ! command -v sockperf >/dev/null; then
 		echo "installing sockperf from Debian packages" >&2
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sockperf >/dev/null
 	fi
-	sockperf server -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
+	sockperf server -i 127.0.0.1 -p "$SP_PORT" "$@" >"$tmp/sockperf-server.log" 2>&1 &
 	pids+=($!)
 }
 
@@ -48,5 +48,16 @@ start_qperf_server() {
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qperf >/dev/null
 	fi
 	qperf >"$tmp/qperf-server.log" 2>&1 &
+	pids+=($!)
+}
+
+# start_iperf_server: installs iperf (2) from Debian packages if missing
+# and starts its server on 127.0.0.1:$IP_PORT.
+start_iperf_server() {
+	if ! command -v iperf >/dev/null; then
+		echo "installing iperf 2 from Debian packages" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf >/dev/null
+	fi
+	iperf -s -B 127.0.0.1 -p "$IP_PORT" >"$tmp/iperf-server.log" 2>&1 &
 	pids+=($!)
 }

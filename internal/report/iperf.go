@@ -15,7 +15,9 @@ import (
 // exchanges' RTT count=avg/min/max/stdev, TCP retransmits and cwnd/RTT,
 // and requests per second (from the mean RTT, as iperf 2's RPS(avg)); at
 // the end the RTT histogram in 100µs bins with its 5/95/99.7% points and
-// the outliers (more than three standard deviations above the mean).
+// the outliers (more than three standard deviations above the mean). As
+// in iperf 2, bin k holds the values in [(k-1)×100µs, k×100µs), so 21µs is
+// in bin 1, and the points are given as bins.
 
 // WriteIperfHeader writes the lines iperf 2's bounceback client starts with.
 func WriteIperfHeader(w io.Writer, c result.Config) error {
@@ -89,7 +91,7 @@ func WriteIperfSummary(w io.Writer, res *result.Result) error {
 		var cells []string
 		for i, bin := range h.Bins {
 			if bin.Count > 0 {
-				cells = append(cells, fmt.Sprintf("%d:%d", i, bin.Count))
+				cells = append(cells, fmt.Sprintf("%d:%d", i+1, bin.Count))
 			}
 		}
 		b.WriteString(strings.Join(cells, ","))
@@ -97,7 +99,7 @@ func WriteIperfSummary(w io.Writer, res *result.Result) error {
 		var heads []string
 		for _, q := range res.Summary.RTT.Percentiles {
 			heads = append(heads, fmt.Sprintf("%.2f", q.P))
-			pts = append(pts, fmt.Sprint(int64(q.Value/h.Width)))
+			pts = append(pts, fmt.Sprint(int64(q.Value/h.Width)+1))
 		}
 		fmt.Fprintf(&b, "\n(%s%%=%s,Outliers=%d,obl/obu=0/0)\n", strings.Join(heads, "/"), strings.Join(pts, "/"), h.Outliers)
 	}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# TCP request/reply on 127.0.0.1: volley tcp:// ping-pong against sockperf
+# --tcp ping-pong and iperf 2 --bounceback (back to back, period 0), side by
+# side in one run. Run by hand (not in CI), from the repository root:
+#
+#   bench/tcp-rr.sh                  # 3 rounds of 5 s runs, 100-byte messages
+#   ROUNDS=5 SECS=10 bench/tcp-rr.sh
+#
+# Prints RTT p50 and p99 for sockperf (--full-rtt) and volley, and the mean
+# for iperf 2 (its bounceback reports avg/min/max/stdev) and volley, with
+# the ratios volley/peer. volley's reflector sets TCP_QUICKACK after every
+# read, as iperf 2's bounceback server does; sockperf's does not.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-5}
+SIZE=${SIZE:-100}
+SP_PORT=${SP_PORT:-11113}
+IP_PORT=${IP_PORT:-15001}
+
+. bench/common.sh
+start_sockperf_server --tcp
+start_iperf_server
+start_volley_server -q
+sleep 0.5
+
+sockperf_run() {
+	sockperf ping-pong --tcp -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
+		sed 's/\x1b\[[0-9;]*m//g' |
+		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
+}
+
+iperf_run() { # the mean round trip in µs, from the summary's cnt=avg/min/max/stdev (ms)
+	iperf -c 127.0.0.1 -p "$IP_PORT" --bounceback --bounceback-period 0 -l "$SIZE" -t "$SECS" -i "$((SECS + 1))" 2>&1 |
+		awk '/ ms / && /=/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+=/) {split($i, a, "="); split(a[2], b, "/"); v = b[1]}} END {printf "%.2f\n", v * 1000}'
+}
+
+volley_run() {
+	"$tmp/volley" client "tcp://$vaddr" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)["summary"]["rtt"]
+p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
+print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
+}
+
+echo "TCP request/reply RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "iperf mean" "volley mean" "mean x"
+ratios=() iratios=()
+for i in $(seq "$ROUNDS"); do
+	read -r sp50 sp99 < <(sockperf_run)
+	read -r imean < <(iperf_run)
+	read -r vp50 vp99 vmean < <(volley_run)
+	r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
+	r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
+	ri=$(python3 -c "print('%.3f' % ($vmean / $imean))")
+	ratios+=("$r50") iratios+=("$ri")
+	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$imean" "$vmean" "$ri"
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
+echo "median mean ratio volley/iperf 2 bounceback: $(median "${iratios[@]}")"
