@@ -52,6 +52,7 @@ type clientFlags struct {
 	reconnect      time.Duration
 	// Socket options.
 	nodelay, df    bool
+	quickAck       bool
 	v4, v6         bool
 	congestion     string
 	buffer         byteSize
@@ -147,6 +148,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
 	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off (TCP_NODELAY), as iperf 2 does; --nodelay=false leaves it on")
+	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: the reflector acknowledges each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false asks it to leave delayed ACKs on")
 	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm (TCP_CONGESTION), such as cubic or bbr")
 	fl.Var(&f.buffer, "buffer", "socket send and receive buffers in bytes (K, M suffixes); the kernel's grant is reported (default: 4M over UDP, the system's over TCP)")
 	fl.IntVar(&f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")
@@ -267,6 +269,7 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		Hold:           f.hold,
 		OneWay:         f.oneway,
 		Reconnect:      f.reconnect,
+		NoQuickAck:     !f.quickAck,
 	}
 	if f.oneway && f.rate == 0 && f.sendInterval == 0 {
 		cfg.Rate = 1000
@@ -478,7 +481,7 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 	o := transport.DialOptions{Bind: f.bind, Socket: sockopt.Options{TOS: f.tos, TTL: f.ttl, DF: f.df, Buffer: int(f.buffer),
 		Congestion: f.congestion, Interface: f.iface, NoDelayOff: !f.nodelay}}
 	var asked []string
-	for _, name := range []string{"nodelay", "congestion", "buffer", "tos", "dscp", "ttl", "df", "bind", "interface", "ipv4", "ipv6"} {
+	for _, name := range []string{"nodelay", "quickack", "congestion", "buffer", "tos", "dscp", "ttl", "df", "bind", "interface", "ipv4", "ipv6"} {
 		if fl := cmd.Flags().Lookup(name); fl.Changed {
 			asked = append(asked, "--"+name+"="+fl.Value.String())
 		}
@@ -502,8 +505,8 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 		return o, nil, usagef("--ttl %d: want 1 to 255", f.ttl)
 	case f.df && t.Scheme != "udp":
 		return o, nil, usagef("--df is for UDP (TCP sets it itself)")
-	case (f.congestion != "" || !f.nodelay) && t.Scheme != "tcp":
-		return o, nil, usagef("--congestion and --nodelay are for tcp:// targets")
+	case (f.congestion != "" || !f.nodelay || !f.quickAck) && t.Scheme != "tcp":
+		return o, nil, usagef("--congestion, --nodelay and --quickack are for tcp:// targets")
 	}
 	if f.dscp >= 0 {
 		o.Socket.TOS = f.dscp << 2

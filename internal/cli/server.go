@@ -129,7 +129,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			case congestion != "" && !slices.Contains(sockopt.Available(), congestion):
 				return usagef("--congestion %s: not available here (available: %s)", congestion, strings.Join(sockopt.Available(), ", "))
 			}
-			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay}
+			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
 			pcs, err := transport.ListenUDPWith(cmd.Context(), listen, workers, udpOpts)
@@ -264,7 +264,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
-	fl.StringVar(&iface, "interface", "", "add this network interface's RX/TX packet counters to each interval line")
+	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
 	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd
 }

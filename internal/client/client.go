@@ -141,6 +141,9 @@ type Config struct {
 	// MaxMessage is the largest message the transport carries (default
 	// MaxSize, UDP's).
 	MaxMessage int
+	// NoQuickAck asks a TCP reflector to leave delayed ACKs on (it sets
+	// TCP_QUICKACK after every read unless a message says not to).
+	NoQuickAck bool
 	// Reconnect, when not zero, lets a run whose session is lost (the
 	// reflector restarted, went silent or went away) open a new one and
 	// carry on, trying for this long, a Hello every Timeout (at most
@@ -1069,6 +1072,9 @@ func (r *run) send() error {
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	if r.warm {
 		h.Flags = wire.FlagWarmup
+	}
+	if r.cfg.NoQuickAck {
+		h.Flags |= wire.FlagNoQuickAck
 	}
 	buf, entry := r.buf, uint16(0)
 	if r.picker != nil {

@@ -179,6 +179,9 @@ func (r *run) sender(ctx context.Context, start int64) {
 		if cfg.OneWay {
 			h.Flags |= wire.FlagOneWay
 		}
+		if cfg.NoQuickAck {
+			h.Flags |= wire.FlagNoQuickAck
+		}
 		out, entry := ob.next(), uint16(0)
 		if picker != nil {
 			entry = uint16(picker.Pick())

@@ -21,6 +21,7 @@ import (
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
+	"github.com/volley-net/volley/internal/wire"
 )
 
 // DefaultPort is the port volley's reflector listens on unless told otherwise.
@@ -334,10 +335,10 @@ type ListenOptions struct {
 // ListenStreamWith is ListenStream as o says.
 func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (PacketConn, error) {
 	lc := &net.ListenConfig{}
-	var after func(net.Conn) func()
+	var after func(net.Conn) func(msg []byte)
 	if network == "tcp" {
 		lc.Control = o.Socket.Control
-		after = func(c net.Conn) func() {
+		after = func(c net.Conn) func(msg []byte) {
 			tc, ok := c.(*net.TCPConn)
 			if !ok {
 				return nil
@@ -353,7 +354,11 @@ func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (Pack
 				return nil
 			}
 			quickAck := sockopt.QuickAcker(rc)
-			return func() { _ = quickAck() }
+			return func(msg []byte) {
+				if wire.FlagsOf(msg)&wire.FlagNoQuickAck == 0 { // the client may ask for delayed ACKs
+					_ = quickAck()
+				}
+			}
 		}
 	}
 	l, err := stream.ListenWith(context.Background(), lc, network, addr, maxPeers, after)

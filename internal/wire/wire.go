@@ -152,7 +152,20 @@ const (
 	// before the tag. With a key set, both ends drop messages without a
 	// valid tag; a reflector answers such a Hello with ErrorAuth.
 	FlagAuth Flags = 1 << 2
+	// FlagNoQuickAck asks a reflector on a TCP connection not to set
+	// TCP_QUICKACK after reading this message, so that its kernel delays
+	// the ACK (iperf 2's --bounceback-no-quickack).
+	FlagNoQuickAck Flags = 1 << 3
 )
+
+// FlagsOf returns the flags of the message msg without decoding the rest
+// (0 when msg is shorter than a header).
+func FlagsOf(msg []byte) Flags {
+	if len(msg) < HeaderLen {
+		return 0
+	}
+	return Flags(binary.BigEndian.Uint16(msg[4:]))
+}
 
 // TagLen is the length of an authentication tag.
 const TagLen = 16

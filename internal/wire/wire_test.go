@@ -253,3 +253,17 @@ func BenchmarkSignVerify(b *testing.B) {
 		}
 	}
 }
+
+func TestFlagsOf(t *testing.T) {
+	b := make([]byte, HeaderLen)
+	h := Header{Type: TypeProbe, Flags: FlagWarmup | FlagNoQuickAck}
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := FlagsOf(b); got != h.Flags {
+		t.Fatalf("FlagsOf = %b, want %b", got, h.Flags)
+	}
+	if got := FlagsOf(b[:10]); got != 0 {
+		t.Fatalf("FlagsOf(short) = %b, want 0", got)
+	}
+}

@@ -21,7 +21,7 @@ import (
 type Listener struct {
 	ln        net.Listener
 	maxPeers  int
-	afterRead func(net.Conn) func()
+	afterRead func(net.Conn) func(msg []byte)
 	frames    chan frame
 	closed    chan struct{}
 	once      sync.Once
@@ -52,7 +52,7 @@ func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
 type peer struct {
 	wmu   sync.Mutex // a connection's replies come from its reader and from held replies
 	c     *Conn
-	after func() // called after each message read, or nil
+	after func(msg []byte) // called with each message read, or nil
 	addr  netip.AddrPort
 	free  chan struct{} // ReadFrom took the message
 	buf   []byte
@@ -71,9 +71,9 @@ func Listen(network, addr string, maxPeers int) (*Listener, error) {
 
 // ListenWith is Listen through lc (its socket options, which accepted
 // connections inherit). afterRead, when not nil, is called with each
-// accepted connection and returns what to call after each message read
+// accepted connection and returns what to call with each message read
 // from it (a reflector's TCP_QUICKACK).
-func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string, maxPeers int, afterRead func(net.Conn) func()) (*Listener, error) {
+func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string, maxPeers int, afterRead func(net.Conn) func(msg []byte)) (*Listener, error) {
 	ln, err := lc.Listen(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string,
 // Serve takes the connections ln accepts; see Listen.
 func Serve(ln net.Listener, maxPeers int) *Listener { return serve(ln, maxPeers, nil) }
 
-func serve(ln net.Listener, maxPeers int, afterRead func(net.Conn) func()) *Listener {
+func serve(ln net.Listener, maxPeers int, afterRead func(net.Conn) func(msg []byte)) *Listener {
 	l := &Listener{ln: ln, maxPeers: maxPeers, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
 		peers: make(map[netip.AddrPort]*peer), kick: make(chan struct{}, 1)}
 	l.timer = time.NewTimer(time.Hour)
@@ -151,7 +151,7 @@ func (l *Listener) read(p *peer) {
 			return // the peer left, or broke the framing
 		}
 		if p.after != nil {
-			p.after()
+			p.after(p.buf[:n])
 		}
 		if h := l.handler.Load(); h != nil {
 			if cap(p.buf) <= MaxMessage {
