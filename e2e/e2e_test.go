@@ -463,6 +463,9 @@ func TestStreamTransports(t *testing.T) {
 		for _, shape := range [][]string{
 			{"-n", "500", "--window", "4"},
 			{"--rate", "2000", "-t", "1s"},
+			// Held replies leave on time, not at the reflector's next
+			// interval tick (they would be lost to the timeout).
+			{"--hold", "2ms", "-n", "20", "--timeout", "500ms"},
 			{"--burst", "10", "--period", "50ms", "-n", "50", "--size", "100", "--reply-size", "512K"},
 		} {
 			if strings.HasPrefix(target, "unixgram") && shape[0] == "--burst" {

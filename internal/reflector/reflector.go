@@ -718,17 +718,25 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	if !ok {
 		bc, batch = oneAtATime{conn}, 1
 	}
+	handler := false
 	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
 		// Each connection answers on its own goroutine; this loop keeps
-		// the clock: held replies, intervals, the idle sweep.
+		// the clock: held replies, intervals, the idle sweep. A reply
+		// held for sooner than the loop's deadline moves the deadline,
+		// under the lock the loop sets it under.
+		handler = true
 		hc.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
 			now := r.clk.Now()
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			before := r.NextDue()
 			reply := r.Handle(msg, from, now)
 			if reply != nil {
 				r.st.PacketsOut++ // its connection sends it
 				r.st.BytesOut += uint64(len(reply))
+			}
+			if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
+				_ = conn.SetReadDeadline(r.clk.Time(due))
 			}
 			return reply
 		})
@@ -757,21 +765,23 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	lastAt := start
 	var deadline int64
 	for {
+		if handler {
+			deadline = 0 // the handlers may have moved it
+		}
 		r.mu.Lock()
-		want := r.NextDue()
-		r.mu.Unlock()
-		if want != 0 && want < next {
+		var derr error
+		if want := r.NextDue(); want != 0 && want < next {
 			if want != deadline {
 				deadline = want
-				if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
-					return r.total(start), fmt.Errorf("set read deadline: %w", err)
-				}
+				derr = conn.SetReadDeadline(r.clk.Time(deadline))
 			}
 		} else if next != deadline {
 			deadline = next
-			if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
-				return r.total(start), fmt.Errorf("set read deadline: %w", err)
-			}
+			derr = conn.SetReadDeadline(r.clk.Time(deadline))
+		}
+		r.mu.Unlock()
+		if derr != nil {
+			return r.total(start), fmt.Errorf("set read deadline: %w", derr)
 		}
 		if ctx.Err() != nil {
 			return r.total(start), nil
