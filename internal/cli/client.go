@@ -392,8 +392,8 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		conns = append(conns, conn)
 	}
 	if g, err := transport.Granted(conns[0]); err == nil {
-		cfg.Socket = &result.Socket{SendBuffer: g.SendBuffer, RecvBuffer: g.RecvBuffer, TOS: g.TOS, TTL: g.TTL, DF: g.DF,
-			Congestion: g.Congestion, NoDelay: g.NoDelay, Interface: g.Interface, Bind: dopts.Bind, Asked: asked}
+		g.Bind, g.Asked = dopts.Bind, asked
+		cfg.Socket = &g
 	}
 
 	var werr error // the first error writing the report

@@ -229,8 +229,8 @@ type Reflector struct {
 
 	// mu is held around everything but the reading when a stream
 	// listener's connections call Handle on their own goroutines.
-	mu sync.Mutex
-	unknown bucket       // ErrorSession answers
+	mu      sync.Mutex
+	unknown bucket // ErrorSession answers
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown

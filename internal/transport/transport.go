@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
@@ -271,7 +272,7 @@ func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
 
 // Granted returns the socket options the kernel applied to conn's socket,
 // for udp and tcp connections.
-func Granted(conn Conn) (sockopt.Granted, error) {
+func Granted(conn Conn) (result.Socket, error) {
 	var sc interface {
 		SyscallConn() (syscall.RawConn, error)
 	}
@@ -282,15 +283,15 @@ func Granted(conn Conn) (sockopt.Granted, error) {
 	case *stream.Conn:
 		tc, ok := c.Conn.(*net.TCPConn)
 		if !ok {
-			return sockopt.Granted{}, errors.ErrUnsupported
+			return result.Socket{}, errors.ErrUnsupported
 		}
 		sc, network = tc, "tcp"
 	default:
-		return sockopt.Granted{}, errors.ErrUnsupported
+		return result.Socket{}, errors.ErrUnsupported
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return sockopt.Granted{}, err
+		return result.Socket{}, err
 	}
 	if a, ok := conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }); ok && !a.AddrPort().Addr().Unmap().Is4() {
 		network += "6"
@@ -381,27 +382,6 @@ func ListenUDP(addr string) (PacketConn, error) {
 // SO_REUSEPORT when n > 1), with the socket options in o.
 func ListenUDPWith(ctx context.Context, addr string, n int, o sockopt.Options) ([]PacketConn, error) {
 	cs, err := udp.ListenSharedWith(ctx, addr, n, o.Control, o.Buffer == 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PacketConn, len(cs))
-	for i, c := range cs {
-		out[i] = c
-	}
-	return out, nil
-}
-
-// ListenUDPWorkers opens n reflector sockets sharing addr's port
-// (SO_REUSEPORT); n = 1 is ListenUDP.
-func ListenUDPWorkers(ctx context.Context, addr string, n int) ([]PacketConn, error) {
-	if n == 1 {
-		c, err := ListenUDP(addr)
-		if err != nil {
-			return nil, err
-		}
-		return []PacketConn{c}, nil
-	}
-	cs, err := udp.ListenShared(ctx, addr, n)
 	if err != nil {
 		return nil, err
 	}

@@ -25,18 +25,6 @@ type Options struct {
 	NoDelayOff bool   // TCP: leave Nagle's algorithm on
 }
 
-// Granted is what the kernel says it applied.
-type Granted struct {
-	SendBuffer int    `json:"send_buffer"`
-	RecvBuffer int    `json:"recv_buffer"`
-	TOS        int    `json:"tos"`
-	TTL        int    `json:"ttl"`
-	DF         bool   `json:"df,omitempty"`
-	Congestion string `json:"congestion,omitempty"`
-	NoDelay    bool   `json:"nodelay,omitempty"`
-	Interface  string `json:"interface,omitempty"`
-}
-
 // ErrCongestion: the congestion control algorithm asked for is not
 // available.
 var ErrCongestion = errors.New("unknown TCP congestion control algorithm")

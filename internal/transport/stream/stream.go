@@ -49,7 +49,7 @@ type Conn struct {
 	wbuf    []byte
 	ahead   []byte // read ahead of the current message: ahead[as:ae] is unread
 	as, ae  int
-	dropped int // bytes of a too-large message read and dropped so far
+	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
 }
 

@@ -128,15 +128,11 @@ func Listen(addr string) (*PacketConn, error) {
 	return newPacketConn(c), nil
 }
 
-// ListenShared opens n sockets on the same addr with SO_REUSEPORT, for n
-// reflector workers: the kernel gives each peer address to one of them.
+// ListenSharedWith opens n sockets on the same addr with SO_REUSEPORT, for
+// n reflector workers: the kernel gives each peer address to one of them.
 // With port 0 the first socket picks the port and the others join it.
-func ListenShared(ctx context.Context, addr string, n int) ([]*PacketConn, error) {
-	return ListenSharedWith(ctx, addr, n, nil, true)
-}
-
-// ListenSharedWith is ListenShared with control applied to each socket
-// too (socket options; nil: none), and volley's buffers when buffers.
+// control applies socket options to each (nil: none), and buffers asks
+// for volley's buffers.
 // With n = 1 the socket does not set SO_REUSEPORT.
 func ListenSharedWith(ctx context.Context, addr string, n int, control func(network, address string, c syscall.RawConn) error, buffers bool) ([]*PacketConn, error) {
 	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
