@@ -61,3 +61,28 @@ start_iperf_server() {
 	iperf -s -B 127.0.0.1 -p "$IP_PORT" >"$tmp/iperf-server.log" 2>&1 &
 	pids+=($!)
 }
+
+# median VALUES...: the median of the values.
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# rr_rounds ROUNDS PEER PEER_FN: runs ROUNDS rounds of sockperf_run
+# (prints p50 p99), PEER_FN (prints PEER's mean) and volley_run (prints p50
+# p99 mean), all in µs, and prints a row of figures and volley/peer ratios
+# per round, then the median ratios.
+rr_rounds() {
+	local rounds=$1 peer=$2 peer_fn=$3
+	printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "$peer mean" "volley mean" "mean x"
+	local ratios=() pratios=() i sp50 sp99 pmean vp50 vp99 vmean r50 r99 rp
+	for i in $(seq "$rounds"); do
+		read -r sp50 sp99 < <(sockperf_run)
+		read -r pmean < <("$peer_fn")
+		read -r vp50 vp99 vmean < <(volley_run)
+		r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
+		r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
+		rp=$(python3 -c "print('%.3f' % ($vmean / $pmean))")
+		ratios+=("$r50") pratios+=("$rp")
+		printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$pmean" "$vmean" "$rp"
+	done
+	echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
+	echo "median mean ratio volley/$peer: $(median "${pratios[@]}")"
+}

@@ -45,18 +45,4 @@ print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
 }
 
 echo "TCP request/reply RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "iperf mean" "volley mean" "mean x"
-ratios=() iratios=()
-for i in $(seq "$ROUNDS"); do
-	read -r sp50 sp99 < <(sockperf_run)
-	read -r imean < <(iperf_run)
-	read -r vp50 vp99 vmean < <(volley_run)
-	r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
-	r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
-	ri=$(python3 -c "print('%.3f' % ($vmean / $imean))")
-	ratios+=("$r50") iratios+=("$ri")
-	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$imean" "$vmean" "$ri"
-done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
-echo "median mean ratio volley/iperf 2 bounceback: $(median "${iratios[@]}")"
+rr_rounds "$ROUNDS" iperf iperf_run

@@ -46,18 +46,5 @@ qperf_run() { # the mean round trip: twice its one-way latency
 }
 
 echo "UDP ping-pong RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "qperf mean" "volley mean" "mean x"
-ratios=() qratios=()
-for i in $(seq "$PAIRS"); do
-	read -r sp50 sp99 < <(sockperf_run)
-	read -r qmean < <(qperf_run)
-	read -r vp50 vp99 vmean < <(volley_run)
-	r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
-	r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
-	rq=$(python3 -c "print('%.3f' % ($vmean / $qmean))")
-	ratios+=("$r50") qratios+=("$rq")
-	printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$qmean" "$vmean" "$rq"
-done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}") (target <= 1.05)"
-echo "median mean ratio volley/qperf: $(median "${qratios[@]}")"
+rr_rounds "$PAIRS" qperf qperf_run
+echo "(target: p50 ratio volley/sockperf <= 1.05)"
