@@ -147,11 +147,10 @@ type Config struct {
 	// Reconnect, when not zero, lets a run whose session is lost (the
 	// reflector restarted, went silent or went away) open a new one and
 	// carry on, trying for this long, a Hello every Timeout (at most
-	// 100ms). Probes in
-	// flight then are lost; an open-loop sender keeps to its schedule
-	// through the gap, and its probes are lost until the new session
-	// opens. Each gap is listed in Result.Reconnects. Without it the run
-	// ends at the loss.
+	// 100ms). Probes in flight then are lost; an open-loop sender keeps to
+	// its schedule through the gap, and its probes are lost until the new
+	// session opens. Each gap is listed in Result.Reconnects. Without it
+	// the run ends at the loss.
 	Reconnect time.Duration
 	// OnReconnect, if set, is called when a session is lost (Resumed
 	// false) and when a new one takes over (Resumed true).
@@ -920,16 +919,18 @@ const recvBatch = 16
 // only one can be waiting and a plain read is the cheapest).
 func (r *run) read() (int, error) {
 	if r.in == nil {
-		size, n := len(r.rbuf), 1
+		// One at a time, into the handshake's buffer: the two never
+		// read at once.
+		r.in = []transport.Message{{Buf: r.rbuf}}
 		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
-			r.batch, n = bc, recvBatch
-			size = max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
-		}
-		r.in = make([]transport.Message, n)
-		for i := range r.in {
-			r.in[i].Buf = make([]byte, size)
+			r.batch = bc
+			size := max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
+			r.in = make([]transport.Message, recvBatch)
+			for i := range r.in {
+				r.in[i].Buf = make([]byte, size)
+			}
 		}
 	}
 	if r.batch != nil {

@@ -807,9 +807,9 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				out = append(out, transport.Message{Buf: reply, N: len(reply), Addr: m.Addr})
 			}
 		}
-		for len(out) > 0 {
-			sent, err := bc.WriteBatch(out)
-			for _, m := range out[:sent] {
+		for pending := out; len(pending) > 0; {
+			sent, err := bc.WriteBatch(pending)
+			for _, m := range pending[:sent] {
 				r.st.PacketsOut++
 				r.st.BytesOut += uint64(m.N)
 			}
@@ -818,7 +818,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			}
 			// Skip the one that failed; send the rest.
 			r.st.SendErrors++
-			out = out[sent+1:]
+			pending = pending[sent+1:]
 		}
 		out = out[:0]
 		if len(r.heldQ) > 0 {
