@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,7 @@ type clientFlags struct {
 	workload       string
 	key, keyFile   string
 	reconnect      time.Duration
+	log            string
 	// Socket options.
 	nodelay, df    bool
 	quickAck       bool
@@ -160,6 +162,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
+	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
 	return cmd
@@ -429,6 +432,20 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
 		}
 	}
+	if f.log != "" {
+		var lw io.Writer = stdout
+		if f.log != "-" {
+			lf, err := os.Create(f.log)
+			if err != nil {
+				return usageError{fmt.Errorf("--log: %w", err)}
+			}
+			defer lf.Close()
+			lw = lf
+		}
+		if cfg.Log, err = client.NewLogWriter(lw); err != nil {
+			return fmt.Errorf("--log %s: %w", f.log, err)
+		}
+	}
 	var mu sync.Mutex // flows lose their sessions each on its own thread
 	cfg.OnReconnect = func(rc result.Reconnect) {
 		mu.Lock()
@@ -465,6 +482,9 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		write(report.WriteJSONLResult(stdout, res))
 	case "iperf":
 		write(report.WriteIperfSummary(stdout, res))
+	}
+	if cfg.Log != nil && cfg.Log.Err() != nil {
+		write(fmt.Errorf("--log %s: %w", f.log, cfg.Log.Err()))
 	}
 	if runErr != nil {
 		return exitError{ExitError, runErr}

@@ -169,6 +169,9 @@ type Config struct {
 	history int
 	// sleep replaces the open-loop sender's precise sleep, for tests.
 	sleep func(time.Duration)
+	// Log, when set, gets a CSV line per measured probe (see LogHeader);
+	// each flow writes its own lines, flow numbers from 1.
+	Log *LogWriter
 	// Socket, when set, is copied into the result's configuration: the
 	// socket options as the kernel applied them.
 	Socket *result.Socket
@@ -439,6 +442,7 @@ type run struct {
 		seq           uint64
 		rtt, up, down int64
 	}
+	log                  *probeLog         // nil without --log
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
@@ -489,6 +493,9 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 		return nil, err
 	}
 	r := newRun(cfg, conn)
+	if cfg.Log != nil {
+		r.log = newProbeLog(cfg.Log, 1)
+	}
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := r.start(ctx); err != nil {
@@ -1121,6 +1128,9 @@ func (r *run) lose(s *slot) {
 	if r.measured(s.seq) {
 		r.cur.counts.Lost++
 		r.segs[r.segOf(s.seq)].lost++
+		if r.log != nil {
+			r.log.line(s.seq, logLost, s.sent, 0, 0, 0, s.sched, 0)
+		}
 		if r.entries != nil {
 			r.entries[s.entry].lost++
 		}
@@ -1138,10 +1148,14 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	r.lastHeard = t4
 	measured := r.measured(seq)
 	s := &r.ring[seq&r.mask]
+	hold := int64(h.HoldMicro) * int64(time.Microsecond)
 	if s.seq != seq {
 		// Older than the history: it was declared lost long ago.
 		if measured {
 			r.cur.counts.Late++
+			if r.log != nil {
+				r.log.line(seq, logLate, 0, h.T2, h.T3, t4, 0, hold)
+			}
 		}
 		return
 	}
@@ -1153,11 +1167,17 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 		s.state = stateLate
 		if measured {
 			r.cur.counts.Late++
+			if r.log != nil {
+				r.log.line(seq, logLate, s.sent, h.T2, h.T3, t4, s.sched, hold)
+			}
 		}
 		return
 	default:
 		if measured {
 			r.cur.counts.Duplicates++
+			if r.log != nil {
+				r.log.line(seq, logDuplicate, s.sent, h.T2, h.T3, t4, s.sched, hold)
+			}
 		}
 		return
 	}
@@ -1166,6 +1186,9 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	}
 	if g := &r.segs[k]; seq > g.sMax {
 		g.sMax, g.cAtSMax = seq, h.Count
+	}
+	if r.log != nil {
+		r.log.line(seq, logReceived, s.sent, h.T2, h.T3, t4, s.sched, hold)
 	}
 	a := r.cur
 	a.counts.Received++
@@ -1180,7 +1203,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
 	// The hold the reflector applied is not its response time.
-	a.d[distResponse].Record(h.T3 - h.T2 - int64(h.HoldMicro)*int64(time.Microsecond))
+	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
 	a.d[distDown].Record(down)
 	if s.sched != 0 {
@@ -1190,7 +1213,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 		e := r.entries[s.entry]
 		e.received++
 		e.rtt.Record(rtt)
-		e.response.Record(h.T3 - h.T2 - int64(h.HoldMicro)*int64(time.Microsecond))
+		e.response.Record(h.T3 - h.T2 - hold)
 	}
 	if r.cfg.Threshold > 0 && rtt > int64(r.cfg.Threshold) && r.res.Threshold == nil {
 		r.res.Threshold = &result.ThresholdHit{Seq: seq - r.warmupLast, At: time.Duration(t4 - r.origin), RTT: time.Duration(rtt)}
@@ -1311,6 +1334,9 @@ func (r *run) finish() error {
 		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
 			r.lose(s)
 		}
+	}
+	if r.log != nil {
+		r.log.flush() // complete, also when the run was interrupted
 	}
 	lost := r.lostSoFar()
 	u := r.lostUp(true)

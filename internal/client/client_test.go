@@ -1,13 +1,17 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -809,5 +813,48 @@ func TestReconnectGivesUp(t *testing.T) {
 			t.Fatalf("reconnects %+v, counts %+v: want one not resumed, 50 received", res.Reconnects, res.Summary.Counts)
 		}
 		checkTotals(t, res)
+	})
+}
+
+// TestProbeLog: the log has a line per measured probe, with the status
+// its counts say, and delays that add up.
+func TestProbeLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		c.dropUp = func(seq uint64) bool { return seq%10 == 0 }
+		var buf bytes.Buffer
+		lw, err := NewLogWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(context.Background(), Config{Count: 200, WarmupCount: 5, Window: 2, Timeout: 50 * time.Millisecond, Log: lw}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(&buf).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(rows[0], ",")+"\n" != LogHeader {
+			t.Fatalf("header %v", rows[0])
+		}
+		status := map[string]uint64{}
+		for _, row := range rows[1:] {
+			status[row[2]]++
+			if row[2] == logReceived {
+				rtt, _ := strconv.ParseInt(row[8], 10, 64)
+				up, _ := strconv.ParseInt(row[10], 10, 64)
+				down, _ := strconv.ParseInt(row[11], 10, 64)
+				resp, _ := strconv.ParseInt(row[9], 10, 64)
+				if rtt != up+resp+down || rtt != int64(2*c.delay) {
+					t.Fatalf("row %v: rtt %d, want up+response+down and %v", row, rtt, 2*c.delay)
+				}
+			}
+		}
+		got := res.Summary.Counts
+		if status[logReceived] != got.Received || status[logLost] != got.Lost || got.Lost == 0 || len(rows)-1 != int(got.Sent) {
+			t.Fatalf("log statuses %v for counts %+v: want a line per probe, as counted", status, got)
+		}
 	})
 }

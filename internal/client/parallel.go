@@ -37,6 +37,9 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		fc.Seed += uint64(i) // each flow its own draws
 		r := newRun(fc, c)
 		r.collect = col.add
+		if cfg.Log != nil {
+			r.log = newProbeLog(cfg.Log, i+1)
+		}
 		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
 		defer stop()
 		if err := r.start(ctx); err != nil {
