@@ -516,7 +516,8 @@ func TestStreamTransports(t *testing.T) {
 
 func TestClientInterrupt(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
-	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "-q")
+	logFile := filepath.Join(t.TempDir(), "probes.csv")
+	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "--rate", "5000", "--log", logFile, "--format", "json")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, io.Discard
 	if err := cmd.Start(); err != nil {
@@ -535,9 +536,23 @@ func TestClientInterrupt(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("client did not exit within 20s of SIGINT")
 	}
-	out := stdout.String()
-	if !strings.Contains(out, "ended: interrupted") || !strings.Contains(out, "exact") {
-		t.Errorf("partial report after SIGINT lacks the summary:\n%s", out)
+	res := parseResult(t, stdout.String())
+	if res.Stopped != "interrupted" || res.ReflectorCount != "close" || res.Summary.Counts.Sent == 0 {
+		t.Errorf("partial result after SIGINT: stopped %q, count from %q, counts %+v", res.Stopped, res.ReflectorCount, res.Summary.Counts)
+	}
+	// The probe log is complete: a line per probe sent, each whole.
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if uint64(len(lines)-1) != res.Summary.Counts.Sent || !strings.HasPrefix(lines[0], "flow,seq,status") {
+		t.Errorf("log has %d lines after its header for %d probes sent", len(lines)-1, res.Summary.Counts.Sent)
+	}
+	for _, l := range lines[1:] {
+		if strings.Count(l, ",") != 11 {
+			t.Fatalf("a cut line in the log: %q", l)
+		}
 	}
 }
 
