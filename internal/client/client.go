@@ -347,6 +347,7 @@ type acc struct {
 	bytesUp   uint64
 	bytesDown uint64
 	d         [numDists]*stats.Dist
+	best      exchange // the fastest exchange, for the clock offset
 }
 
 func newAcc() *acc {
@@ -361,6 +362,7 @@ func (a *acc) merge(o *acc) {
 	a.counts.Add(o.counts)
 	a.bytesUp += o.bytesUp
 	a.bytesDown += o.bytesDown
+	a.best.merge(o.best)
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}
@@ -370,6 +372,7 @@ func (a *acc) reset(start int64) {
 	a.start = start
 	a.counts = result.Counts{}
 	a.bytesUp, a.bytesDown = 0, 0
+	a.best = exchange{}
 	for _, d := range a.d {
 		d.Reset()
 	}
@@ -446,6 +449,7 @@ type run struct {
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
+	fastest              []exchange        // each interval's fastest exchange, for the clock's drift
 	recon                *reconnect        // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
@@ -1202,6 +1206,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
+	a.best.add(s.sent, h.T2, h.T3, t4)
 	// The hold the reflector applied is not its response time.
 	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
@@ -1263,6 +1268,9 @@ func (r *run) flush(end int64, u uint64) {
 		if r.collect != nil {
 			r.collect(len(r.res.Intervals)-1, r.cur, iv.Start, iv.End)
 		}
+	}
+	if r.cur.best.has {
+		r.fastest = append(r.fastest, r.cur.best)
 	}
 	r.total.merge(r.cur)
 	r.cur.reset(end)
@@ -1362,6 +1370,7 @@ func (r *run) finish() error {
 		return r.finishOneWay()
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
+	r.res.ClockOffset = clockOffset(r.total.best, r.fastest, sum.Up, sum.Down)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -857,4 +858,46 @@ func TestProbeLog(t *testing.T) {
 			t.Fatalf("log statuses %v for counts %+v: want a line per probe, as counted", status, got)
 		}
 	})
+}
+
+// TestClockOffset: on one clock, the estimated offset is zero for
+// symmetric ways, and for asymmetric ones within its bound of zero; the
+// corrected delays equal the raw ones shifted by it.
+func TestClockOffset(t *testing.T) {
+	for _, up := range []time.Duration{100 * time.Microsecond, 300 * time.Microsecond} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newMemConn(t)
+			c.delay = 100 * time.Microsecond
+			c.delayOf = func(uint64) time.Duration { return up }
+			res, err := Run(context.Background(), Config{Count: 100}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			co := res.ClockOffset
+			if co == nil {
+				t.Fatal("no clock offset")
+			}
+			want := (up - c.delay) / 2 // what NTP's rule takes the asymmetry for
+			if co.Offset != want || co.Offset.Abs() > co.Bound || co.Bound != (up+c.delay)/2 || co.DriftPPM != 0 {
+				t.Fatalf("offset %+v, want %v within a bound of %v, no drift", co, want, (up+c.delay)/2)
+			}
+			if co.Up.Min != res.Summary.Up.Min-want || co.Down.Max != res.Summary.Down.Max+want {
+				t.Fatalf("corrected up %+v / down %+v, want the raw ones moved by %v", co.Up, co.Down, want)
+			}
+		})
+	}
+}
+
+// TestClockDrift: an offset that moves over the run shows as drift, and a
+// large one is warned of.
+func TestClockDrift(t *testing.T) {
+	best := exchange{has: true, delay: 1000, theta: 0}
+	slow := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 200}, {has: true, at: 2e9, theta: 400}}
+	if c := clockOffset(best, slow, result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-0.2) > 1e-9 || len(c.Warnings) != 0 {
+		t.Fatalf("drift %v ppm, warnings %v; want 0.2 ppm and none", c.DriftPPM, c.Warnings)
+	}
+	fast := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 500_000}}
+	if c := clockOffset(best, fast, result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-500) > 1e-6 || len(c.Warnings) != 1 {
+		t.Fatalf("drift %v ppm, warnings %v; want 500 ppm and a warning", c.DriftPPM, c.Warnings)
+	}
 }

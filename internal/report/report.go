@@ -338,6 +338,17 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
 	}
 	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
+	if c := res.ClockOffset; c != nil {
+		sign := "+"
+		if c.Offset < 0 {
+			sign = "-"
+		}
+		fmt.Fprintf(&b, "clock    reflector %s%s ± %s from the client (NTP-style, from the fastest exchange), drift %+.1f ppm; corrected up p50 %s, down p50 %s\n",
+			sign, Duration(max(c.Offset, -c.Offset)), Duration(c.Bound), c.DriftPPM, latP(c.Up, 50), latP(c.Down, 50))
+		for _, w := range c.Warnings {
+			fmt.Fprintf(&b, "warning: %s\n", w)
+		}
+	}
 	if len(res.Workload) > 0 {
 		fmt.Fprintf(&b, "%-16s %7s %6s %6s %8s %8s %8s %8s %8s %8s %8s\n", "workload entry", "weight", "size", "reply",
 			"sent", "recv", "lost", "rtt p50", "p99", "max", "resp")

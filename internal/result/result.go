@@ -36,6 +36,10 @@ type Result struct {
 	// "reflector-ended" (it refused to go on, for example at its longest
 	// session duration).
 	Stopped string `json:"stopped"`
+	// ClockOffset is the reflector's clock offset, estimated from the
+	// exchanges, and the one-way delays corrected by it (round-trip runs
+	// of one flow).
+	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
 	// Reconnects lists the sessions lost mid-run and, with --reconnect,
 	// when a new one took over: the gaps in the measurement.
 	Reconnects []Reconnect `json:"reconnects,omitempty"`
@@ -143,6 +147,21 @@ type ThresholdHit struct {
 	Seq uint64        `json:"seq"`   // its number among measured probes, from 1
 	At  time.Duration `json:"at_ns"` // when its reply came, from the start of measurement
 	RTT time.Duration `json:"rtt_ns"`
+}
+
+// ClockOffset is the reflector's clock minus the client's, estimated the
+// NTP way from the exchange with the smallest delay: within Bound (half
+// that delay) of the truth. DriftPPM is how fast the offset moved over the
+// run (least squares over each interval's fastest exchange). Up and Down
+// are the summary's one-way delays corrected by Offset; on one host they
+// equal the raw ones within Bound.
+type ClockOffset struct {
+	Offset   time.Duration `json:"offset_ns"`
+	Bound    time.Duration `json:"bound_ns"`
+	DriftPPM float64       `json:"drift_ppm"`
+	Up       Latency       `json:"up"`
+	Down     Latency       `json:"down"`
+	Warnings []string      `json:"warnings,omitempty"`
 }
 
 // Reconnect is a session lost mid-run and the new one that took over.
