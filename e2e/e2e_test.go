@@ -514,6 +514,29 @@ func TestStreamTransports(t *testing.T) {
 	}
 }
 
+// TestBusyPoll: both ends spinning on their UDP sockets lose nothing and
+// count exactly.
+func TestBusyPoll(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q", "--busy-poll", "--tcp=false")
+	for _, shape := range [][]string{{"-n", "2000"}, {"--rate", "2000", "-t", "1s"}} {
+		r := volleyRun(t, append([]string{"client", srv.addr, "--busy-poll", "--format", "json"}, shape...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		if c := res.Summary.Counts; c.Sent == 0 || c.Lost != 0 || res.ReflectorCount != "close" {
+			t.Errorf("%v: counts %+v, count from %q", shape, c, res.ReflectorCount)
+		}
+	}
+	if r := volleyRun(t, "client", "tcp://"+srv.addr, "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "busy polling is for UDP") {
+		t.Errorf("--busy-poll over TCP: exit %d, %q", r.code, r.stderr)
+	}
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestClientInterrupt(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	logFile := filepath.Join(t.TempDir(), "probes.csv")

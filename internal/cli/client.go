@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,7 @@ type clientFlags struct {
 	key, keyFile   string
 	reconnect      time.Duration
 	log            string
+	busyPoll       bool
 	// Socket options.
 	nodelay, df    bool
 	quickAck       bool
@@ -162,6 +164,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
+	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
@@ -202,6 +205,9 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	}
 	if f.reconnect < 0 || (changed("reconnect") && f.reconnect == 0) {
 		return cfg, usagef("--reconnect %s: want a positive duration", f.reconnect)
+	}
+	if f.busyPoll && t.Scheme != "udp" {
+		return cfg, usagef("--busy-poll is for udp:// targets (busy polling is for UDP sockets on Linux)")
 	}
 	if f.reconnect > 0 && t.Stream() {
 		return cfg, usagef("--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", t.Scheme)
@@ -393,6 +399,21 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			return usageError{err}
 		}
 		conns = append(conns, conn)
+		if f.busyPoll {
+			if err := transport.SetBusyPoll(conn); err != nil {
+				return usageError{fmt.Errorf("--busy-poll: %w", err)}
+			}
+		}
+	}
+	if f.busyPoll {
+		// One P per spinning thread, and one per open-loop sender: an
+		// idle P makes the runtime spin threads of its own, which steal
+		// the spinners' cores (p90 went from 11µs to 55µs with one idle P).
+		procs := f.parallel
+		if cfg.Rate > 0 || cfg.SendInterval > 0 {
+			procs *= 2
+		}
+		runtime.GOMAXPROCS(procs)
 	}
 	if g, err := transport.Granted(conns[0]); err == nil {
 		g.Bind, g.Asked = dopts.Bind, asked

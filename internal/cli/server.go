@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		congestion     string
 		buffer         byteSize
 		tos, ttl       int
+		busyPoll       bool
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
@@ -141,6 +143,21 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					pc.Close()
 				}
 			}()
+			if busyPoll {
+				for _, pc := range pcs {
+					if err := transport.SetBusyPoll(pc); err != nil {
+						return usagef("--busy-poll: %v", err)
+					}
+				}
+				// One P per spinning worker, and one for the stream
+				// listeners when there are any: an idle P makes the runtime
+				// spin threads of its own, which steal the workers' cores.
+				procs := len(pcs)
+				if tcp || unixPath != "" || unixgramPath != "" {
+					procs++
+				}
+				runtime.GOMAXPROCS(procs)
+			}
 			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
 			udpWorkers := len(pcs)
 			if tcp {
@@ -249,6 +266,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
 	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
 	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
+	fl.BoolVar(&busyPoll, "busy-poll", false, "UDP workers spin on their sockets instead of sleeping in the kernel: lower, steadier latency for a core each")
 	fl.BoolVar(&quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
 	fl.BoolVar(&nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
 	fl.StringVar(&congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")

@@ -392,6 +392,20 @@ func ListenUDPWith(ctx context.Context, addr string, n int, o sockopt.Options) (
 	return out, nil
 }
 
+// ErrNoBusyPoll: the connection cannot busy-poll.
+var ErrNoBusyPoll = errors.New("busy polling is for UDP sockets on Linux")
+
+// SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
+// a Conn or a PacketConn.
+func SetBusyPoll(c any) error {
+	if b, ok := c.(interface{ SetBusyPoll(bool) error }); ok {
+		if err := b.SetBusyPoll(true); err == nil {
+			return nil
+		}
+	}
+	return ErrNoBusyPoll
+}
+
 // IsRefused reports whether err says the peer is gone: its port closed (an
 // ICMP port unreachable on a connected UDP socket), or a stream connection
 // ended or reset.

@@ -3,8 +3,11 @@ package udp
 import (
 	"errors"
 	"net/netip"
+	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +37,11 @@ type batcher struct {
 	writeFn func(fd uintptr) bool
 
 	zones map[uint32]string // IPv6 scope IDs seen, as zone names
+
+	// Busy polling: reads spin on the socket until a datagram or the
+	// read deadline (Unix ns, 0: none), instead of sleeping in the kernel.
+	busy     bool
+	deadline atomic.Int64
 }
 
 func newBatcher(c interface {
@@ -70,6 +78,15 @@ func newBatcher(c interface {
 
 func (b *batcher) recvmmsg(fd uintptr) bool {
 	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
+	for errno == unix.EAGAIN && b.busy {
+		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+			b.rn, b.rerr = 0, os.ErrDeadlineExceeded
+			return true
+		}
+		// A raw call: it never blocks, so the scheduler need not hear of
+		// it, and the spin stays on its thread.
+		n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
+	}
 	switch errno {
 	case 0:
 		b.rn, b.rerr = int(n), nil
@@ -112,6 +129,9 @@ func (b *batcher) read(ms []Message) (int, error) {
 		return 0, err // a deadline, or the socket closed
 	}
 	if b.rerr != nil {
+		if b.rerr == os.ErrDeadlineExceeded {
+			return 0, b.rerr // a busy poll ran out of time
+		}
 		return 0, wrapErrno("recvmmsg", b.rerr)
 	}
 	for i := range b.rn {
@@ -213,6 +233,18 @@ func (p *PacketConn) writeBatch(ms []Message) (int, error) {
 		return p.writeOne(ms)
 	}
 	return p.b.write(ms)
+}
+
+// setBusyPoll turns busy polling on or off.
+func (b *batcher) setBusyPoll(on bool) { b.busy = on }
+
+// setDeadline records the read deadline for busy polls.
+func (b *batcher) setDeadline(t time.Time) {
+	var d int64
+	if !t.IsZero() {
+		d = t.UnixNano()
+	}
+	b.deadline.Store(d)
 }
 
 func (c *Conn) readBatch(ms []Message) (int, error) {

@@ -5,6 +5,7 @@ package udp
 import (
 	"errors"
 	"syscall"
+	"time"
 )
 
 // batcher is Linux's; elsewhere batches are one datagram at a time.
@@ -20,3 +21,6 @@ func (p *PacketConn) readBatch(ms []Message) (int, error)  { return p.readOne(ms
 func (p *PacketConn) writeBatch(ms []Message) (int, error) { return p.writeOne(ms) }
 func (c *Conn) readBatch(ms []Message) (int, error)        { return c.readOne(ms) }
 func (c *Conn) writeBatch(ms []Message) (int, error)       { return c.writeOne(ms) }
+
+func (b *batcher) setBusyPoll(bool)       {}
+func (b *batcher) setDeadline(time.Time) {}

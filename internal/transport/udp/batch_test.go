@@ -192,3 +192,49 @@ func TestConnBatch(t *testing.T) {
 		got += k
 	}
 }
+
+// TestBusyPoll: spinning reads get what arrives and stop at the deadline.
+func TestBusyPoll(t *testing.T) {
+	p, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := Dial(t.Context(), p.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := p.SetBusyPoll(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBusyPoll(true); err != nil {
+		t.Fatal(err)
+	}
+	p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	ms := []Message{{Buf: make([]byte, 64)}}
+	if n, err := p.ReadBatch(ms); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("busy ReadBatch on a quiet socket = %d, %v; want the deadline", n, err)
+	}
+	p.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range 100 {
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := p.ReadBatch(ms); n != 1 || err != nil || ms[0].Buf[0] != byte(i) {
+			t.Fatalf("busy ReadBatch = %d, %v, %v", n, err, ms[0].Buf[:1])
+		}
+		if _, err := p.WriteBatch(ms[:1]); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != byte(i) {
+			t.Fatalf("busy Read = %d, %v", n, err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 64)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("busy Read on a quiet socket = %v, want the deadline", err)
+	}
+}

@@ -25,7 +25,9 @@ const MaxMessage = 65000
 // Conn is the client's UDP socket, connected to the reflector.
 type Conn struct {
 	*net.UDPConn
-	b *batcher // nil where batches are one datagram at a time
+	b    *batcher // nil where batches are one datagram at a time
+	busy bool     // reads spin (SetBusyPoll)
+	one  [1]Message
 }
 
 // Dial opens a UDP socket connected to addr ("host:port"). A connected
@@ -177,8 +179,14 @@ func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	return p.c.WriteToUDPAddrPort(b, addr)
 }
 
-// SetReadDeadline sets the deadline for ReadFrom.
-func (p *PacketConn) SetReadDeadline(t time.Time) error { return p.c.SetReadDeadline(t) }
+// SetReadDeadline sets the deadline for ReadFrom and ReadBatch, busy
+// polls included.
+func (p *PacketConn) SetReadDeadline(t time.Time) error {
+	if p.b != nil {
+		p.b.setDeadline(t)
+	}
+	return p.c.SetReadDeadline(t)
+}
 
 // LocalAddr returns the bound address.
 func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
