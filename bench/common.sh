@@ -86,3 +86,22 @@ rr_rounds() {
 	echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
 	echo "median mean ratio volley/$peer: $(median "${pratios[@]}")"
 }
+
+# sockperf_pingpong [ARGS...]: one sockperf ping-pong run against the
+# server on $SP_PORT ($SIZE bytes, $SECS s); prints its p50 and p99 in µs.
+sockperf_pingpong() {
+	sockperf ping-pong "$@" -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
+		sed 's/\x1b\[[0-9;]*m//g' |
+		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
+}
+
+# volley_pingpong TARGET: one volley ping-pong run ($SIZE bytes, $SECS s);
+# prints its p50, p99 and mean in µs.
+volley_pingpong() {
+	"$tmp/volley" client "$1" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)["summary"]["rtt"]
+p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
+print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
+}

@@ -24,25 +24,14 @@ start_iperf_server
 start_volley_server -q
 sleep 0.5
 
-sockperf_run() {
-	sockperf ping-pong --tcp -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
-		sed 's/\x1b\[[0-9;]*m//g' |
-		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
-}
+sockperf_run() { sockperf_pingpong --tcp; }
 
 iperf_run() { # the mean round trip in µs, from the summary's cnt=avg/min/max/stdev (ms)
 	iperf -c 127.0.0.1 -p "$IP_PORT" --bounceback --bounceback-period 0 -l "$SIZE" -t "$SECS" -i "$((SECS + 1))" 2>&1 |
 		awk '/ ms / && /=/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+=/) {split($i, a, "="); split(a[2], b, "/"); v = b[1]}} END {printf "%.2f\n", v * 1000}'
 }
 
-volley_run() {
-	"$tmp/volley" client "tcp://$vaddr" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
-		python3 -c '
-import json, sys
-r = json.load(sys.stdin)["summary"]["rtt"]
-p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
-print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
-}
+volley_run() { volley_pingpong "tcp://$vaddr"; }
 
 echo "TCP request/reply RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 rr_rounds "$ROUNDS" iperf iperf_run

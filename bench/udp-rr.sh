@@ -25,20 +25,9 @@ start_qperf_server
 start_volley_server -q
 sleep 0.5
 
-sockperf_run() {
-	sockperf ping-pong -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
-		sed 's/\x1b\[[0-9;]*m//g' |
-		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
-}
+sockperf_run() { sockperf_pingpong; }
 
-volley_run() {
-	"$tmp/volley" client "$vaddr" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
-		python3 -c '
-import json, sys
-r = json.load(sys.stdin)["summary"]["rtt"]
-p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
-print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
-}
+volley_run() { volley_pingpong "$vaddr"; }
 
 qperf_run() { # the mean round trip: twice its one-way latency
 	qperf -t "$SECS" -m "$SIZE" 127.0.0.1 udp_lat 2>&1 |

@@ -22,5 +22,5 @@ func (p *PacketConn) writeBatch(ms []Message) (int, error) { return p.writeOne(m
 func (c *Conn) readBatch(ms []Message) (int, error)        { return c.readOne(ms) }
 func (c *Conn) writeBatch(ms []Message) (int, error)       { return c.writeOne(ms) }
 
-func (b *batcher) setBusyPoll(bool)       {}
+func (b *batcher) setBusyPoll(bool)      {}
 func (b *batcher) setDeadline(time.Time) {}

@@ -144,16 +144,7 @@ func TestBatchAllocs(t *testing.T) {
 
 // TestConnBatch: the client's connected socket sends and receives batches.
 func TestConnBatch(t *testing.T) {
-	p, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := Dial(t.Context(), p.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := pair(t)
 	const n = 150
 	out := make([]Message, n)
 	for i := range out {
@@ -195,16 +186,7 @@ func TestConnBatch(t *testing.T) {
 
 // TestBusyPoll: spinning reads get what arrives and stop at the deadline.
 func TestBusyPoll(t *testing.T) {
-	p, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := Dial(t.Context(), p.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := pair(t)
 	if err := p.SetBusyPoll(true); err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +219,21 @@ func TestBusyPoll(t *testing.T) {
 	if _, err := c.Read(make([]byte, 64)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("busy Read on a quiet socket = %v, want the deadline", err)
 	}
+}
+
+// pair returns a reflector's socket on loopback and a client's connected
+// to it, closed when the test ends.
+func pair(t *testing.T) (*PacketConn, *Conn) {
+	t.Helper()
+	p, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c, err := Dial(t.Context(), p.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return p, c
 }
