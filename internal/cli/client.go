@@ -54,6 +54,7 @@ type clientFlags struct {
 	reconnect      time.Duration
 	log            string
 	busyPoll       bool
+	sched          schedFlags
 	// Socket options.
 	nodelay, df    bool
 	quickAck       bool
@@ -164,6 +165,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
+	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
@@ -452,6 +454,13 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			}
 			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
 		}
+	}
+	thread, err := f.sched.plan(cmd, stderr)
+	if err != nil {
+		return err
+	}
+	if thread != nil {
+		cfg.Thread = func(flow int, role string) error { return thread(flow, fmt.Sprintf("flow %d %s", flow, role)) }
 	}
 	if f.log != "" {
 		var lw io.Writer = stdout

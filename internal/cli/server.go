@@ -40,6 +40,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		buffer         byteSize
 		tos, ttl       int
 		busyPoll       bool
+		sf             schedFlags
 		maxHold        time.Duration
 		maxRate        float64
 		iface          string
@@ -224,6 +225,10 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					at += s.Elapsed
 				}
 			}
+			thread, err := sf.plan(cmd, stdout)
+			if err != nil {
+				return err
+			}
 			totals := make([]reflector.Stats, len(pcs))
 			errs := make([]error, len(pcs))
 			var wg sync.WaitGroup
@@ -241,7 +246,16 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				if err != nil {
 					return err
 				}
-				wg.Go(func() { totals[i], errs[i] = refl.Serve(cmd.Context(), pc) })
+				wg.Go(func() {
+					if thread != nil {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						if errs[i] = thread(i, fmt.Sprintf("worker %d (%s://%s)", i+1, pc.LocalAddr().Network(), pc.LocalAddr())); errs[i] != nil {
+							return
+						}
+					}
+					totals[i], errs[i] = refl.Serve(cmd.Context(), pc)
+				})
 			}
 			wg.Wait()
 			var total reflector.Stats
@@ -266,6 +280,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
 	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
 	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
+	sf.register(cmd, "reflecting threads (one per worker and listener)")
 	fl.BoolVar(&busyPoll, "busy-poll", false, "UDP workers spin on their sockets instead of sleeping in the kernel: lower, steadier latency for a core each")
 	fl.BoolVar(&quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
 	fl.BoolVar(&nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")

@@ -17,6 +17,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,13 @@ type Config struct {
 	// Log, when set, gets a CSV line per measured probe (see LogHeader);
 	// each flow writes its own lines, flow numbers from 1.
 	Log *LogWriter
+	// Thread, when set, is called on each measuring thread as it starts,
+	// locked to it: a flow's receiver ("receiver") and, open loop, its
+	// sender ("sender"); flows number from 1. A receiver whose call fails
+	// ends its flow with the error; a sender's error is the receiver's to
+	// report, so Thread should be checked before the run (see package
+	// sched).
+	Thread func(flow int, role string) error
 	// Socket, when set, is copied into the result's configuration: the
 	// socket options as the kernel applied them.
 	Socket *result.Socket
@@ -446,6 +454,7 @@ type run struct {
 		rtt, up, down int64
 	}
 	log                  *probeLog         // nil without --log
+	flow                 int               // from 1
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
@@ -497,6 +506,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 		return nil, err
 	}
 	r := newRun(cfg, conn)
+	r.flow = 1
 	if cfg.Log != nil {
 		r.log = newProbeLog(cfg.Log, 1)
 	}
@@ -616,6 +626,16 @@ func (r *run) tcpInterval(since0 bool) *result.TCPInterval {
 
 // execute measures, closes the session and fills in the result.
 func (r *run) execute(ctx context.Context) error {
+	if r.cfg.Thread != nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := r.cfg.Thread(r.flow, "receiver"); err != nil {
+			// Nothing was measured: end the session and say why.
+			r.res.Stopped, r.res.Error = "error", err.Error()
+			r.close()
+			return err
+		}
+	}
 	err := r.loop(ctx)
 	if r.open {
 		// The sender is done, or must be now; take in its last probes.

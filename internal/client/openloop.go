@@ -81,6 +81,9 @@ func (r *run) sender(ctx context.Context, start int64) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = pace.PrepareThread() // best effort: without it sleeps are coarser
+	if r.cfg.Thread != nil {
+		_ = r.cfg.Thread(r.flow, "sender") // checked before the run
+	}
 
 	cfg := &r.cfg
 	var sched *pace.Schedule

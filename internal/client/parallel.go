@@ -36,6 +36,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		fc := flowCfg
 		fc.Seed += uint64(i) // each flow its own draws
 		r := newRun(fc, c)
+		r.flow = i + 1
 		r.collect = col.add
 		if cfg.Log != nil {
 			r.log = newProbeLog(cfg.Log, i+1)

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package sched
+
+import "errors"
+
+func pin(int) error           { return errors.ErrUnsupported }
+func realtime(int) error      { return errors.ErrUnsupported }
+func nice(int) error          { return errors.ErrUnsupported }
+func mlockall() error         { return errors.ErrUnsupported }
+func explain(err error) error { return err }
