@@ -529,6 +529,17 @@ func TestBusyPoll(t *testing.T) {
 			t.Errorf("%v: counts %+v, count from %q", shape, c, res.ReflectorCount)
 		}
 	}
+	// --rate max: as fast as the client can send; whatever is lost is
+	// counted, and the counts add up.
+	r := volleyRun(t, "client", srv.addr, "--rate", "max", "-t", "1s", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("--rate max: exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	if !res.Config.RateMax || res.Summary.Counts.Received == 0 || res.Summary.Counts.Skipped != 0 {
+		t.Errorf("--rate max: config %+v, counts %+v", res.Config, res.Summary.Counts)
+	}
 	if r := volleyRun(t, "client", "tcp://"+srv.addr, "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "busy polling is for UDP") {
 		t.Errorf("--busy-poll over TCP: exit %d, %q", r.code, r.stderr)
 	}

@@ -39,6 +39,7 @@ type clientFlags struct {
 	histogram      bool
 	quiet          bool
 	rate           float64
+	rateF          rateFlag
 	sendInterval   time.Duration
 	poisson        bool
 	seed           uint64
@@ -137,7 +138,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of weighted entries (size, reply_size, hold, gap) drawn per probe with --seed; results per entry")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
 	fl.IntVarP(&f.parallel, "parallel", "P", 1, "run N flows at once, each its own socket, session and thread; per-flow and total results")
-	fl.Float64Var(&f.rate, "rate", 0, "open loop: send this many probes/s on schedule, whether or not replies came back")
+	fl.Var(&f.rateF, "rate", "open loop: send this many probes/s on schedule, whether or not replies came back; max: as fast as the client can send")
 	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")
@@ -177,6 +178,13 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Config, error) {
 	var cfg client.Config
 	changed := cmd.Flags().Changed
+	f.rate = f.rateF.pps
+	if f.rateF.max {
+		if f.poisson {
+			return cfg, usagef("--rate max has no schedule to draw Poisson gaps for")
+		}
+		f.rate = client.MaxRate // sizes the probe history; nothing is paced
+	}
 	if f.duration < 0 || (changed("duration") && f.duration == 0) {
 		return cfg, usagef("--duration %s: want a positive duration such as 10s", f.duration)
 	}
@@ -271,6 +279,7 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		ReportInterval: f.reportInterval,
 		Percentiles:    pcts,
 		Rate:           f.rate,
+		Unpaced:        f.rateF.max,
 		SendInterval:   f.sendInterval,
 		Poisson:        f.poisson,
 		Seed:           f.seed,

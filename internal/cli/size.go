@@ -30,3 +30,32 @@ func (s *byteSize) Set(v string) error {
 }
 
 func (s *byteSize) Type() string { return "bytes" }
+
+// rateFlag is --rate: probes/s, or "max" for as fast as the client can
+// send.
+type rateFlag struct {
+	pps float64
+	max bool
+}
+
+func (r *rateFlag) String() string {
+	if r.max {
+		return "max"
+	}
+	return strconv.FormatFloat(r.pps, 'g', -1, 64)
+}
+
+func (r *rateFlag) Set(v string) error {
+	if v == "max" {
+		r.max, r.pps = true, 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("want probes/s, or max")
+	}
+	r.max, r.pps = false, f
+	return nil
+}
+
+func (r *rateFlag) Type() string { return "pps" }

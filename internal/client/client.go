@@ -108,6 +108,10 @@ type Config struct {
 	// also measured from each probe's scheduled send time.
 	Rate         float64
 	SendInterval time.Duration
+	// Unpaced, with Rate, sends open-loop probes as fast as the client can
+	// (--rate max): each leaves as soon as the last went, in batches where
+	// the connection moves them, and Rate only sizes the probe history.
+	Unpaced bool
 	// Poisson draws the gaps of an open-loop schedule from an exponential
 	// distribution with the mean the rate gives, seeded with Seed.
 	Poisson bool
@@ -580,6 +584,7 @@ func (r *run) start(ctx context.Context) error {
 			Percentiles:    cfg.Percentiles,
 			Timestamps:     "user",
 			Rate:           cfg.Rate,
+			RateMax:        cfg.Unpaced,
 			SendInterval:   cfg.SendInterval,
 			Poisson:        cfg.Poisson,
 			Burst:          cfg.Burst,

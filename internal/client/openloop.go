@@ -142,7 +142,10 @@ func (r *run) sender(ctx context.Context, start int64) {
 	defer func() { _ = flush() }() // the probes already handed over
 	for !stopped() {
 		now := r.clk.Now()
-		at, skipped := sched.Next(now)
+		at, skipped := now, uint64(0) // unpaced: every probe is due now
+		if !cfg.Unpaced {
+			at, skipped = sched.Next(now)
+		}
 		if at > now && !flush() {
 			break // sent what was due before waiting for the next slot
 		}

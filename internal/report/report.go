@@ -66,6 +66,8 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	}
 	shape := fmt.Sprintf("window %d", c.Window)
 	switch {
+	case c.RateMax:
+		shape = "open loop as fast as it can send (--rate max)"
 	case c.Rate > 0:
 		shape = fmt.Sprintf("open loop at %s probes/s", SI(c.Rate))
 	case c.SendInterval > 0:
@@ -275,7 +277,9 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	t := s.Throughput
 	fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
 		SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
-	if se := s.SendError; se != nil {
+	if se := s.SendError; se != nil && res.Config.RateMax {
+		fmt.Fprintf(&b, "schedule none (--rate max): sent %s probes/s, %s replies/s came back\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown))
+	} else if se != nil {
 		asked := res.Config.Rate
 		if res.Config.SendInterval > 0 {
 			asked = 1e9 / float64(res.Config.SendInterval)

@@ -74,6 +74,7 @@ type Config struct {
 	Timestamps     string        `json:"timestamps"`
 	// Open loop: probes/s asked for (or SendInterval), Poisson gaps.
 	Rate         float64       `json:"rate_pps,omitempty"`
+	RateMax      bool          `json:"rate_max,omitempty"` // --rate max: no schedule, as fast as the client could send
 	SendInterval time.Duration `json:"send_interval_ns,omitempty"`
 	Poisson      bool          `json:"poisson,omitempty"`
 	Seed         uint64        `json:"seed,omitempty"`
