@@ -95,10 +95,10 @@ sockperf_pingpong() {
 		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
 }
 
-# volley_pingpong TARGET: one volley ping-pong run ($SIZE bytes, $SECS s);
-# prints its p50, p99 and mean in µs.
+# volley_pingpong TARGET [ARGS...]: one volley ping-pong run ($SIZE bytes,
+# $SECS s); prints its p50, p99 and mean in µs.
 volley_pingpong() {
-	"$tmp/volley" client "$1" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+	"$tmp/volley" client "$@" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
 		python3 -c '
 import json, sys
 r = json.load(sys.stdin)["summary"]["rtt"]
