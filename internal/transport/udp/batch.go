@@ -80,6 +80,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 	return c.one[0].N, nil
 }
 
+// Write sends b to the peer; with busy polling, with a raw call.
+func (c *Conn) Write(b []byte) (int, error) { return c.write(b) }
+
 // SetReadDeadline sets the deadline for reads, busy or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.b != nil {

@@ -42,6 +42,12 @@ type batcher struct {
 	// read deadline (Unix ns, 0: none), instead of sleeping in the kernel.
 	busy     bool
 	deadline atomic.Int64
+
+	// A busy client's single writes: a raw send, no scheduler call.
+	wb       []byte
+	wres     int
+	wErr     error
+	writeFn1 func(fd uintptr) bool
 }
 
 func newBatcher(c interface {
@@ -73,6 +79,7 @@ func newBatcher(c interface {
 	}
 	b.readFn = b.recvmmsg
 	b.writeFn = b.sendmmsg
+	b.writeFn1 = b.send1
 	return b, nil
 }
 
@@ -98,6 +105,37 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 		b.rn, b.rerr = 0, errno
 	}
 	return true
+}
+
+// send1 sends b.wb on a connected socket without telling the scheduler:
+// a non-blocking send returns at once.
+func (b *batcher) send1(fd uintptr) bool {
+	n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), unix.MSG_DONTWAIT, 0, 0)
+	switch errno {
+	case 0:
+		b.wres, b.wErr = int(n), nil
+	case unix.EAGAIN:
+		return false // the socket buffer is full: wait
+	case unix.EINTR:
+		return b.send1(fd)
+	default:
+		b.wres, b.wErr = 0, errno
+	}
+	return true
+}
+
+// write1 sends one datagram on a connected socket with a raw call.
+func (b *batcher) write1(p []byte) (int, error) {
+	b.wb = p
+	err := b.rc.Write(b.writeFn1)
+	b.wb = nil
+	if err != nil {
+		return 0, err
+	}
+	if b.wErr != nil {
+		return 0, wrapErrno("send", b.wErr)
+	}
+	return b.wres, nil
 }
 
 func (b *batcher) sendmmsg(fd uintptr) bool {
@@ -245,6 +283,14 @@ func (b *batcher) setDeadline(t time.Time) {
 		d = t.UnixNano()
 	}
 	b.deadline.Store(d)
+}
+
+// write writes one datagram: with a raw call when busy polling.
+func (c *Conn) write(b []byte) (int, error) {
+	if c.busy {
+		return c.b.write1(b)
+	}
+	return c.UDPConn.Write(b)
 }
 
 func (c *Conn) readBatch(ms []Message) (int, error) {

@@ -24,3 +24,5 @@ func (c *Conn) writeBatch(ms []Message) (int, error)       { return c.writeOne(m
 
 func (b *batcher) setBusyPoll(bool)      {}
 func (b *batcher) setDeadline(time.Time) {}
+
+func (c *Conn) write(b []byte) (int, error) { return c.UDPConn.Write(b) }
