@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -124,13 +121,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			if workers < 1 || workers > maxWorkers {
 				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
 			}
-			switch {
-			case tos < -1 || tos > 255:
-				return usagef("--tos %d: want 0 to 255", tos)
-			case ttl < 0 || ttl > 255:
-				return usagef("--ttl %d: want 1 to 255", ttl)
-			case congestion != "" && !slices.Contains(sockopt.Available(), congestion):
-				return usagef("--congestion %s: not available here (available: %s)", congestion, strings.Join(sockopt.Available(), ", "))
+			if err := checkSocketFlags(tos, ttl, congestion); err != nil {
+				return err
 			}
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
@@ -384,21 +376,9 @@ func dropsText(s reflector.Stats) string {
 // by a crashed run is replaced; one a live process listens on is an error.
 // The file is removed when the listener closes.
 func listenUnix(path string, maxPeers int) (transport.PacketConn, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("--unix %s: the path exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("--unix %s: a live process listens there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("--unix %s: remove the stale socket: %w", path, err)
-		}
-	}
 	l, err := transport.ListenStream("unix", path, maxPeers)
 	if err != nil {
-		return nil, fmt.Errorf("--unix %s: %w", path, err)
+		return nil, fmt.Errorf("--unix %w", err)
 	}
 	return l, nil
 }

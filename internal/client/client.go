@@ -1150,6 +1150,19 @@ func (r *run) track(seq uint64, sent, sched int64, entry uint16) {
 	}
 }
 
+// loseInFlight declares every probe still outstanding lost, and returns
+// how many there were.
+func (r *run) loseInFlight() uint64 {
+	var n uint64
+	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
+		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
+			r.lose(s)
+			n++
+		}
+	}
+	return n
+}
+
 // lose declares the outstanding probe in s lost.
 func (r *run) lose(s *slot) {
 	s.state = stateLost
@@ -1363,11 +1376,7 @@ func (r *run) close() {
 // every loss, and fills in the summary.
 func (r *run) finish() error {
 	now := r.clk.Now()
-	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
-		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
-			r.lose(s)
-		}
-	}
+	r.loseInFlight()
 	if r.log != nil {
 		r.log.flush() // complete, also when the run was interrupted
 	}

@@ -139,13 +139,7 @@ func (r *run) lostSession(now int64, reason string, err error) error {
 	if r.recon != nil {
 		return nil
 	}
-	var inFlight uint64
-	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
-		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
-			r.lose(s)
-			inFlight++
-		}
-	}
+	inFlight := r.loseInFlight()
 	var nb [8]byte
 	_, _ = rand.Read(nb[:]) // crypto/rand.Read does not fail
 	r.recon = &reconnect{at: now, nonce: binary.BigEndian.Uint64(nb[:]), nextHello: now}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -303,6 +304,9 @@ func Granted(conn Conn) (result.Socket, error) {
 // stale socket file is replaced, a live one is an error; the file is
 // removed on Close).
 func ListenUnixgram(path string) (PacketConn, error) {
+	if err := claimSocketPath("unixgram", path); err != nil {
+		return nil, err
+	}
 	c, err := unixgram.Listen(path)
 	if err != nil {
 		return nil, err
@@ -333,8 +337,35 @@ type ListenOptions struct {
 	QuickAck bool
 }
 
-// ListenStreamWith is ListenStream as o says.
+// claimSocketPath readies path for a Unix socket of network ("unix" or
+// "unixgram"): a socket file left by a crashed run is removed; a path
+// that is not a socket, or that a live process listens on, is an error.
+func claimSocketPath(network, path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil // free
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s: the path exists and is not a socket", path)
+	}
+	if c, err := net.DialTimeout(network, path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("%s: a live process listens there", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("%s: remove the stale socket: %w", path, err)
+	}
+	return nil
+}
+
+// ListenStreamWith is ListenStream as o says; a Unix socket's path is
+// claimed as claimSocketPath says.
 func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (PacketConn, error) {
+	if network == "unix" {
+		if err := claimSocketPath(network, addr); err != nil {
+			return nil, err
+		}
+	}
 	lc := &net.ListenConfig{}
 	var after func(net.Conn) func(msg []byte)
 	if network == "tcp" {

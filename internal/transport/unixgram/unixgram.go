@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -59,23 +58,9 @@ type peer struct {
 // for a minute are forgotten.
 const maxPeers = 1 << 14
 
-// Listen opens a Unix datagram socket at path. A socket file left by a
-// crashed run is replaced; a path a live socket is bound to is an error.
-// Close removes the file.
+// Listen opens a Unix datagram socket at path, which must be free (see
+// transport.ListenUnixgram for a stale file). Close removes the file.
 func Listen(path string) (*PacketConn, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s: the path exists and is not a socket", path)
-		}
-		probe, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
-		if err == nil {
-			probe.Close()
-			return nil, fmt.Errorf("%s: a live process listens there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("%s: remove the stale socket: %w", path, err)
-		}
-	}
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return nil, err
