@@ -2,6 +2,7 @@ package tstamp
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,4 +38,100 @@ func Query(iface string) (Caps, error) {
 		c.HWConfig = fmt.Sprintf("tx %s, rx %s", tx, rx)
 	}
 	return c, nil
+}
+
+// The stamping a socket asks for: software stamps both ways, transmit
+// stamps numbered by datagram (OPT_ID) and returned without their packet
+// (OPT_TSONLY), so that the error queue holds little; with hw, the NIC's
+// raw stamps too.
+const (
+	swFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
+		unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+	hwFlags = unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE
+)
+
+// Enable turns on kernel stamps (and with hw the NIC's) for the socket fd.
+// The IDs of transmit stamps count from 0 at this call. A socket whose
+// transmit stamps are on must have its error queue read (ParseTx), or
+// the stamps use up its receive buffer.
+func Enable(fd int, hw bool) error {
+	flags := swFlags
+	if hw {
+		flags |= hwFlags
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags); err != nil {
+		return fmt.Errorf("SO_TIMESTAMPING: %w", err)
+	}
+	return nil
+}
+
+// RxControlLen and TxControlLen are the control buffers a received
+// datagram's stamps and an error-queue entry need (with room to spare).
+const (
+	RxControlLen = 128
+	TxControlLen = 256
+)
+
+const timespecLen = int(unsafe.Sizeof(unix.Timespec{}))
+
+// cmsgs walks the control messages in oob and calls f with each one's
+// level, type and data. It does not allocate.
+func cmsgs(oob []byte, f func(level, typ int32, data []byte)) {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			return
+		}
+		f(h.Level, h.Type, oob[unix.SizeofCmsghdr:l])
+		next := unix.CmsgSpace(l - unix.SizeofCmsghdr)
+		if next > len(oob) {
+			return
+		}
+		oob = oob[next:]
+	}
+}
+
+// stamps reads an SCM_TIMESTAMPING payload: three timespecs, the software
+// stamp, a legacy one, and the raw hardware stamp.
+func stamps(data []byte) Stamp {
+	if len(data) < 3*timespecLen {
+		return Stamp{}
+	}
+	ts := (*[3]unix.Timespec)(unsafe.Pointer(&data[0]))
+	return Stamp{SW: ts[0].Nano(), HW: ts[2].Nano()}
+}
+
+// ParseRx returns the stamps in a received datagram's control messages.
+func ParseRx(oob []byte) Stamp {
+	var s Stamp
+	cmsgs(oob, func(level, typ int32, data []byte) {
+		if level == unix.SOL_SOCKET && typ == unix.SO_TIMESTAMPING {
+			s = stamps(data)
+		}
+	})
+	return s
+}
+
+// ParseTx reads an error-queue entry's control messages; ok is false when
+// it is not a transmit stamp of a sent datagram (a scheduling stamp, or an
+// ICMP error).
+func ParseTx(oob []byte) (st TxStamp, ok bool) {
+	var s Stamp
+	var ee *unix.SockExtendedErr
+	cmsgs(oob, func(level, typ int32, data []byte) {
+		switch {
+		case level == unix.SOL_SOCKET && typ == unix.SO_TIMESTAMPING:
+			s = stamps(data)
+		case (level == unix.SOL_IP && typ == unix.IP_RECVERR) || (level == unix.SOL_IPV6 && typ == unix.IPV6_RECVERR):
+			if len(data) >= int(unsafe.Sizeof(unix.SockExtendedErr{})) {
+				ee = (*unix.SockExtendedErr)(unsafe.Pointer(&data[0]))
+			}
+		}
+	})
+	if ee == nil || ee.Errno != uint32(unix.ENOMSG) || ee.Origin != unix.SO_EE_ORIGIN_TIMESTAMPING ||
+		ee.Info != unix.SCM_TSTAMP_SND || (s.SW == 0 && s.HW == 0) {
+		return TxStamp{}, false
+	}
+	return TxStamp{ID: ee.Data, Stamp: s}, true
 }

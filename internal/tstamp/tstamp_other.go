@@ -6,3 +6,18 @@ import "errors"
 
 // Query is Linux's.
 func Query(iface string) (Caps, error) { return Caps{}, errors.ErrUnsupported }
+
+// Enable is Linux's.
+func Enable(fd int, hw bool) error { return errors.ErrUnsupported }
+
+// RxControlLen and TxControlLen are Linux's.
+const (
+	RxControlLen = 0
+	TxControlLen = 0
+)
+
+// ParseRx is Linux's.
+func ParseRx(oob []byte) Stamp { return Stamp{} }
+
+// ParseTx is Linux's.
+func ParseTx(oob []byte) (TxStamp, bool) { return TxStamp{}, false }

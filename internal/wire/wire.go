@@ -156,7 +156,54 @@ const (
 	// TCP_QUICKACK after reading this message, so that its kernel delays
 	// the ACK (iperf 2's --bounceback-no-quickack).
 	FlagNoQuickAck Flags = 1 << 3
+	// FlagStamps on a probe asks the reflector for its kernel (or
+	// hardware) stamps; on a reply it says the Stamps block follows the
+	// header. See Stamps.
+	FlagStamps Flags = 1 << 4
 )
+
+// StampsLen is the length of the Stamps block.
+const StampsLen = 24
+
+// Stamps is the block a reply carries right after its header when it has
+// FlagStamps: the reflector's kernel (or hardware) stamps, which the
+// header's user-space T2 and T3 leave out.
+//
+//	 0: T2K, the kernel's receive time of this probe (int64 Unix ns, 0: none)
+//	 8: PrevSeq, the sequence number of the session's last reply whose
+//	    transmit stamp the reflector has read (0: none yet)
+//	16: PrevT3K, that reply's kernel transmit time (int64 Unix ns)
+//
+// The transmit time of a reply is known only once it has left, so it
+// rides on a later reply of the session, as PTP's follow-up messages do.
+// A reflector writes the block only when the probe asked for it and the
+// reply has room for it (a reply size of at least HeaderLen+StampsLen).
+type Stamps struct {
+	T2K     int64
+	PrevSeq uint64
+	PrevT3K int64
+}
+
+// PutStamps writes s after the header of the message b, which must be at
+// least HeaderLen+StampsLen long.
+func PutStamps(b []byte, s Stamps) {
+	binary.BigEndian.PutUint64(b[HeaderLen:], uint64(s.T2K))
+	binary.BigEndian.PutUint64(b[HeaderLen+8:], s.PrevSeq)
+	binary.BigEndian.PutUint64(b[HeaderLen+16:], uint64(s.PrevT3K))
+}
+
+// StampsOf reads the Stamps block of the message b; ok is false when b
+// has no FlagStamps or is too short to hold the block.
+func StampsOf(b []byte) (s Stamps, ok bool) {
+	if len(b) < HeaderLen+StampsLen || FlagsOf(b)&FlagStamps == 0 {
+		return Stamps{}, false
+	}
+	return Stamps{
+		T2K:     int64(binary.BigEndian.Uint64(b[HeaderLen:])),
+		PrevSeq: binary.BigEndian.Uint64(b[HeaderLen+8:]),
+		PrevT3K: int64(binary.BigEndian.Uint64(b[HeaderLen+16:])),
+	}, true
+}
 
 // FlagsOf returns the flags of the message msg without decoding the rest
 // (0 when msg is shorter than a header).

@@ -267,3 +267,24 @@ func TestFlagsOf(t *testing.T) {
 		t.Fatalf("FlagsOf(short) = %b, want 0", got)
 	}
 }
+
+func TestStamps(t *testing.T) {
+	b := make([]byte, HeaderLen+StampsLen)
+	h := Header{Type: TypeReply, Flags: FlagStamps, Seq: 9}
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	want := Stamps{T2K: 1_700_000_000_123456789, PrevSeq: 8, PrevT3K: -5}
+	PutStamps(b, want)
+	if got, ok := StampsOf(b); !ok || got != want {
+		t.Errorf("StampsOf = %+v, %v; want %+v, true", got, ok, want)
+	}
+	if _, ok := StampsOf(b[:HeaderLen+StampsLen-1]); ok {
+		t.Error("StampsOf read a block from a message too short for it")
+	}
+	h.Flags = 0
+	_ = h.Encode(b)
+	if _, ok := StampsOf(b); ok {
+		t.Error("StampsOf read a block from a message without FlagStamps")
+	}
+}

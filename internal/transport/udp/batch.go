@@ -4,14 +4,18 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"github.com/volley-net/volley/internal/tstamp"
 )
 
 // Message is one datagram of a batch: Buf is its memory, N its length,
-// Addr its sender (reading) or destination (writing).
+// Addr its sender (reading) or destination (writing), Stamp when the
+// kernel (and NIC) received it, where the socket's stamping is on.
 type Message struct {
-	Buf  []byte
-	N    int
-	Addr netip.AddrPort
+	Buf   []byte
+	N     int
+	Addr  netip.AddrPort
+	Stamp tstamp.Stamp
 }
 
 // MaxBatch is the most datagrams ReadBatch and WriteBatch move in one
@@ -90,3 +94,38 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	}
 	return c.UDPConn.SetReadDeadline(t)
 }
+
+// EnableTimestamps turns on the kernel's receive and transmit stamps (and
+// with hw the NIC's): each message ReadBatch reads carries its receive
+// stamp, and ReadTxStamps returns the transmit stamps of what was sent,
+// numbered from NextTxID. Single reads and writes go through the batch
+// path from then on. It needs batched I/O (Linux).
+func (p *PacketConn) EnableTimestamps(hw bool) error {
+	if p.b == nil {
+		return errors.ErrUnsupported
+	}
+	return p.b.enableStamps(hw)
+}
+
+// EnableTimestamps is PacketConn.EnableTimestamps for the client's socket.
+func (c *Conn) EnableTimestamps(hw bool) error {
+	if c.b == nil {
+		return errors.ErrUnsupported
+	}
+	return c.b.enableStamps(hw)
+}
+
+// NextTxID returns the ID the transmit stamp of the next datagram sent
+// will carry; the datagrams of one WriteBatch take the IDs that follow in
+// order.
+func (p *PacketConn) NextTxID() uint32 { return p.b.nextTxID() }
+
+// NextTxID is PacketConn.NextTxID for the client's socket.
+func (c *Conn) NextTxID() uint32 { return c.b.nextTxID() }
+
+// ReadTxStamps moves the transmit stamps waiting on the socket into st,
+// without waiting, and returns how many it moved. It does not allocate.
+func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b.readTxStamps(st) }
+
+// ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.
+func (c *Conn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return c.b.readTxStamps(st) }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"syscall"
 	"time"
+
+	"github.com/volley-net/volley/internal/tstamp"
 )
 
 // batcher is Linux's; elsewhere batches are one datagram at a time.
@@ -26,3 +28,8 @@ func (b *batcher) setBusyPoll(bool)      {}
 func (b *batcher) setDeadline(time.Time) {}
 
 func (c *Conn) write(b []byte) (int, error) { return c.UDPConn.Write(b) }
+
+func (b *batcher) enableStamps(bool) error                    { return errors.ErrUnsupported }
+func (b *batcher) nextTxID() uint32                           { return 0 }
+func (b *batcher) readTxStamps([]tstamp.TxStamp) (int, error) { return 0, nil }
+func (p *PacketConn) countSent()                              {}

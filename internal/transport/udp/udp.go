@@ -109,7 +109,7 @@ func (p *PacketConn) readOne(ms []Message) (int, error) {
 // writeOne is WriteBatch one datagram at a time.
 func (p *PacketConn) writeOne(ms []Message) (int, error) {
 	for i := range ms {
-		if _, err := p.c.WriteToUDPAddrPort(ms[i].Buf[:ms[i].N], ms[i].Addr); err != nil {
+		if _, err := p.WriteTo(ms[i].Buf[:ms[i].N], ms[i].Addr); err != nil {
 			return i, err
 		}
 	}
@@ -176,7 +176,11 @@ func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 
 // WriteTo sends b to addr.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
-	return p.c.WriteToUDPAddrPort(b, addr)
+	n, err := p.c.WriteToUDPAddrPort(b, addr)
+	if err == nil {
+		p.countSent()
+	}
+	return n, err
 }
 
 // SetReadDeadline sets the deadline for ReadFrom and ReadBatch, busy

@@ -1,0 +1,181 @@
+package udp
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/tstamp"
+)
+
+// TestTimestamps: with stamping on at both ends, every datagram read
+// carries a kernel receive stamp between its send and its read, and every
+// datagram sent gets a transmit stamp numbered in send order, on IPv4, on
+// IPv6 and to an IPv4 client of a dual-stack socket.
+func TestTimestamps(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", ":0"} {
+		t.Run(addr, func(t *testing.T) {
+			p, err := Listen(addr)
+			if err != nil {
+				if strings.Contains(addr, "::1") && !strings.Contains(os.Getenv("VOLLEY_REQUIRE"), "ipv6") {
+					t.Skipf("skipping: no IPv6 loopback: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer p.Close()
+			to := p.LocalAddr().String()
+			if addr == ":0" {
+				to = strings.Replace(to, "[::]", "127.0.0.1", 1)
+			}
+			c, err := Dial(t.Context(), to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+				if err := s.EnableTimestamps(false); err != nil {
+					t.Fatalf("EnableTimestamps: %v", err)
+				}
+			}
+			primeStamps(t, p, c)
+			const n = 5
+			first := c.NextTxID()
+			before := time.Now().UnixNano()
+			for range n {
+				if _, err := c.Write(make([]byte, 64)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ms := make([]Message, MaxBatch)
+			for i := range ms {
+				ms[i].Buf = make([]byte, 128)
+			}
+			p.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got := 0
+			for got < n {
+				k, err := p.ReadBatch(ms[got:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += k
+			}
+			after := time.Now().UnixNano()
+			for i, m := range ms[:n] {
+				if m.Stamp.SW < before || m.Stamp.SW > after {
+					t.Errorf("datagram %d: receive stamp %d outside [%d, %d]", i, m.Stamp.SW, before, after)
+				}
+			}
+			if id := p.NextTxID(); id != 0 {
+				t.Errorf("reflector's NextTxID before any send = %d, want 0", id)
+			}
+			if w, err := p.WriteBatch(ms[:n]); err != nil || w != n {
+				t.Fatalf("WriteBatch = %d, %v", w, err)
+			}
+			checkTx(t, "reflector", p.ReadTxStamps, 0, n, before)
+			checkTx(t, "client", c.ReadTxStamps, first, n, before)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got = 0
+			for got < n {
+				k, err := c.ReadBatch(ms[got:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += k
+			}
+			for i, m := range ms[:n] {
+				if m.Stamp.SW < after || m.Stamp.SW > time.Now().UnixNano() {
+					t.Errorf("echo %d: receive stamp %d not after the reflector's read (%d)", i, m.Stamp.SW, after)
+				}
+			}
+		})
+	}
+}
+
+// primeStamps waits for the kernel to start stamping received packets:
+// the first socket on a machine to ask turns it on from a work queue, a
+// moment later. It sends datagrams from c to p until one arrives stamped,
+// and reads the transmit stamps of what it sent.
+func primeStamps(t *testing.T, p *PacketConn, c *Conn) {
+	t.Helper()
+	ms := make([]Message, 1)
+	ms[0].Buf = make([]byte, 128)
+	st := make([]tstamp.TxStamp, 8)
+	for range 1000 {
+		if _, err := c.Write(make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		p.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := p.ReadBatch(ms); err != nil {
+			t.Fatal(err)
+		}
+		c.ReadTxStamps(st)
+		if ms[0].Stamp.SW != 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("no received datagram was stamped in 1000 tries")
+}
+
+// checkTx reads the transmit stamps of n datagrams, and checks they are
+// numbered from first, in order, and not before start.
+func checkTx(t *testing.T, who string, read func([]tstamp.TxStamp) (int, error), first uint32, n int, start int64) {
+	t.Helper()
+	st := make([]tstamp.TxStamp, 2*n)
+	got := 0
+	for deadline := time.Now().Add(5 * time.Second); got < n && time.Now().Before(deadline); {
+		k, err := read(st[got:])
+		if err != nil {
+			t.Fatalf("%s: ReadTxStamps: %v", who, err)
+		}
+		got += k
+		if k == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if got != n {
+		t.Fatalf("%s: %d transmit stamps, want %d", who, got, n)
+	}
+	for i, s := range st[:n] {
+		if s.ID != first+uint32(i) || s.SW < start {
+			t.Errorf("%s: transmit stamp %d = %+v, want ID %d at or after %d", who, i, s, first+uint32(i), start)
+		}
+	}
+}
+
+// TestTimestampAllocs: reading and writing batches with stamps, and
+// reading the transmit stamps, allocates nothing.
+func TestTimestampAllocs(t *testing.T) {
+	p, c := pair(t)
+	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeStamps(t, p, c)
+	ms := make([]Message, 4)
+	for i := range ms {
+		ms[i].Buf = make([]byte, 128)
+	}
+	st := make([]tstamp.TxStamp, 8)
+	msg := make([]byte, 64)
+	p.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	allocs := testing.AllocsPerRun(200, func() {
+		c.Write(msg)
+		n, err := p.ReadBatch(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.WriteBatch(ms[:n]); err != nil {
+			t.Fatal(err)
+		}
+		p.ReadTxStamps(st)
+		c.ReadBatch(ms[:1])
+		c.ReadTxStamps(st)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per stamped round, want 0", allocs)
+	}
+}
