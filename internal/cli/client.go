@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -53,6 +55,7 @@ type clientFlags struct {
 	key, keyFile   string
 	reconnect      time.Duration
 	log            string
+	timestamps     string
 	busyPoll       bool
 	sched          schedFlags
 	// Socket options.
@@ -167,6 +170,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
 	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP): lower, steadier latency for a core per flow; use it on the reflector too")
+	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
@@ -189,6 +193,10 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	}
 	if changed("count") && f.count <= 0 {
 		return cfg, usagef("--count %d: want at least 1", f.count)
+	}
+	mode, ok := tstamp.ParseMode(f.timestamps)
+	if !ok {
+		return cfg, usagef("--timestamps %q: want user, kernel, hardware or auto", f.timestamps)
 	}
 	if f.size < wire.HeaderLen {
 		return cfg, usagef("--size %d is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
@@ -269,6 +277,7 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		return cfg, usagef("--oneway gets no replies: it does not mix with --burst, --reply-size, --hold, --threshold or --window")
 	}
 	cfg = client.Config{
+		Stamps:         mode,
 		Duration:       f.duration,
 		Count:          uint64(f.count),
 		Size:           int(f.size),
@@ -373,7 +382,11 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		if err != nil {
 			return err
 		}
-		refl, err := reflector.New(reflector.Config{ReportInterval: -1})
+		// It takes kernel stamps as the client does, so that a first run
+		// shows what they measure.
+		sp, ok := pc.(transport.Stamper)
+		stamped := ok && cfg.Stamps != tstamp.User && sp.EnableTimestamps(false) == nil
+		refl, err := reflector.New(reflector.Config{ReportInterval: -1, Stamps: stamped})
 		if err != nil {
 			pc.Close()
 			return err
@@ -409,6 +422,11 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			return usageError{err}
 		}
 		conns = append(conns, conn)
+		if cfg.Stamps == tstamp.Hardware {
+			if err := prepareHardware(conn, f.iface); err != nil {
+				return usageError{err}
+			}
+		}
 		if f.busyPoll {
 			if err := transport.SetBusyPoll(conn); err != nil {
 				return usageError{fmt.Errorf("--busy-poll: %w", err)}
@@ -569,4 +587,23 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 		o.Socket.TOS = f.dscp << 2
 	}
 	return o, asked, nil
+}
+
+// prepareHardware turns on hardware stamping on the interface conn sends
+// through (iface, or the one holding its local address), or says why it
+// cannot.
+func prepareHardware(conn transport.Conn, iface string) error {
+	if iface == "" {
+		ap, err := netip.ParseAddrPort(conn.LocalAddr().String())
+		if err != nil {
+			return fmt.Errorf("--timestamps hardware: %s has no network interface", conn.LocalAddr())
+		}
+		if iface, err = tstamp.InterfaceOf(ap.Addr()); err != nil {
+			return fmt.Errorf("--timestamps hardware: %w", err)
+		}
+	}
+	if err := tstamp.PrepareHardware(iface); err != nil {
+		return fmt.Errorf("--timestamps hardware: %w; --timestamps kernel uses the kernel's stamps instead ('volley timestamps %s' shows what the interface can do)", err, iface)
+	}
+	return nil
 }

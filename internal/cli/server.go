@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -14,10 +15,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volley-net/volley/internal/ifstats"
+	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
+	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -48,6 +52,8 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxSessions    int
 		maxDuration    time.Duration
 		maxTotalRate   float64
+		timestamps     string
+		logPath        string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -124,6 +130,18 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			if err := checkSocketFlags(tos, ttl, congestion); err != nil {
 				return err
 			}
+			mode, ok := tstamp.ParseMode(timestamps)
+			if !ok {
+				return usagef("--timestamps %q: want user, kernel, hardware or auto", timestamps)
+			}
+			if mode == tstamp.Hardware {
+				if iface == "" {
+					return usagef("--timestamps hardware: name the interface to stamp on with --interface")
+				}
+				if err := tstamp.PrepareHardware(iface); err != nil {
+					return usagef("--timestamps hardware: %v; --timestamps kernel uses the kernel's stamps instead", err)
+				}
+			}
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
@@ -153,6 +171,32 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			}
 			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
 			udpWorkers := len(pcs)
+			stamped := false
+			if mode != tstamp.User {
+				used, err := enableStamps(pcs, mode)
+				if err != nil {
+					return err
+				}
+				stamped = used != "user"
+				if !quiet || mode != tstamp.Auto {
+					fmt.Fprintf(stdout, "timestamps: %s on UDP (TCP and Unix sockets: user-space times)\n", used)
+				}
+			}
+			var plog *probelog.Writer
+			if logPath != "" {
+				lw := io.Writer(stdout)
+				if logPath != "-" {
+					lf, err := os.Create(logPath)
+					if err != nil {
+						return usagef("--log: %v", err)
+					}
+					defer lf.Close()
+					lw = lf
+				}
+				if plog, err = probelog.NewWriter(lw, reflector.LogHeader); err != nil {
+					return fmt.Errorf("--log %s: %w", logPath, err)
+				}
+			}
 			if tcp {
 				// The same address and port as UDP's.
 				tl, err := transport.ListenStreamWith("tcp", pcs[0].LocalAddr().String(), maxSessions, transport.ListenOptions{Socket: so, QuickAck: quickAck})
@@ -186,7 +230,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
 				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
-				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxDuration: maxDuration, MaxTotalRate: maxTotalRate}
+				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxDuration: maxDuration, MaxTotalRate: maxTotalRate, Log: plog}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -230,6 +274,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					// A stream carries any size up to its most; UDP's
 					// reflectors cut --max-size to what a datagram holds.
 					wcfg.MaxMessage = transport.MaxMessage(pc)
+				} else {
+					wcfg.Stamps = stamped
 				}
 				if agg.emit != nil {
 					wcfg.OnInterval = func(s reflector.Stats) { agg.add(i, s) }
@@ -257,6 +303,20 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			printf("--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
 				report.Duration(total.Elapsed), total.PacketsIn, report.SI(float64(total.BytesIn)),
 				total.PacketsOut, report.SI(float64(total.BytesOut)), total.SessionsOpened, dropsText(total))
+			for _, d := range []struct {
+				name string
+				dist *stats.Dist
+			}{{"response", total.Response}, {"response (kernel stamps)", total.ResponseKernel}} {
+				if d.dist != nil && d.dist.Count() > 0 {
+					l := d.dist.Summary([]float64{50, 99, 99.9})
+					printf("--- %s over %d replies: min %s avg %s p50 %s p99 %s p99.9 %s max %s\n", d.name, l.Count,
+						report.Duration(l.Min), report.Duration(l.Mean), report.Duration(l.Percentiles[0].Value),
+						report.Duration(l.Percentiles[1].Value), report.Duration(l.Percentiles[2].Value), report.Duration(l.Max))
+				}
+			}
+			if plog != nil && plog.Err() != nil {
+				errs = append(errs, fmt.Errorf("--log %s: %w", logPath, plog.Err()))
+			}
 			err = errors.Join(errs...)
 			return err
 		},
@@ -290,6 +350,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
+	fl.StringVar(&timestamps, "timestamps", "auto", "where reply times come from: user, kernel (SO_TIMESTAMPING on the UDP sockets), hardware (the NIC's, on --interface; turns them on), auto (kernel where the socket has them)")
+	fl.StringVar(&logPath, "log", "", "write a CSV line per reply sent to this file (- for stdout): peer, session, sequence, T2 and T3 in user space and from kernel stamps, response times")
 	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
 	return cmd
 }
@@ -347,6 +409,15 @@ func statsLine(s reflector.Stats) string {
 	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, %s",
 		report.SI(rate(s.PacketsIn)), report.SI(8*rate(s.BytesIn)),
 		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, dropsText(s))
+	if d := s.Response; d != nil && d.Count() > 0 {
+		l := d.Summary([]float64{50, 99})
+		fmt.Fprintf(&b, ", response min %s avg %s p50 %s p99 %s max %s", report.Duration(l.Min), report.Duration(l.Mean),
+			report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value), report.Duration(l.Max))
+		if k := s.ResponseKernel; k != nil && k.Count() > 0 {
+			l := k.Summary([]float64{50, 99})
+			fmt.Fprintf(&b, " (kernel p50 %s p99 %s)", report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value))
+		}
+	}
 	return b.String()
 }
 
@@ -381,4 +452,26 @@ func listenUnix(path string, maxPeers int) (transport.PacketConn, error) {
 		return nil, fmt.Errorf("--unix %w", err)
 	}
 	return l, nil
+}
+
+// enableStamps turns kernel (or hardware) stamps on for the UDP sockets,
+// and returns the mode in use: under auto, "user" where a socket refuses.
+func enableStamps(pcs []transport.PacketConn, mode tstamp.Mode) (string, error) {
+	for _, pc := range pcs {
+		sp, ok := pc.(transport.Stamper)
+		err := errors.ErrUnsupported
+		if ok {
+			err = sp.EnableTimestamps(mode == tstamp.Hardware)
+		}
+		if err != nil {
+			if mode == tstamp.Auto {
+				return "user", nil
+			}
+			return "", usagef("--timestamps %s: the UDP socket refused stamps (%v); --timestamps user goes without", mode, err)
+		}
+	}
+	if mode == tstamp.Hardware {
+		return "hardware", nil
+	}
+	return "kernel", nil
 }

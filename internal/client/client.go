@@ -26,6 +26,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -174,6 +175,10 @@ type Config struct {
 	history int
 	// sleep replaces the open-loop sender's precise sleep, for tests.
 	sleep func(time.Duration)
+	// Stamps is where the probes' times come from (--timestamps): the
+	// zero value, tstamp.Auto, takes the kernel's stamps where the socket
+	// has them (UDP on Linux) and the tool's clock readings elsewhere.
+	Stamps tstamp.Mode
 	// Log, when set, gets a CSV line per measured probe (see LogHeader);
 	// each flow writes its own lines, flow numbers from 1.
 	Log *LogWriter
@@ -336,6 +341,7 @@ type slot struct {
 	sched int64  // scheduled send time (open loop), 0 otherwise
 	entry uint16 // workload entry
 	state uint8
+	k     kernelSlot // kernel stamps (Config.Stamps)
 }
 
 // The distributions each interval keeps, in this order.
@@ -359,7 +365,18 @@ type acc struct {
 	bytesUp   uint64
 	bytesDown uint64
 	d         [numDists]*stats.Dist
-	best      exchange // the fastest exchange, for the clock offset
+	k         [numKDists]*stats.Dist // kernel stamps' figures; nil without them
+	best      exchange               // the fastest exchange, for the clock offset
+}
+
+// kernel returns a's kernel distributions, made on first use.
+func (a *acc) kernel() *[numKDists]*stats.Dist {
+	if a.k[0] == nil {
+		for i := range a.k {
+			a.k[i] = stats.NewDist()
+		}
+	}
+	return &a.k
 }
 
 func newAcc() *acc {
@@ -378,6 +395,12 @@ func (a *acc) merge(o *acc) {
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}
+	if o.k[0] != nil {
+		k := a.kernel()
+		for i := range k {
+			k[i].Merge(o.k[i])
+		}
+	}
 }
 
 func (a *acc) reset(start int64) {
@@ -387,6 +410,11 @@ func (a *acc) reset(start int64) {
 	a.best = exchange{}
 	for _, d := range a.d {
 		d.Reset()
+	}
+	if a.k[0] != nil {
+		for _, d := range a.k {
+			d.Reset()
+		}
 	}
 }
 
@@ -410,6 +438,9 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 	if a.d[distSendError].Count() > 0 || a.d[distRTTSched].Count() > 0 {
 		rs, se := a.d[distRTTSched].Summary(pct), a.d[distSendError].Summary(pct)
 		iv.RTTFromSchedule, iv.SendError = &rs, &se
+	}
+	if a.k[0] != nil {
+		iv.Kernel = a.kernelSummary(pct)
 	}
 	if iv.Counts.Sent > 0 {
 		iv.Counts.LossPercent = 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
@@ -458,6 +489,8 @@ type run struct {
 		rtt, up, down int64
 	}
 	log                  *probeLog         // nil without --log
+	stamps               *stamping         // nil without kernel stamps
+	stampNotes           []string          // why the run fell back to user-space times
 	flow                 int               // from 1
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
@@ -562,6 +595,11 @@ func newRun(cfg Config, conn transport.Conn) *run {
 
 // start opens the session and the result.
 func (r *run) start(ctx context.Context) error {
+	// Before the handshake: a kernel that starts stamping takes a moment.
+	stampsUsed, err := r.setupStamps()
+	if err != nil {
+		return err
+	}
 	if err := r.handshake(ctx); err != nil {
 		return err
 	}
@@ -582,7 +620,7 @@ func (r *run) start(ctx context.Context) error {
 			Timeout:        cfg.Timeout,
 			ReportInterval: max(cfg.ReportInterval, 0),
 			Percentiles:    cfg.Percentiles,
-			Timestamps:     "user",
+			Timestamps:     stampsUsed,
 			Rate:           cfg.Rate,
 			RateMax:        cfg.Unpaced,
 			SendInterval:   cfg.SendInterval,
@@ -790,6 +828,11 @@ func (r *run) loop(ctx context.Context) error {
 	for {
 		if r.open {
 			r.drain()
+			if r.stamps != nil {
+				// Probes that get no reply leave their transmit stamps
+				// on the socket, where they take receive buffer room.
+				r.drainTx()
+			}
 		}
 		// Declare timed-out probes lost, oldest first.
 		for r.inflight > 0 {
@@ -939,7 +982,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		for i := range k {
 			m := &r.in[i]
-			if err := r.receive(m.Buf[:m.N], now); err != nil {
+			if err := r.receive(m.Buf[:m.N], now, m.Stamp); err != nil {
 				return err
 			}
 		}
@@ -958,7 +1001,7 @@ func (r *run) read() (int, error) {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1) {
+		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1 || r.stamps != nil) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
@@ -981,7 +1024,7 @@ func (r *run) read() (int, error) {
 }
 
 // receive handles the message msg received at now; an error ends the run.
-func (r *run) receive(msg []byte, now int64) error {
+func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 	var h wire.Header
 	if h.Decode(msg) != nil || !r.verified(&h, msg) {
 		r.cur.counts.Errors++
@@ -1013,7 +1056,7 @@ func (r *run) receive(msg []byte, now int64) error {
 			r.drain() // the probe may have left since the last look
 		}
 		r.flushDue(now) // a reply belongs to the interval it arrived in
-		r.reply(&h, len(msg), now, k)
+		r.reply(&h, len(msg), now, k, msg, rx)
 	}
 	return nil
 }
@@ -1121,11 +1164,19 @@ func (r *run) send() error {
 		h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		r.nextSendAt = now + int64(e.Gap)
 	}
+	var txID uint32
+	if r.stamps != nil {
+		h.Flags |= stampsFlag(h.ReplySize, len(buf), r.signer != nil)
+		txID = r.stamps.sock.NextTxID()
+	}
 	r.encode(&h, buf)
 	if _, err := r.conn.Write(buf); err != nil {
 		return err
 	}
 	r.track(seq, now, 0, entry)
+	if r.stamps != nil {
+		r.stamps.mapID(txID, seq)
+	}
 	if !r.warm {
 		r.cur.counts.Sent++
 		r.cur.bytesUp += uint64(len(buf))
@@ -1142,6 +1193,9 @@ func (r *run) track(seq uint64, sent, sched int64, entry uint16) {
 		// A whole history of newer probes went out while this one
 		// waited: it is lost, and a reply that still comes is late.
 		r.lose(s)
+	}
+	if s.k.logWait {
+		r.writeLog(s.seq) // the reflector's T3k did not come in time
 	}
 	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
 	r.inflight++
@@ -1171,7 +1225,7 @@ func (r *run) lose(s *slot) {
 		r.cur.counts.Lost++
 		r.segs[r.segOf(s.seq)].lost++
 		if r.log != nil {
-			r.log.line(s.seq, logLost, s.sent, 0, 0, 0, s.sched, 0)
+			r.log.line(s.seq, logLost, s, 0, 0, 0, 0)
 		}
 		if r.entries != nil {
 			r.entries[s.entry].lost++
@@ -1181,7 +1235,9 @@ func (r *run) lose(s *slot) {
 
 // reply records the reply h of n bytes received at t4 in the session of
 // segment k.
-func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
+// msg is the reply itself and rx its kernel stamps, where the run has
+// them (nil and zero otherwise).
+func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstamp.Stamp) {
 	seq := h.Seq
 	if seq == 0 || seq > r.seq {
 		r.cur.counts.Errors++
@@ -1196,7 +1252,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 		if measured {
 			r.cur.counts.Late++
 			if r.log != nil {
-				r.log.line(seq, logLate, 0, h.T2, h.T3, t4, 0, hold)
+				r.log.line(seq, logLate, nil, h.T2, h.T3, t4, hold)
 			}
 		}
 		return
@@ -1210,7 +1266,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 		if measured {
 			r.cur.counts.Late++
 			if r.log != nil {
-				r.log.line(seq, logLate, s.sent, h.T2, h.T3, t4, s.sched, hold)
+				r.log.line(seq, logLate, s, h.T2, h.T3, t4, hold)
 			}
 		}
 		return
@@ -1218,7 +1274,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 		if measured {
 			r.cur.counts.Duplicates++
 			if r.log != nil {
-				r.log.line(seq, logDuplicate, s.sent, h.T2, h.T3, t4, s.sched, hold)
+				r.log.line(seq, logDuplicate, s, h.T2, h.T3, t4, hold)
 			}
 		}
 		return
@@ -1229,10 +1285,13 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int) {
 	if g := &r.segs[k]; seq > g.sMax {
 		g.sMax, g.cAtSMax = seq, h.Count
 	}
-	if r.log != nil {
-		r.log.line(seq, logReceived, s.sent, h.T2, h.T3, t4, s.sched, hold)
-	}
 	a := r.cur
+	if r.stamps != nil && msg != nil {
+		r.kernelReply(a, s, msg, t4, rx, h, hold)
+	}
+	if r.log != nil && !s.k.logWait {
+		r.log.line(seq, logReceived, s, h.T2, h.T3, t4, hold)
+	}
 	a.counts.Received++
 	a.bytesDown += uint64(n)
 	if seq < r.highestRecv {
@@ -1356,7 +1415,7 @@ func (r *run) close() {
 			}
 			switch {
 			case in.Type == wire.TypeReply:
-				r.reply(&in, n, now, k)
+				r.reply(&in, n, now, k, nil, tstamp.Stamp{})
 			case in.Type == wire.TypeCloseAck && in.Token == r.token:
 				r.res.ReflectorCount = "close"
 				r.finalCount = in.Count
@@ -1378,6 +1437,9 @@ func (r *run) finish() error {
 	now := r.clk.Now()
 	r.loseInFlight()
 	if r.log != nil {
+		if r.stamps != nil {
+			r.flushLog(0) // lines still waiting for a T3k
+		}
 		r.log.flush() // complete, also when the run was interrupted
 	}
 	lost := r.lostSoFar()
@@ -1405,6 +1467,7 @@ func (r *run) finish() error {
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
 	r.res.ClockOffset = clockOffset(r.total.best, r.fastest, sum.Up, sum.Down)
+	r.res.Timestamps = r.stampsResult()
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -35,6 +36,7 @@ type memConn struct {
 	dropUp   func(seq uint64) bool
 	dropDown func(seq uint64) bool
 	dead     func() bool // true: the reflector no longer answers
+	shift    time.Duration // the reflector's clock is ahead of the client's by this
 
 	mu       sync.Mutex
 	deadline time.Time
@@ -72,7 +74,7 @@ func (c *memConn) Write(b []byte) (int, error) {
 	}
 	time.AfterFunc(up, func() {
 		c.mu.Lock()
-		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano())
+		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano()+int64(c.shift))
 		if due := c.refl.NextDue(); due != 0 && reply == nil {
 			// A held reply: let the reflector send it when due.
 			time.AfterFunc(time.Until(time.Unix(0, due)), func() {
@@ -360,7 +362,7 @@ func BenchmarkProbePath(b *testing.B) {
 		if err := h.Decode(r.rbuf[:n]); err != nil {
 			b.Fatal(err)
 		}
-		r.reply(&h, n, r.clk.Now(), 0)
+		r.reply(&h, n, r.clk.Now(), 0, r.rbuf[:n], tstamp.Stamp{})
 	}
 	if got := r.cur.counts.Received; got != r.cur.counts.Sent || got == 0 {
 		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
@@ -883,6 +885,52 @@ func TestClockOffset(t *testing.T) {
 			}
 			if co.Up.Min != res.Summary.Up.Min-want || co.Down.Max != res.Summary.Down.Max+want {
 				t.Fatalf("corrected up %+v / down %+v, want the raw ones moved by %v", co.Up, co.Down, want)
+			}
+		})
+	}
+}
+
+// shiftedClock is the system clock moved by d.
+type shiftedClock struct {
+	d time.Duration
+}
+
+func (c shiftedClock) Now() int64              { return time.Now().UnixNano() + int64(c.d) }
+func (c shiftedClock) Time(ns int64) time.Time { return time.Unix(0, ns-int64(c.d)) }
+
+// TestClockShift: a reflector whose clock is ahead of or behind the
+// client's by a second is found out within the estimate's bound, and the
+// corrected one-way delays are the true ones within it.
+func TestClockShift(t *testing.T) {
+	for _, shift := range []time.Duration{time.Second, -1234567 * time.Microsecond} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newMemConn(t)
+			refl, err := reflector.New(reflector.Config{Clock: shiftedClock{shift}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.refl, c.shift = refl, shift
+			c.delay = 100 * time.Microsecond
+			c.delayOf = func(seq uint64) time.Duration { return 150*time.Microsecond + time.Duration(seq%7)*time.Microsecond }
+			res, err := Run(context.Background(), Config{Count: 200}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			co := res.ClockOffset
+			if co == nil {
+				t.Fatal("no clock offset")
+			}
+			if d := (co.Offset - shift).Abs(); d > co.Bound {
+				t.Errorf("offset %v for a shift of %v: off by %v, beyond the bound %v", co.Offset, shift, d, co.Bound)
+			}
+			if up := co.Up.Min; (up - 150*time.Microsecond).Abs() > co.Bound {
+				t.Errorf("corrected up min %v, want 150µs within %v", up, co.Bound)
+			}
+			if down := co.Down.Max; (down - c.delay).Abs() > co.Bound {
+				t.Errorf("corrected down max %v, want %v within %v", down, c.delay, co.Bound)
+			}
+			if len(co.Warnings) != 0 {
+				t.Errorf("warnings %v for a steady shift", co.Warnings)
 			}
 		})
 	}

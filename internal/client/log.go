@@ -2,17 +2,22 @@ package client
 
 import (
 	"io"
-	"strconv"
-	"sync"
+
+	"github.com/volley-net/volley/internal/probelog"
 )
 
 // LogHeader is the first line of a probe log (--log): one CSV line per
 // measured probe follows, and one more for each reply that comes late or
-// twice. Times are Unix nanoseconds (T1..T4 and the scheduled send time
-// of an open-loop probe, 0 when there is none); delays are nanoseconds,
-// empty where the probe's fate leaves them unknown. The stamps are taken
-// in user space.
-const LogHeader = "flow,seq,status,t1_ns,t2_ns,t3_ns,t4_ns,sched_ns,rtt_ns,response_ns,up_ns,down_ns\n"
+// twice. Times are Unix nanoseconds: T1..T4 as the tool read its clock
+// (0 when unknown), the scheduled send time of an open-loop probe (0 when
+// there is none), and the kernel's (or NIC's) stamps T1k..T4k where the
+// run has them (empty otherwise). Delays are nanoseconds, empty where the
+// probe's fate or a missing stamp leaves them unknown; response times
+// leave out the hold the reflector applied. With the reflector's stamps, a
+// line is written when the next reply brings the reply's T3k, so lines
+// may come slightly out of order.
+const LogHeader = "flow,seq,status,t1_ns,t2_ns,t3_ns,t4_ns,sched_ns,rtt_ns,response_ns,up_ns,down_ns," +
+	"t1_kernel_ns,t2_kernel_ns,t3_kernel_ns,t4_kernel_ns,rtt_kernel_ns,response_kernel_ns,up_kernel_ns,down_kernel_ns\n"
 
 // Probe statuses in the log.
 const (
@@ -24,83 +29,60 @@ const (
 
 // LogWriter is where the flows of a run write their probe logs; it takes
 // whole lines only, so that flows do not cut into each other's.
-type LogWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	err error
-}
+type LogWriter = probelog.Writer
 
 // NewLogWriter writes the log header to w and returns the writer for the
 // flows.
-func NewLogWriter(w io.Writer) (*LogWriter, error) {
-	if _, err := io.WriteString(w, LogHeader); err != nil {
-		return nil, err
-	}
-	return &LogWriter{w: w}, nil
-}
+func NewLogWriter(w io.Writer) (*LogWriter, error) { return probelog.NewWriter(w, LogHeader) }
 
-func (l *LogWriter) write(b []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		_, l.err = l.w.Write(b)
-	}
-}
-
-// Err returns the first error writing the log.
-func (l *LogWriter) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-// probeLog is a flow's side of the log: lines gather in buf and go out
-// whole when it fills and when the run ends. Appending a line allocates
+// probeLog is a flow's side of the log. Appending a line allocates
 // nothing.
 type probeLog struct {
-	out  *LogWriter
+	b    *probelog.Buffer
 	flow int
-	buf  []byte
 }
-
-const logFlushAt = 64 << 10
 
 func newProbeLog(out *LogWriter, flow int) *probeLog {
-	return &probeLog{out: out, flow: flow, buf: make([]byte, 0, logFlushAt+512)}
+	return &probeLog{b: probelog.NewBuffer(out), flow: flow}
 }
 
-// line logs probe seq. t2, t3, t4 are 0 when unknown; delays are written
-// only for a reply that came (t4 != 0).
-func (l *probeLog) line(seq uint64, status string, t1, t2, t3, t4, sched, holdNs int64) {
-	b := l.buf
-	b = strconv.AppendInt(b, int64(l.flow), 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, ',')
-	b = append(b, status...)
+// line logs probe seq, whose slot is s (nil when it has left the
+// history). t2, t3, t4 are 0 when unknown; user-space delays are written
+// only for a reply that came (t1 and t4 known).
+func (l *probeLog) line(seq uint64, status string, s *slot, t2, t3, t4, holdNs int64) {
+	var t1, sched int64
+	var k kernelSlot
+	if s != nil {
+		t1, sched, k = s.sent, s.sched, s.k
+	}
+	b := l.b
+	b.Int(int64(l.flow))
+	b.Uint(seq)
+	b.String(status)
 	for _, t := range [...]int64{t1, t2, t3, t4, sched} {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, t, 10)
+		b.Int(t)
 	}
 	if t1 != 0 && t4 != 0 {
-		for _, d := range [...]int64{t4 - t1, t3 - t2 - holdNs, t2 - t1, t4 - t3} {
-			b = append(b, ',')
-			b = strconv.AppendInt(b, d, 10)
-		}
+		b.Int(t4 - t1)
+		b.Int(t3 - t2 - holdNs)
+		b.Int(t2 - t1)
+		b.Int(t4 - t3)
 	} else {
-		b = append(b, ",,,,"...)
+		b.String(",,,")
 	}
-	b = append(b, '\n')
-	l.buf = b
-	if len(b) >= logFlushAt {
-		l.flush()
+	if t4 == 0 {
+		k.t4k = 0 // a lost probe's slot may hold nothing of a reply
 	}
+	b.Stamp(k.t1k)
+	b.Stamp(k.t2k)
+	b.Stamp(k.t3k)
+	b.Stamp(k.t4k)
+	b.Delay(k.t1k, k.t4k, 0)
+	b.Delay(k.t2k, k.t3k, holdNs)
+	b.Delay(k.t1k, k.t2k, 0)
+	b.Delay(k.t3k, k.t4k, 0)
+	b.End()
 }
 
 // flush writes the lines gathered so far.
-func (l *probeLog) flush() {
-	if len(l.buf) > 0 {
-		l.out.write(l.buf)
-		l.buf = l.buf[:0]
-	}
-}
+func (l *probeLog) flush() { l.b.Flush() }

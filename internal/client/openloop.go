@@ -27,6 +27,7 @@ type sentRecord struct {
 	size    int    // bytes
 	entry   uint16 // workload entry
 	gen     uint32 // segment (session) it was sent in
+	txID    uint32 // its transmit stamp's ID, with kernel stamps
 	warm    bool
 }
 
@@ -195,8 +196,15 @@ func (r *run) sender(ctx context.Context, start int64) {
 			out = out[:e.Size]
 			h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
 		}
+		var txID uint32
+		if r.stamps != nil {
+			h.Flags |= stampsFlag(h.ReplySize, len(out), signer != nil)
+			// The probes of a batch take the IDs after the socket's
+			// next, in order.
+			txID = r.stamps.sock.NextTxID() + uint32(len(ob.msgs))
+		}
 		encodeSigned(&h, out, signer)
-		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm}) {
+		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm, txID: txID}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.
 			runtime.Gosched()
@@ -306,6 +314,9 @@ func (r *run) drain() {
 			r.seq = rec.seq // no reply will come: nothing to wait for
 		} else {
 			r.track(rec.seq, rec.sent, rec.sched, rec.entry)
+			if r.stamps != nil {
+				r.stamps.mapID(rec.txID, rec.seq)
+			}
 		}
 		if r.measured(rec.seq) {
 			r.flushDue(rec.sched) // a probe belongs to the interval of its slot

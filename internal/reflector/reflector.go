@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/probelog"
+	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -78,6 +80,10 @@ type Stats struct {
 	Sessions       int    // sessions open at the end of the interval
 	SessionsOpened uint64 // sessions opened in the interval
 	Drops          [NumDropReasons]uint64
+	// Response is the distribution of response times (T3−T2 less the
+	// hold) of the replies sent, and ResponseKernel the same from kernel
+	// stamps (nil without them).
+	Response, ResponseKernel *stats.Dist
 }
 
 // Dropped returns the sum of all drops.
@@ -106,6 +112,8 @@ func (s Stats) Add(o Stats) Stats {
 	for i := range d.Drops {
 		d.Drops[i] += o.Drops[i]
 	}
+	d.Response = mergeDists(s.Response, o.Response)
+	d.ResponseKernel = mergeDists(s.ResponseKernel, o.ResponseKernel)
 	return d
 }
 
@@ -173,6 +181,13 @@ type Config struct {
 	// MaxTotalRate bounds the probes/s of all sessions together (0: none);
 	// probes above it are dropped and counted as "rate".
 	MaxTotalRate float64
+	// Stamps says the socket given to Serve has kernel stamps turned on
+	// (transport.Stamper): replies carry the reflector's kernel stamps to
+	// clients that ask (wire.Stamps), and response times are measured
+	// from them too.
+	Stamps bool
+	// Log, when set, gets a CSV line per reply sent (see LogHeader).
+	Log *probelog.Writer
 }
 
 // Defaults for the reflector's limits.
@@ -200,6 +215,10 @@ type session struct {
 	bucket   bucket  // rate limit
 	oneway   *oneway // one-way probes, once the first arrives
 	seqs     *seqWindow
+	// The last reply whose kernel transmit stamp came back, for the
+	// session's next reply to carry.
+	prevSeq uint64
+	prevT3K int64
 }
 
 // held is a reply waiting out its hold.
@@ -207,6 +226,7 @@ type held struct {
 	due  int64
 	addr netip.AddrPort
 	buf  []byte
+	rep  sentReply
 }
 
 // Reflector holds the state of one reflecting loop. It is not safe for
@@ -231,6 +251,14 @@ type Reflector struct {
 	// listener's connections call Handle on their own goroutines.
 	mu      sync.Mutex
 	unknown bucket // ErrorSession answers
+
+	// Replies sent: see stamps.go.
+	resp    responses
+	stamps  *stamper         // nil without kernel stamps
+	log     *probelog.Buffer // nil without Config.Log
+	rxStamp int64            // kernel receive stamp of the message Handle is given
+	last    sentReply        // the probe reply Handle made last,
+	lastOK  bool             // if it made one
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
@@ -312,6 +340,10 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
+	}
+	r.resp = newResponses(cfg.Stamps)
+	if cfg.Log != nil {
+		r.log = probelog.NewBuffer(cfg.Log)
 	}
 	return r, nil
 }
@@ -479,10 +511,15 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			pkt = pkt[:size]
 		}
 		h.Type, h.T2, h.Count, h.ReplySize, h.HoldMicro = wire.TypeReply, t2, s.count, uint32(size), hold
+		r.putStamps(pkt, &h, s)
+		rep := sentReply{addr: addr, token: h.Token, seq: h.Seq, t2: t2, t2k: r.rxStamp, hold: int64(hold) * int64(time.Microsecond)}
 		if hold == 0 {
-			return r.reply(pkt, &h)
+			out := r.reply(pkt, &h)
+			rep.t3 = h.T3
+			r.last, r.lastOK = rep, true
+			return out
 		}
-		r.hold(pkt, &h, addr, t2+int64(hold)*int64(time.Microsecond))
+		r.hold(pkt, &h, addr, t2+rep.hold, rep)
 		return nil
 	default:
 		r.st.Drops[DropType]++
@@ -530,7 +567,7 @@ func (r *Reflector) grant(h *wire.Header, room int) (size int, holdMicro uint32)
 }
 
 // hold keeps the encoded reply pkt for addr until due.
-func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due int64) {
+func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due int64, rep sentReply) {
 	if len(r.heldQ) >= r.cfg.MaxHeld {
 		r.st.Drops[DropHoldFull]++
 		return
@@ -545,7 +582,7 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due in
 	}
 	buf = append(buf[:0], pkt...)
 	// Push onto the heap.
-	r.heldQ = append(r.heldQ, held{due: due, addr: addr, buf: buf})
+	r.heldQ = append(r.heldQ, held{due: due, addr: addr, buf: buf, rep: rep})
 	for i := len(r.heldQ) - 1; i > 0; {
 		p := (i - 1) / 2
 		if r.heldQ[p].due <= r.heldQ[i].due {
@@ -588,11 +625,14 @@ func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
 			r.heldQ[i], r.heldQ[m] = r.heldQ[m], r.heldQ[i]
 			i = m
 		}
-		wire.PutT3(top.buf, r.clk.Now())
+		top.rep.t3 = r.clk.Now()
+		wire.PutT3(top.buf, top.rep.t3)
 		if r.signer != nil {
 			r.signer.Sign(top.buf)
 		}
+		r.last, r.lastOK = top.rep, true
 		send(top.buf, top.addr)
+		r.lastOK = false
 		r.free = append(r.free, top.buf)
 	}
 }
@@ -712,6 +752,14 @@ func (r *Reflector) Stats() Stats {
 func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	if sock, ok := conn.(transport.Stamper); ok && r.cfg.Stamps {
+		r.stamps = &stamper{sock: sock}
+	}
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.flushReplies() // the totals returned share the distributions
+	}()
 
 	bc, ok := conn.(transport.BatchPacketConn)
 	batch := transport.MaxBatch
@@ -730,10 +778,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			before := r.NextDue()
+			r.lastOK = false
 			reply := r.Handle(msg, from, now)
 			if reply != nil {
 				r.st.PacketsOut++ // its connection sends it
 				r.st.BytesOut += uint64(len(reply))
+				r.sent(0)
 			}
 			if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
 				_ = conn.SetReadDeadline(r.clk.Time(due))
@@ -747,13 +797,16 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		in[i].Buf = make([]byte, r.cfg.MaxMessage+1)
 	}
 	out := make([]transport.Message, 0, batch)
+	reps := make([]sentReply, 0, batch) // out's, seq 0 for answers that are not replies
 	send := func(b []byte, to netip.AddrPort) {
+		id := r.nextTxID()
 		if _, err := conn.WriteTo(b, to); err != nil {
 			r.st.SendErrors++
 			return
 		}
 		r.st.PacketsOut++
 		r.st.BytesOut += uint64(len(b))
+		r.sent(id)
 	}
 	start := r.clk.Now()
 	tick := int64(r.cfg.ReportInterval)
@@ -803,26 +856,38 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		}
 		for i := range n {
 			m := &in[i]
+			r.rxStamp, r.lastOK = m.Stamp.Best(), false
 			if reply := r.Handle(m.Buf[:m.N], m.Addr, now); reply != nil {
 				out = append(out, transport.Message{Buf: reply, N: len(reply), Addr: m.Addr})
+				if !r.lastOK {
+					r.last = sentReply{}
+				}
+				reps = append(reps, r.last)
 			}
 		}
-		for pending := out; len(pending) > 0; {
+		r.lastOK = false
+		for pending, preps := out, reps; len(pending) > 0; {
+			id := r.nextTxID()
 			sent, err := bc.WriteBatch(pending)
-			for _, m := range pending[:sent] {
+			for j, m := range pending[:sent] {
 				r.st.PacketsOut++
 				r.st.BytesOut += uint64(m.N)
+				r.last, r.lastOK = preps[j], preps[j].seq != 0
+				r.sent(id + uint32(j))
 			}
 			if err == nil {
 				break
 			}
 			// Skip the one that failed; send the rest.
 			r.st.SendErrors++
-			pending = pending[sent+1:]
+			pending, preps = pending[sent+1:], preps[sent+1:]
 		}
-		out = out[:0]
+		out, reps = out[:0], reps[:0]
 		if len(r.heldQ) > 0 {
 			r.Due(r.clk.Now(), send)
+		}
+		if r.stamps != nil {
+			r.drainTx()
 		}
 		if now >= next {
 			r.reportOneWay()
@@ -831,8 +896,13 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				cur := r.Stats()
 				iv := cur.sub(last)
 				iv.Elapsed = time.Duration(now - lastAt)
+				iv.Response, iv.ResponseKernel = mergeDists(r.resp.iv, nil), mergeDists(r.resp.ivK, nil)
 				last, lastAt = cur, now
 				r.cfg.OnInterval(iv)
+				r.resp.iv.Reset()
+				if r.resp.ivK != nil {
+					r.resp.ivK.Reset()
+				}
 			}
 			for next <= now {
 				next += tick
@@ -868,5 +938,14 @@ func (r *Reflector) total(start int64) Stats {
 	defer r.mu.Unlock()
 	s := r.Stats()
 	s.Elapsed = time.Duration(r.clk.Now() - start)
+	s.Response, s.ResponseKernel = r.resp.total, r.resp.totalK
 	return s
+}
+
+// nextTxID is the transmit-stamp ID of the next datagram sent.
+func (r *Reflector) nextTxID() uint32 {
+	if r.stamps == nil {
+		return 0
+	}
+	return r.stamps.sock.NextTxID()
 }

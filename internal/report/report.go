@@ -328,6 +328,10 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	}
 	rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
 		named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
+	if k := s.Kernel; k != nil {
+		rows = append(rows, named{"rtt kern", k.RTT}, named{"resp kern", k.Response}, named{"up kern", k.Up},
+			named{"down kern", k.Down}, named{"send stack", k.SendStack}, named{"recv stack", k.RecvStack})
+	}
 	for _, l := range rows {
 		cells := []string{l.name, latMin(l.lat), latMean(l.lat), "-"}
 		if l.lat.Count > 0 {
@@ -342,6 +346,20 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
 	}
 	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
+	if t := res.Timestamps; t != nil {
+		refl := t.Reflector
+		if refl == "" {
+			refl = "none sent"
+		}
+		fmt.Fprintf(&b, "stamps   client %s, reflector %s (--timestamps %s)", t.Client, refl, t.Asked)
+		if s.Kernel != nil {
+			b.WriteString("; the kern rows are from the kernel's stamps, send stack is T1k-T1 and recv stack T4-T4k: what the stacks and volley add to rtt")
+		}
+		b.WriteString("\n")
+		for _, n := range t.Notes {
+			fmt.Fprintf(&b, "note: %s\n", n)
+		}
+	}
 	if c := res.ClockOffset; c != nil {
 		sign := "+"
 		if c.Offset < 0 {

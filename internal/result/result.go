@@ -40,6 +40,9 @@ type Result struct {
 	// exchanges, and the one-way delays corrected by it (round-trip runs
 	// of one flow).
 	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
+	// Timestamps says where the times came from, when a run asked for
+	// kernel or hardware stamps (or auto found them).
+	Timestamps *Timestamps `json:"timestamps,omitempty"`
 	// Reconnects lists the sessions lost mid-run and, with --reconnect,
 	// when a new one took over: the gaps in the measurement.
 	Reconnects []Reconnect `json:"reconnects,omitempty"`
@@ -202,6 +205,38 @@ type Interval struct {
 	SendError       *Latency `json:"send_error,omitempty"`
 	// TCP runs of one flow only: TCP_INFO over the interval.
 	TCP *TCPInterval `json:"tcp,omitempty"`
+	// Kernel holds the figures from kernel (or hardware) stamps, when the
+	// run has them (--timestamps).
+	Kernel *KernelTimes `json:"kernel,omitempty"`
+}
+
+// KernelTimes are the delays measured from kernel (or NIC) stamps instead
+// of the tool's own clock readings, and what the stacks and the tool add
+// around them. RTT is T4k−T1k; Response T3k−T2k less the hold; Up T2k−T1k
+// and Down T4k−T3k (raw: the clock offset is not taken out). SendStack is
+// T1k−T1 (from the tool's reading of the clock to the kernel's transmit
+// stamp) and RecvStack T4−T4k (from the kernel's receive stamp to the
+// tool's reading). Response, Up and Down need the reflector's stamps; Down
+// and Response arrive one reply late (see wire.Stamps).
+type KernelTimes struct {
+	RTT       Latency `json:"rtt"`
+	Response  Latency `json:"response"`
+	Up        Latency `json:"up"`
+	Down      Latency `json:"down"`
+	SendStack Latency `json:"send_stack"`
+	RecvStack Latency `json:"recv_stack"`
+}
+
+// Timestamps says where a run's times came from.
+type Timestamps struct {
+	// Asked is the --timestamps mode asked for; Client and Reflector
+	// what each end used: "user", "kernel" or "hardware" ("" for a
+	// reflector that sent no stamps).
+	Asked     string `json:"asked"`
+	Client    string `json:"client"`
+	Reflector string `json:"reflector,omitempty"`
+	// Notes say why an end fell back, and what it used instead.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Counts are the probe counts of an interval. Sent = Received + Lost for

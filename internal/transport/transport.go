@@ -22,6 +22,7 @@ import (
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -91,7 +92,17 @@ type BatchConn interface {
 	WriteBatch(ms []Message) (int, error)
 }
 
+// Stamper is a socket that can take kernel (or NIC) stamps of what it
+// sends and receives: see udp.PacketConn.EnableTimestamps.
+type Stamper interface {
+	EnableTimestamps(hw bool) error
+	NextTxID() uint32
+	ReadTxStamps(st []tstamp.TxStamp) (int, error)
+}
+
 var (
+	_ Stamper         = (*udp.Conn)(nil)
+	_ Stamper         = (*udp.PacketConn)(nil)
 	_ Conn            = (*net.UDPConn)(nil)
 	_ Conn            = (*stream.Conn)(nil)
 	_ PacketConn      = (*stream.Listener)(nil)

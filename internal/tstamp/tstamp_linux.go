@@ -2,6 +2,8 @@ package tstamp
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -134,4 +136,56 @@ func ParseTx(oob []byte) (st TxStamp, ok bool) {
 		return TxStamp{}, false
 	}
 	return TxStamp{ID: ee.Data, Stamp: s}, true
+}
+
+// PrepareHardware makes iface stamp in hardware: it checks that the NIC
+// can (ethtool's capabilities), and turns its stamping on for all packets
+// both ways (SIOCSHWTSTAMP) unless it is on already. The error names what
+// is missing. This changes the interface for every program on the machine
+// (a PTP daemon sets the same), so callers do it only when the user asked
+// for hardware stamps.
+func PrepareHardware(iface string) error {
+	c, err := Query(iface)
+	if err != nil {
+		return err
+	}
+	if !c.Hardware() {
+		return fmt.Errorf("%s cannot stamp in hardware (its timestamping capabilities: %v)", iface, c.Flags)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if cur, err := unix.IoctlGetHwTstamp(fd, iface); err == nil && cur.Tx_type == unix.HWTSTAMP_TX_ON && cur.Rx_filter == unix.HWTSTAMP_FILTER_ALL {
+		return nil
+	}
+	cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: unix.HWTSTAMP_FILTER_ALL}
+	if err := unix.IoctlSetHwTstamp(fd, iface, &cfg); err != nil {
+		return fmt.Errorf("%s: turning hardware stamping on (SIOCSHWTSTAMP, needs CAP_NET_ADMIN): %w", iface, err)
+	}
+	return nil
+}
+
+// InterfaceOf returns the name of the interface that holds the local
+// address addr.
+func InterfaceOf(addr netip.Addr) (string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, i := range ifs {
+		as, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr.Unmap() {
+					return i.Name, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface holds %s", addr)
 }

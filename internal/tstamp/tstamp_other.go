@@ -2,7 +2,10 @@
 
 package tstamp
 
-import "errors"
+import (
+	"errors"
+	"net/netip"
+)
 
 // Query is Linux's.
 func Query(iface string) (Caps, error) { return Caps{}, errors.ErrUnsupported }
@@ -21,3 +24,9 @@ func ParseRx(oob []byte) Stamp { return Stamp{} }
 
 // ParseTx is Linux's.
 func ParseTx(oob []byte) (TxStamp, bool) { return TxStamp{}, false }
+
+// PrepareHardware is Linux's.
+func PrepareHardware(iface string) error { return errors.ErrUnsupported }
+
+// InterfaceOf is Linux's.
+func InterfaceOf(addr netip.Addr) (string, error) { return "", errors.ErrUnsupported }

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// readCSV reads a CSV log into rows of named fields.
+func readCSV(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]string
+	for _, r := range rows[1:] {
+		m := map[string]string{}
+		for i, name := range rows[0] {
+			m[name] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func field(t *testing.T, row map[string]string, name string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(row[name], 10, 64)
+	if err != nil {
+		t.Fatalf("field %s of %v: %v", name, row, err)
+	}
+	return v
+}
+
+// checkStamps runs a ping-pong client (in network namespace ns) with
+// kernel stamps at both ends against the server at addr (its log at srvLog, stopped by stop), and
+// checks the stamps order as the packets went: user T1 before the
+// kernel's, the kernel's receive before the reflector's read, and so on.
+func checkStamps(t *testing.T, ns, addr string, stop func() string, srvLog string) {
+	t.Helper()
+	const n = 300
+	cliLog := filepath.Join(t.TempDir(), "client.csv")
+	r := volleyRunIn(t, ns, "client", addr, "-n", fmt.Sprint(n), "--reply-size", "100", "--log", cliLog, "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("client exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	ts, k := res.Timestamps, res.Summary.Kernel
+	if ts == nil || ts.Client != "kernel" || ts.Reflector != "kernel" || k == nil {
+		t.Fatalf("timestamps %+v, kernel figures %+v: want kernel stamps at both ends", ts, k)
+	}
+	if k.RTT.Count != n || k.Up.Count != n || k.Response.Count != n-1 || k.Down.Count != n-1 {
+		t.Errorf("kernel counts rtt %d up %d response %d down %d: want %d, %d, and one less for the last reply's follow-up",
+			k.RTT.Count, k.Up.Count, k.Response.Count, k.Down.Count, n, n)
+	}
+	// Each probe's kernel round trip lies inside its user-space one.
+	if k.RTT.Max > res.Summary.RTT.Max || k.SendStack.Min < 0 || k.RecvStack.Min < 0 {
+		t.Errorf("kernel rtt max %v above the user one %v, or a stack time below zero (send %v, recv %v)",
+			k.RTT.Max, res.Summary.RTT.Max, k.SendStack.Min, k.RecvStack.Min)
+	}
+	rows := readCSV(t, cliLog)
+	if len(rows) != n {
+		t.Fatalf("client log: %d lines, want %d", len(rows), n)
+	}
+	last := 0
+	for i, row := range rows {
+		if row["status"] != "received" {
+			t.Fatalf("log line %v: want received", row)
+		}
+		order := []string{"t1_ns", "t1_kernel_ns", "t4_kernel_ns", "t4_ns"}
+		if row["t3_kernel_ns"] == "" {
+			last++
+		} else {
+			if field(t, row, "t3_kernel_ns") < field(t, row, "t3_ns") {
+				t.Errorf("line %d: the reflector's kernel sent the reply before it read its clock: %v", i, row)
+			}
+		}
+		if field(t, row, "t2_kernel_ns") > field(t, row, "t2_ns") {
+			t.Errorf("line %d: the reflector's kernel received the probe after the reflector read it: %v", i, row)
+		}
+		for j := 1; j < len(order); j++ {
+			if field(t, row, order[j-1]) > field(t, row, order[j]) {
+				t.Errorf("line %d: %s after %s: %v", i, order[j-1], order[j], row)
+			}
+		}
+	}
+	if last != 1 {
+		t.Errorf("%d lines without the reflector's kernel T3, want 1 (the last reply's has no later reply to ride on)", last)
+	}
+	out := stop()
+	if !strings.Contains(out, fmt.Sprintf("response (kernel stamps) over %d replies", n)) {
+		t.Errorf("server's totals lack the kernel response line:\n%s", out)
+	}
+	srows := readCSV(t, srvLog)
+	if len(srows) != n {
+		t.Fatalf("server log: %d lines, want %d", len(srows), n)
+	}
+	for _, row := range srows {
+		if field(t, row, "t2_kernel_ns") > field(t, row, "t2_ns") || field(t, row, "t3_kernel_ns") < field(t, row, "t3_ns") ||
+			field(t, row, "response_kernel_ns") < field(t, row, "response_ns") {
+			t.Fatalf("server log line %v: want the kernel's stamps outside the reflector's own times", row)
+		}
+	}
+}
+
+// TestKernelTimestamps: on loopback, both ends take the kernel's stamps
+// by default, the reports and both logs carry them, and they fall where
+// the packets went. --timestamps user goes without; an explicit mode a
+// transport or an interface cannot give is an error naming it.
+func TestKernelTimestamps(t *testing.T) {
+	srvLog := filepath.Join(t.TempDir(), "server.csv")
+	srv := startServer(t, "127.0.0.1:0", "-q", "--log", srvLog)
+	checkStamps(t, "", srv.addr, func() string {
+		if err := srv.stop(t, os.Interrupt); err != nil {
+			t.Fatalf("server exit: %v", err)
+		}
+		return srv.output()
+	}, srvLog)
+
+	srv = startServer(t, "127.0.0.1:0", "-q")
+	r := volleyRun(t, "client", srv.addr, "-n", "50", "--reply-size", "100", "--timestamps", "user", "--format", "json")
+	if res := parseResult(t, r.stdout); res.Timestamps != nil || res.Summary.Kernel != nil || res.Config.Timestamps != "user" {
+		t.Errorf("--timestamps user: timestamps %+v, kernel %+v", res.Timestamps, res.Summary.Kernel)
+	}
+	r = volleyRun(t, "client", "tcp://"+srv.addr, "-n", "10", "--timestamps", "kernel")
+	if r.code != 2 || !strings.Contains(r.stderr, "--timestamps kernel: tcp has no stamps per message") {
+		t.Errorf("--timestamps kernel over TCP: exit %d, %q", r.code, r.stderr)
+	}
+	r = volleyRun(t, "client", srv.addr, "-n", "10", "--timestamps", "hardware")
+	if r.code != 2 || !strings.Contains(r.stderr, "lo cannot stamp in hardware") || !strings.Contains(r.stderr, "--timestamps kernel") {
+		t.Errorf("--timestamps hardware on loopback: exit %d, %q", r.code, r.stderr)
+	}
+	r = volleyRun(t, "client", srv.addr, "-n", "10", "--timestamps", "nanos")
+	if r.code != 2 || !strings.Contains(r.stderr, `--timestamps "nanos"`) {
+		t.Errorf("--timestamps nanos: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestTimestampsVeth: the same between two network namespaces joined by
+// a veth pair, which the test creates (as root, with ip(8)).
+func TestTimestampsVeth(t *testing.T) {
+	var missing error
+	if os.Geteuid() != 0 {
+		missing = fmt.Errorf("not root")
+	} else if _, err := exec.LookPath("ip"); err != nil {
+		missing = err
+	}
+	require(t, "netns", missing)
+	suffix := fmt.Sprint(os.Getpid() % 100000)
+	nsA, nsB := "vly-a"+suffix, "vly-b"+suffix
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", nsA)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
+	ip("netns", "add", nsB)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
+	ip("link", "add", "vlyA"+suffix, "netns", nsA, "type", "veth", "peer", "name", "vlyB"+suffix, "netns", nsB)
+	ip("-n", nsA, "addr", "add", "10.213.0.1/30", "dev", "vlyA"+suffix)
+	ip("-n", nsB, "addr", "add", "10.213.0.2/30", "dev", "vlyB"+suffix)
+	for _, ns := range []string{nsA, nsB} {
+		ip("-n", ns, "link", "set", "lo", "up")
+	}
+	ip("-n", nsA, "link", "set", "vlyA"+suffix, "up")
+	ip("-n", nsB, "link", "set", "vlyB"+suffix, "up")
+
+	srvLog := filepath.Join(t.TempDir(), "server.csv")
+	cmd := exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	// The server is up once it answers: the client retries its Hello.
+	checkStamps(t, nsA, "10.213.0.2:7766", func() string {
+		cmd.Process.Signal(syscall.SIGINT)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("server exit: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}, srvLog)
+}

@@ -1,0 +1,274 @@
+package client
+
+import (
+	"fmt"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// Kernel stamps (Config.Stamps). The socket stamps each datagram it
+// receives (T4k, with the read) and each it sends (T1k, from the error
+// queue, numbered in send order). Probes ask the reflector for its stamps
+// when their replies have room for the block (wire.Stamps): its receive
+// stamp T2k comes with the reply, its transmit stamp T3k with the next
+// reply of the session. The user-space times stay what they were, so the
+// report can show what the stacks and the tool add.
+
+// stamping is a run's kernel-stamp state; nil without stamps.
+type stamping struct {
+	sock transport.Stamper
+	ids  [idRing]struct { // transmit-stamp ID to sequence number
+		id  uint32
+		seq uint64
+	}
+	tx        [64]tstamp.TxStamp
+	reflector bool // a reply carried the reflector's stamps
+	// Replies whose log line waits for the reflector's T3k, oldest
+	// first (a ring of sequence numbers).
+	logq       []uint64
+	logHead    uint64
+	logTail    uint64
+	hw         bool
+	unstamped  uint64 // replies read without a receive stamp
+	txUnmapped uint64 // transmit stamps whose probe was not found
+}
+
+const idRing = 4096
+
+// kernelSlot is what a slot keeps of a probe's kernel stamps.
+type kernelSlot struct {
+	txID     uint32
+	t1k, t4k int64
+	t2k, t3k int64
+	t2, t3   int64 // the reflector's user-space times and the reply's
+	t4       int64 // arrival, for the log
+	hold     int64
+	logWait  bool // its log line waits for T3k
+}
+
+// The kernel distributions, in acc.k.
+const (
+	kRTT = iota
+	kResponse
+	kUp
+	kDown
+	kSendStack
+	kRecvStack
+	numKDists
+)
+
+// mapID remembers that the probe seq went out with transmit-stamp ID id.
+func (st *stamping) mapID(id uint32, seq uint64) {
+	e := &st.ids[id%idRing]
+	e.id, e.seq = id, seq
+}
+
+// drainTx takes in the transmit stamps waiting on the socket and gives
+// each to its probe's slot.
+func (r *run) drainTx() {
+	st := r.stamps
+	for {
+		n, err := st.sock.ReadTxStamps(st.tx[:])
+		for _, t := range st.tx[:n] {
+			e := &st.ids[t.ID%idRing]
+			if e.id != t.ID {
+				st.txUnmapped++
+				continue
+			}
+			s := &r.ring[e.seq&r.mask]
+			// A stamp is T1k only if it is the probe's: sent after
+			// the tool read the clock for it.
+			if s.seq == e.seq && s.k.t1k == 0 && t.Best() >= s.sent {
+				s.k.t1k = t.Best()
+			}
+		}
+		if err != nil || n < len(st.tx) {
+			return
+		}
+	}
+}
+
+// kernelReply records the kernel figures of the reply to s (msg, read at
+// t4 with stamp rx) into a.
+func (r *run) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp, h *wire.Header, hold int64) {
+	st := r.stamps
+	ak := a.kernel()
+	k := &s.k
+	k.t4k = rx.Best()
+	if k.t4k == 0 {
+		st.unstamped++
+	}
+	if k.t1k == 0 {
+		r.drainTx()
+	}
+	if k.t1k != 0 {
+		ak[kSendStack].Record(k.t1k - s.sent)
+		if k.t4k != 0 {
+			ak[kRTT].Record(k.t4k - k.t1k)
+		}
+	}
+	if k.t4k != 0 {
+		ak[kRecvStack].Record(t4 - k.t4k)
+	}
+	k.t2, k.t3, k.t4, k.hold = h.T2, h.T3, t4, hold
+	ext, ok := wire.StampsOf(msg)
+	if !ok {
+		return
+	}
+	st.reflector = true
+	k.t2k = ext.T2K
+	if k.t2k != 0 && k.t1k != 0 {
+		ak[kUp].Record(k.t2k - k.t1k)
+	}
+	if r.log != nil {
+		k.logWait = true
+		r.queueLog(s.seq)
+	}
+	if ext.PrevSeq == 0 || ext.PrevT3K == 0 {
+		return
+	}
+	p := &r.ring[ext.PrevSeq&r.mask]
+	if p.seq != ext.PrevSeq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) {
+		return
+	}
+	p.k.t3k = ext.PrevT3K
+	if p.k.t2k != 0 {
+		ak[kResponse].Record(p.k.t3k - p.k.t2k - p.k.hold)
+	}
+	if p.k.t4k != 0 {
+		ak[kDown].Record(p.k.t4k - p.k.t3k)
+	}
+	if r.log != nil {
+		r.flushLog(ext.PrevSeq)
+	}
+}
+
+// queueLog puts seq's log line in the queue of lines waiting for T3k.
+func (r *run) queueLog(seq uint64) {
+	st := r.stamps
+	if st.logq == nil {
+		st.logq = make([]uint64, len(r.ring))
+	}
+	if st.logTail-st.logHead == uint64(len(st.logq)) {
+		r.writeLog(st.logq[st.logHead%uint64(len(st.logq))])
+		st.logHead++
+	}
+	st.logq[st.logTail%uint64(len(st.logq))] = seq
+	st.logTail++
+}
+
+// flushLog writes the waiting log lines up to seq (all with seq 0), in
+// the order their replies came.
+func (r *run) flushLog(upTo uint64) {
+	st := r.stamps
+	for st.logHead < st.logTail {
+		seq := st.logq[st.logHead%uint64(len(st.logq))]
+		if upTo != 0 && seq > upTo {
+			return
+		}
+		r.writeLog(seq)
+		st.logHead++
+	}
+}
+
+// writeLog writes the waiting log line of seq, if its slot still holds it.
+func (r *run) writeLog(seq uint64) {
+	s := &r.ring[seq&r.mask]
+	if s.seq != seq || !s.k.logWait {
+		return
+	}
+	s.k.logWait = false
+	r.log.line(seq, logReceived, s, s.k.t2, s.k.t3, s.k.t4, s.k.hold)
+}
+
+// kernelSummary renders a's kernel distributions; nil when there are
+// none.
+func (a *acc) kernelSummary(pct []float64) *result.KernelTimes {
+	if a.k[kRTT].Count() == 0 && a.k[kSendStack].Count() == 0 && a.k[kRecvStack].Count() == 0 {
+		return nil
+	}
+	return &result.KernelTimes{
+		RTT:       a.k[kRTT].Summary(pct),
+		Response:  a.k[kResponse].Summary(pct),
+		Up:        a.k[kUp].Summary(pct),
+		Down:      a.k[kDown].Summary(pct),
+		SendStack: a.k[kSendStack].Summary(pct),
+		RecvStack: a.k[kRecvStack].Summary(pct),
+	}
+}
+
+// stampsFlag returns FlagStamps when a reply to a probe of probeSize
+// bytes asking for replySize (0: the probe's size) has room for the
+// reflector's stamps, 0 otherwise.
+func stampsFlag(replySize uint32, probeSize int, signed bool) wire.Flags {
+	room := int(replySize)
+	if room == 0 {
+		room = probeSize
+	}
+	need := wire.HeaderLen + wire.StampsLen
+	if signed {
+		need += wire.TagLen
+	}
+	if room >= need {
+		return wire.FlagStamps
+	}
+	return 0
+}
+
+// setupStamps turns the socket's stamps on as Config.Stamps asks, and
+// returns the mode used ("user", "kernel" or "hardware"). Auto falls back
+// to user-space times, with a note, where the socket has no stamps; an
+// explicit kernel or hardware mode fails there instead.
+func (r *run) setupStamps() (string, error) {
+	mode := r.cfg.Stamps
+	if mode == tstamp.User {
+		return "user", nil
+	}
+	r.stampNotes = nil
+	fallback := func(why string) (string, error) {
+		if mode != tstamp.Auto {
+			return "", fmt.Errorf("%w: --timestamps %s: %s", ErrConfig, mode, why)
+		}
+		r.stampNotes = append(r.stampNotes, why+"; the times are the tool's own clock readings (user)")
+		return "user", nil
+	}
+	if r.cfg.OneWay {
+		return fallback("one-way probes are timed by the reflector against the client's clock reading")
+	}
+	sock, ok := r.conn.(transport.Stamper)
+	if !ok {
+		return fallback(r.conn.RemoteAddr().Network() + " has no stamps per message (only UDP sockets take them)")
+	}
+	hw := mode == tstamp.Hardware
+	if err := sock.EnableTimestamps(hw); err != nil {
+		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", err))
+	}
+	r.stamps = &stamping{sock: sock, hw: hw}
+	if hw {
+		return "hardware", nil
+	}
+	return "kernel", nil
+}
+
+// stampsResult says where the run's times came from.
+func (r *run) stampsResult() *result.Timestamps {
+	if r.cfg.Stamps == tstamp.User {
+		return nil
+	}
+	t := &result.Timestamps{Asked: r.cfg.Stamps.String(), Client: r.res.Config.Timestamps, Notes: r.stampNotes}
+	if st := r.stamps; st != nil {
+		if st.reflector {
+			t.Reflector = t.Client
+		} else {
+			t.Notes = append(t.Notes, fmt.Sprintf("the reflector sent no stamps: replies need %d bytes or more to carry them (--reply-size), or the reflector runs with --timestamps user or over a socket without stamps",
+				wire.HeaderLen+wire.StampsLen))
+		}
+		if st.unstamped > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", st.unstamped))
+		}
+	}
+	return t
+}
