@@ -35,7 +35,7 @@ type memConn struct {
 	delayOf  func(seq uint64) time.Duration // the way up, when set
 	dropUp   func(seq uint64) bool
 	dropDown func(seq uint64) bool
-	dead     func() bool // true: the reflector no longer answers
+	dead     func() bool   // true: the reflector no longer answers
 	shift    time.Duration // the reflector's clock is ahead of the client's by this
 
 	mu       sync.Mutex

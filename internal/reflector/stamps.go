@@ -173,4 +173,3 @@ func mergeDists(a, b *stats.Dist) *stats.Dist {
 	}
 	return d
 }
-

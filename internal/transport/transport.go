@@ -22,8 +22,8 @@ import (
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
-	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
+	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 )
 
