@@ -176,3 +176,48 @@ func TestSI(t *testing.T) {
 		}
 	}
 }
+
+// stampedFixture is fixture() from a run with kernel stamps at both ends.
+func stampedFixture() *result.Result {
+	res := fixture()
+	rtt, _ := latency(2000, 13*time.Microsecond)
+	resp, _ := latency(1999, 6*time.Microsecond)
+	way, _ := latency(2000, 600*time.Nanosecond)
+	stack, _ := latency(2000, 2*time.Microsecond)
+	res.Config.Timestamps = "kernel"
+	res.Summary.Kernel = &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack}
+	res.Timestamps = &result.Timestamps{Asked: "auto", Client: "kernel", Reflector: "kernel", Notes: []string{"3 replies came without a kernel receive stamp"}}
+	return res
+}
+
+// TestGoldenStamps: the kernel figures join the reports as rows and
+// fields of their own, and leave the existing ones as they were (the
+// result.* golden files).
+func TestGoldenStamps(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, stampedFixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stamps.txt", b.Bytes())
+	var plain bytes.Buffer
+	if err := WriteText(&plain, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	// Every line of the plain report is in the stamped one, in order.
+	rest := b.String()
+	for _, l := range strings.SplitAfter(plain.String(), "\n") {
+		if l == "" || strings.HasPrefix(l, "---") {
+			continue
+		}
+		i := strings.Index(rest, l)
+		if i < 0 {
+			t.Fatalf("stamped report lost or changed the line %q", l)
+		}
+		rest = rest[i+len(l):]
+	}
+	b.Reset()
+	if err := WriteJSON(&b, stampedFixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stamps.json", b.Bytes())
+}
