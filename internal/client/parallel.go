@@ -76,6 +76,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		res.Workload = workloadResults(&cfg, entries)
 	}
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
+	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
 	for i, r := range runs {
 		f := result.Flow{LocalAddr: r.res.Config.LocalAddr, Summary: r.res.Summary,
 			ReflectorCount: r.res.ReflectorCount, Stopped: r.res.Stopped, Error: r.res.Error}

@@ -215,10 +215,9 @@ type session struct {
 	bucket   bucket  // rate limit
 	oneway   *oneway // one-way probes, once the first arrives
 	seqs     *seqWindow
-	// The last reply whose kernel transmit stamp came back, for the
-	// session's next reply to carry.
-	prevSeq uint64
-	prevT3K int64
+	// Kernel transmit stamps of replies that came back, for the
+	// session's next replies to carry, oldest first; nil until the first.
+	t3q *t3Queue
 }
 
 // held is a reply waiting out its hold.

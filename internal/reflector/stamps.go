@@ -64,8 +64,11 @@ func (r *Reflector) replied(m *sentReply, t3k int64) {
 		r.resp.totalK.Record(t3k - m.t2k - m.hold)
 	}
 	if t3k != 0 {
-		if s := r.sessions[m.token]; s != nil && m.seq > s.prevSeq {
-			s.prevSeq, s.prevT3K = m.seq, t3k
+		if s := r.sessions[m.token]; s != nil {
+			if s.t3q == nil {
+				s.t3q = new(t3Queue)
+			}
+			s.t3q.push(m.seq, t3k)
 		}
 	}
 	if l := r.log; l != nil {
@@ -147,7 +150,40 @@ func (r *Reflector) putStamps(pkt []byte, h *wire.Header, s *session) {
 		h.Flags &^= wire.FlagStamps
 		return
 	}
-	wire.PutStamps(pkt, wire.Stamps{T2K: r.rxStamp, PrevSeq: s.prevSeq, PrevT3K: s.prevT3K})
+	st := wire.Stamps{T2K: r.rxStamp}
+	if s.t3q != nil {
+		st.PrevSeq, st.PrevT3K = s.t3q.pop()
+	}
+	wire.PutStamps(pkt, st)
+}
+
+// t3Queue holds the kernel transmit stamps of a session's replies until
+// later replies carry them, one each, oldest first. When replies leave in
+// batches, several stamps come back at once; as each reply carries one,
+// the queue keeps up while the client sends at a steady rate. When it is
+// full the oldest is dropped (its probe's line lacks T3k).
+type t3Queue struct {
+	seq        [64]uint64
+	t3k        [64]int64
+	head, tail uint64
+}
+
+func (q *t3Queue) push(seq uint64, t3k int64) {
+	if q.tail-q.head == uint64(len(q.seq)) {
+		q.head++
+	}
+	q.seq[q.tail%uint64(len(q.seq))], q.t3k[q.tail%uint64(len(q.seq))] = seq, t3k
+	q.tail++
+}
+
+// pop returns the oldest stamp, or zeros when there is none.
+func (q *t3Queue) pop() (uint64, int64) {
+	if q.head == q.tail {
+		return 0, 0
+	}
+	i := q.head % uint64(len(q.seq))
+	q.head++
+	return q.seq[i], q.t3k[i]
 }
 
 // newResponses makes the distributions; kernel ones too with kernel.
