@@ -639,7 +639,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"client", "host:99999"}, "bad port"},
 		{[]string{"client", "udp://"}, "no host"},
 		{[]string{"client", "gopher://x"}, "unknown scheme"},
-		{[]string{"client", "dbus://session"}, "not supported yet"},
+		{[]string{"client", "dbus://sessions"}, "want dbus://session, dbus://system or dbus:ADDRESS"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"server", "--idle-timeout", "0s"}, "--idle-timeout"},
 	}

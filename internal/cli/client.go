@@ -130,7 +130,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.DurationVarP(&f.duration, "duration", "t", 0, "how long to measure, after warm-up (default 5s unless --count is given)")
+	fl.DurationVarP(&f.duration, "duration", "t", 0, "how long to measure, after warm-up (default 5s unless --count is given; D-Bus: 1000 messages, as dping)")
 	fl.Int64VarP(&f.count, "count", "n", 0, "how many probes to measure, after warm-up (whichever of --duration and --count comes first ends the run)")
 	fl.StringVar(&f.warmup, "warmup", "", "warm-up before measuring, left out of the results: a duration (2s) or a probe count (100)")
 	f.size = client.DefaultSize
@@ -167,7 +167,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.iface, "interface", "", "send through this network interface only (SO_BINDTODEVICE; needs CAP_NET_RAW)")
 	fl.BoolVarP(&f.v4, "ipv4", "4", false, "use IPv4 only")
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
-	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, or iperf (iperf 2 bounceback's lines and histogram)")
+	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, iperf (iperf 2 bounceback's lines and histogram), or dping (dping's MESSAGES and LATENCY lines, in µs)")
 	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
@@ -202,8 +202,11 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		return cfg, usagef("--size %d is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
 	}
 	maxMsg := client.MaxSize
-	if t.Stream() {
+	if t.Stream() || t.Scheme == "dbus" {
 		maxMsg = transport.StreamMaxMessage
+	}
+	if t.Scheme == "dbus" && !changed("count") && !changed("duration") {
+		f.count = 1000 // dping's default
 	}
 	if int(f.size) > maxMsg {
 		return cfg, usagef("--size %d is too large: the maximum over %s is %d bytes", f.size, strings.ToUpper(t.Scheme), maxMsg)
@@ -239,9 +242,9 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		return cfg, usagef("--report-interval %s: want a positive duration, or 0 for none", f.reportInterval)
 	}
 	switch f.format {
-	case "text", "json", "jsonl", "iperf":
+	case "text", "json", "jsonl", "iperf", "dping":
 	default:
-		return cfg, usagef("--format %q: want text, json, jsonl or iperf", f.format)
+		return cfg, usagef("--format %q: want text, json, jsonl, iperf or dping", f.format)
 	}
 	if f.format == "iperf" && !changed("percentiles") {
 		f.percentiles = "5,95,99.7" // the points iperf 2 prints with its histogram
@@ -538,6 +541,8 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		write(report.WriteJSONLResult(stdout, res))
 	case "iperf":
 		write(report.WriteIperfSummary(stdout, res))
+	case "dping":
+		write(report.WriteDping(stdout, res))
 	}
 	if cfg.Log != nil && cfg.Log.Err() != nil {
 		write(fmt.Errorf("--log %s: %w", f.log, cfg.Log.Err()))

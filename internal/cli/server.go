@@ -54,6 +54,9 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		maxTotalRate   float64
 		timestamps     string
 		logPath        string
+		dbusBus        string
+		dbusName       string
+		format         string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -79,6 +82,9 @@ all, so its client can reconnect at once. Malformed, unknown, unsigned,
 replayed and out-of-session messages are dropped and counted by reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "dping" {
+				return usagef("--format %q: want text or dping", format)
+			}
 			if reportInterval < 0 {
 				return usagef("--report-interval %s: want a positive duration, or 0 for none", reportInterval)
 			}
@@ -222,6 +228,14 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				pcs = append(pcs, gl)
 				fmt.Fprintf(stdout, "listening on unixgram://%s\n", unixgramPath)
 			}
+			if dbusBus != "" {
+				dl, err := transport.ListenDBus(dbusBus, dbusName)
+				if err != nil {
+					return fmt.Errorf("--dbus %s: %w", dbusBus, err)
+				}
+				pcs = append(pcs, dl)
+				fmt.Fprintf(stdout, "listening on dbus %s as %s\n", dbusBus, dl.LocalAddr().(interface{ String() string }).String())
+			}
 			// One cookie secret for all workers: a peer's Hello and probes
 			// reach the same worker, but need not.
 			secret := make([]byte, 32)
@@ -244,6 +258,10 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			agg := &statsSum{workers: len(pcs)}
 			if !quiet {
 				cfg.OnOneWay = func(o reflector.OneWayReport) {
+					if format == "dping" {
+						printf("%s\n", report.DpingMessages(o.Received, o.Lost, o.Min, o.Avg, o.Max, o.Span))
+						return
+					}
 					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
 						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
 				}
@@ -331,6 +349,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.Var(&maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
 	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
+	fl.StringVar(&dbusBus, "dbus", "", "also answer through a D-Bus bus: session, system, or an address such as unix:path=/run/bus (needs a dbus-daemon)")
+	fl.StringVar(&dbusName, "dbus-name", "net.volley.Reflector", "the well-known name to claim on --dbus")
 	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
 	sf.register(cmd, "reflecting threads (one per worker and listener)")
 	fl.BoolVar(&busyPoll, "busy-poll", false, "UDP workers spin on their sockets instead of sleeping in the kernel: lower, steadier latency for a core each")
@@ -348,6 +368,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.Float64Var(&maxTotalRate, "max-total-rate", 0, "most probes/s of all sessions together (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
+	fl.StringVar(&format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
 	fl.StringVar(&timestamps, "timestamps", "auto", "where reply times come from: user, kernel (SO_TIMESTAMPING on the UDP sockets), hardware (the NIC's, on --interface; turns them on), auto (kernel where the socket has them)")

@@ -68,13 +68,17 @@ type OneWayReport struct {
 	Received      uint64
 	Lost          uint64 // gaps in the sequence numbers of the window
 	Min, Avg, Max time.Duration
-	sum           int64
+	// Span is the time from the window's first probe to its last, as
+	// received, for its throughput in messages/s (dpong's).
+	Span        time.Duration
+	sum         int64
+	first, last int64
 }
 
 func newOneway() *oneway { return &oneway{delay: stats.NewDist()} }
 
-// record counts probe seq received with one-way delay d.
-func (o *oneway) record(seq uint64, d int64) {
+// record counts probe seq received at t2 with one-way delay d.
+func (o *oneway) record(seq uint64, t2, d int64) {
 	dup, reordered := o.seqs.add(seq)
 	if dup {
 		o.dups++
@@ -88,7 +92,9 @@ func (o *oneway) record(seq uint64, d int64) {
 	w := &o.win
 	if w.Received == 0 {
 		w.Min, w.Max = time.Duration(d), time.Duration(d)
+		w.first = t2
 	}
+	w.last = t2
 	w.Received++
 	w.Min = min(w.Min, time.Duration(d))
 	w.Max = max(w.Max, time.Duration(d))
@@ -104,6 +110,7 @@ func (o *oneway) report(addr netip.AddrPort) OneWayReport {
 	}
 	if w.Received > 0 {
 		w.Avg = time.Duration(w.sum / int64(w.Received))
+		w.Span = time.Duration(w.last - w.first)
 	}
 	o.win = OneWayReport{}
 	o.winSeq = o.seqs.maxSeq

@@ -535,7 +535,7 @@ func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 i
 	if s.oneway == nil {
 		s.oneway = newOneway()
 	}
-	s.oneway.record(h.Seq, t2-h.T1)
+	s.oneway.record(h.Seq, t2, t2-h.T1)
 	if r.cfg.ReportEvery > 0 && s.oneway.win.Received >= r.cfg.ReportEvery && r.cfg.OnOneWay != nil {
 		r.cfg.OnOneWay(s.oneway.report(addr))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/transport/stream"
+	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/transport/udp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
 	"github.com/volley-net/volley/internal/tstamp"
@@ -120,10 +121,10 @@ var (
 
 // Target is a parsed measurement target.
 type Target struct {
-	Scheme string // "udp", "tcp", "unix" or "unixgram"
-	Host   string // host name or IP literal, without brackets
+	Scheme string // "udp", "tcp", "unix", "unixgram" or "dbus"
+	Host   string // host name or IP literal, without brackets; the reflector's name on a bus
 	Port   int
-	Path   string // of a Unix socket
+	Path   string // of a Unix socket; the bus: "session", "system" or a D-Bus address
 }
 
 // Address returns host:port, with brackets around IPv6 literals, or the
@@ -137,19 +138,47 @@ func (t Target) Address() string {
 
 // String returns the target as a URL, such as udp://[::1]:7766 or
 // unix:///run/volley.sock.
-func (t Target) String() string { return t.Scheme + "://" + t.Address() }
+func (t Target) String() string {
+	if t.Scheme == "dbus" {
+		s := "dbus://" + t.Path
+		if strings.Contains(t.Path, ":") {
+			s = "dbus:" + t.Path // an address
+		}
+		if t.Host != dbus.DefaultName {
+			s += "#" + t.Host
+		}
+		return s
+	}
+	return t.Scheme + "://" + t.Address()
+}
 
 // Stream reports whether the target's transport is a stream (TCP, Unix).
 func (t Target) Stream() bool { return t.Scheme == "tcp" || t.Scheme == "unix" }
 
-// plannedSchemes are schemes of the product that this build does not serve yet.
-var plannedSchemes = map[string]bool{"dbus": true}
-
 // ParseTarget parses "host", "host:port", "[v6]:port", a bare IPv6 literal,
 // "udp://host[:port]", "tcp://host[:port]", "unix:///path" or
-// "unixgram:///path". The port defaults to DefaultPort.
+// "unixgram:///path", "dbus://session", "dbus://system" or "dbus:ADDRESS"
+// (a D-Bus address such as unix:path=/run/bus), each D-Bus form optionally
+// followed by "#NAME" for a reflector name other than dbus.DefaultName.
+// The port defaults to DefaultPort.
 func ParseTarget(s string) (Target, error) {
 	t := Target{Scheme: "udp", Port: DefaultPort}
+	if bus, ok := strings.CutPrefix(s, "dbus:"); ok {
+		bus, name, _ := strings.Cut(bus, "#")
+		if b, ok := strings.CutPrefix(bus, "//"); ok {
+			bus = strings.TrimSuffix(b, "/")
+			if bus != "session" && bus != "system" {
+				return t, fmt.Errorf("%w %q: want dbus://session, dbus://system or dbus:ADDRESS", ErrBadTarget, s)
+			}
+		}
+		if name == "" {
+			name = dbus.DefaultName
+		}
+		if _, err := dbus.Address(bus); err != nil && bus != "session" {
+			return t, fmt.Errorf("%w %q: %v", ErrBadTarget, s, err)
+		}
+		return Target{Scheme: "dbus", Path: bus, Host: name}, nil
+	}
 	rest := s
 	if scheme, after, ok := strings.Cut(s, "://"); ok {
 		rest = after
@@ -161,13 +190,9 @@ func ParseTarget(s string) (Target, error) {
 				return t, fmt.Errorf("%w %q: want %s:///absolute/path (or %s://@abstract)", ErrBadTarget, s, scheme, scheme)
 			}
 			return Target{Scheme: scheme, Path: after}, nil
-		case plannedSchemes[scheme]:
-			return t, fmt.Errorf("%w: %q in target %q (this build measures over udp, tcp, unix and unixgram)", ErrUnsupportedScheme, scheme, s)
 		default:
-			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://, tcp://, unix:// or unixgram://, or HOST[:PORT])", ErrBadTarget, s, scheme)
+			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://, tcp://, unix://, unixgram:// or dbus://, or HOST[:PORT])", ErrBadTarget, s, scheme)
 		}
-	} else if strings.HasPrefix(s, "dbus:") {
-		return t, fmt.Errorf("%w: %q in target %q (this build measures over udp, tcp, unix and unixgram)", ErrUnsupportedScheme, "dbus", s)
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if rest == "" {
@@ -278,6 +303,12 @@ func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
 			return nil, fmt.Errorf("connect to %s: %w", t, err)
 		}
 		return c, nil
+	case "dbus":
+		c, err := dbus.Dial(t.Path, t.Host)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", t, err)
+		}
+		return c, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, t.Scheme)
 }
@@ -332,6 +363,16 @@ func MaxMessage(conn any) int {
 		return m.MaxMessage()
 	}
 	return udp.MaxMessage
+}
+
+// ListenDBus joins a bus ("session", "system" or a D-Bus address) as a
+// reflector under name (dbus.DefaultName when empty); see package dbus.
+func ListenDBus(bus, name string) (PacketConn, error) {
+	l, err := dbus.Listen(bus, name)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // ListenStream opens a reflector's stream socket: network "tcp" or

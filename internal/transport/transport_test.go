@@ -34,7 +34,12 @@ func TestParseTarget(t *testing.T) {
 		{"unix:///tmp/x", "unix:///tmp/x", nil},
 		{"unixgram:///run/v.sock", "unixgram:///run/v.sock", nil},
 		{"unix://relative", "", ErrBadTarget},
-		{"dbus:unix:path=/run/bus", "", ErrUnsupportedScheme},
+		{"dbus:unix:path=/run/bus", "dbus:unix:path=/run/bus", nil},
+		{"dbus://session", "dbus://session", nil},
+		{"dbus://system/", "dbus://system", nil},
+		{"dbus://session#org.example.Other", "dbus://session#org.example.Other", nil},
+		{"dbus://bus", "", ErrBadTarget},
+		{"dbus:nocolon", "", ErrBadTarget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -42,7 +42,7 @@ type Listener struct {
 // send on it, or nil. It may build the reply in msg's memory, up to its
 // capacity (MaxMessage+1). It runs on the connection's goroutine, so it
 // must be safe for concurrent use.
-type Handler func(msg []byte, from netip.AddrPort) []byte
+type Handler = func(msg []byte, from netip.AddrPort) []byte
 
 // SetHandler makes each connection answer its messages on its own
 // goroutine with h, instead of handing them to ReadFrom: one goroutine

@@ -1,0 +1,367 @@
+package dbus
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+	"github.com/godbus/dbus/v5/introspect"
+)
+
+// Handler answers a message from a peer: it returns the reply, or nil. It
+// may build the reply in msg's memory, up to its capacity. (The same type
+// as the stream transport's, so that a reflector serves both alike.)
+type Handler = func(msg []byte, from netip.AddrPort) []byte
+
+// Listener is a reflector's presence on a bus. One goroutine takes every
+// message the bus delivers, in the order it delivers them, and answers it
+// through the Handler set with SetHandler: the calls of one client are
+// answered in the order they were made (a goroutine per call, as the bus
+// library's exported objects have, would reorder them). ReadFrom only
+// waits for its deadline, and WriteTo sends the replies a reflector held
+// back (--hold) as the answers to their calls.
+type Listener struct {
+	bus     *godbus.Conn
+	local   Addr
+	handler atomic.Pointer[Handler]
+	in      chan *godbus.Message
+	xml     string // the introspection data
+
+	mu      sync.Mutex
+	peers   map[string]netip.AddrPort // unique name: stand-in address
+	waiting map[heldKey]heldCall      // calls whose reply is held
+
+	deadline atomic.Int64 // Unix ns; 0: none
+	kick     chan struct{}
+	closed   chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+}
+
+type heldKey struct {
+	peer netip.AddrPort
+	seq  uint64
+}
+
+// heldCall is a call to answer once the reflector sends its held reply.
+type heldCall struct {
+	sender string
+	serial uint32
+	since  time.Time
+}
+
+// maxPeers bounds the stand-in addresses kept; past it they are reused.
+const maxPeers = 1 << 14
+
+// inQueue is how many messages may wait for the answering goroutine;
+// more are dropped (and their probes counted lost by their clients).
+const inQueue = 1 << 16
+
+// Listen connects to bus, claims name (DefaultName when empty) and
+// answers as the reflector's object. A name another connection holds is
+// an error.
+func Listen(bus, name string) (*Listener, error) {
+	if name == "" {
+		name = DefaultName
+	}
+	c, addr, err := connect(bus)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{bus: c, local: Addr{Bus: bus, Name: name}, peers: map[string]netip.AddrPort{},
+		waiting: map[heldKey]heldCall{}, kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		in: make(chan *godbus.Message, inQueue)}
+	l.xml = introspectXML()
+	// The match first: once eavesdropping, this connection sees no
+	// replies to calls of its own.
+	if err := c.AddMatchSignal(godbus.WithMatchInterface(Interface), godbus.WithMatchMember("OneWay")); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("D-Bus at %s: %w", addr, err)
+	}
+	reply, err := c.RequestName(name, godbus.NameFlagDoNotQueue)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("D-Bus at %s: claiming %s: %w", addr, name, err)
+	}
+	if reply != godbus.RequestNameReplyPrimaryOwner {
+		c.Close()
+		return nil, fmt.Errorf("D-Bus at %s: %s is taken by another connection (a reflector runs there already?)", addr, name)
+	}
+	c.Eavesdrop(l.in)
+	l.wg.Go(l.serve)
+	return l, nil
+}
+
+// introspectXML describes the object, for org.freedesktop.DBus.Introspectable.
+func introspectXML() string {
+	ay := func(dir string) introspect.Arg { return introspect.Arg{Name: "message", Type: "ay", Direction: dir} }
+	method := func(name string) introspect.Method {
+		return introspect.Method{Name: name, Args: []introspect.Arg{ay("in"), ay("out")}}
+	}
+	node := &introspect.Node{Name: string(Path), Interfaces: []introspect.Interface{
+		introspect.IntrospectData,
+		{Name: "org.freedesktop.DBus.Peer", Methods: []introspect.Method{{Name: "Ping"}}},
+		{
+			Name:    Interface,
+			Methods: []introspect.Method{method("Probe"), method("Open"), method("Close")},
+			Signals: []introspect.Signal{{Name: "OneWay", Args: []introspect.Arg{{Name: "message", Type: "ay"}}}},
+		},
+	}}
+	return string(introspect.NewIntrospectable(node))
+}
+
+// serve answers the messages the bus delivers, in order.
+func (l *Listener) serve() {
+	sweep := time.NewTicker(time.Second)
+	defer sweep.Stop()
+	for {
+		select {
+		case m := <-l.in:
+			l.dispatch(m)
+		case <-sweep.C:
+			l.sweep()
+		case <-l.closed:
+			return
+		}
+	}
+}
+
+func header[T any](m *godbus.Message, f godbus.HeaderField) T {
+	var zero T
+	v, ok := m.Headers[f]
+	if !ok {
+		return zero
+	}
+	t, _ := v.Value().(T)
+	return t
+}
+
+// dispatch answers one message.
+func (l *Listener) dispatch(m *godbus.Message) {
+	iface := header[string](m, godbus.FieldInterface)
+	member := header[string](m, godbus.FieldMember)
+	sender := header[string](m, godbus.FieldSender)
+	switch m.Type {
+	case godbus.TypeSignal:
+		if iface == Interface && member == "OneWay" && len(m.Body) == 1 {
+			if msg, ok := m.Body[0].([]byte); ok {
+				l.answer(sender, msg, nil)
+			}
+		}
+		return
+	case godbus.TypeMethodCall:
+	default:
+		return // replies to no call of ours, errors
+	}
+	if header[godbus.ObjectPath](m, godbus.FieldPath) != Path {
+		l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.UnknownObject", "no such object")
+		return
+	}
+	switch {
+	case iface == Interface && (member == "Probe" || member == "Open" || member == "Close"):
+		msg, ok := []byte(nil), len(m.Body) == 1
+		if ok {
+			msg, ok = m.Body[0].([]byte)
+		}
+		if !ok {
+			l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.InvalidArgs", "want one array of bytes (ay)")
+			return
+		}
+		if out := l.answer(sender, msg, m); out != nil {
+			if member == "Probe" && len(out) == 0 && !isVolley(msg) {
+				out = msg // not a volley message: Probe returns its argument
+			}
+			l.reply(m, sender, godbus.TypeMethodReply, "", out)
+		}
+	case (iface == "org.freedesktop.DBus.Introspectable" || iface == "") && member == "Introspect":
+		l.reply(m, sender, godbus.TypeMethodReply, "", l.xml)
+	case (iface == "org.freedesktop.DBus.Peer" || iface == "") && member == "Ping":
+		l.reply(m, sender, godbus.TypeMethodReply, "")
+	default:
+		l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.UnknownMethod", "no method "+iface+"."+member)
+	}
+}
+
+// reply answers the call m from sender with a reply, or an error named
+// errName, holding body.
+func (l *Listener) reply(m *godbus.Message, sender string, typ godbus.Type, errName string, body ...any) {
+	if m.Flags&godbus.FlagNoReplyExpected != 0 {
+		return
+	}
+	l.send(sender, m.Serial(), typ, errName, body...)
+}
+
+func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName string, body ...any) {
+	r := &godbus.Message{Type: typ, Headers: map[godbus.HeaderField]godbus.Variant{
+		godbus.FieldReplySerial: godbus.MakeVariant(serial),
+	}, Body: body}
+	if sender != "" {
+		r.Headers[godbus.FieldDestination] = godbus.MakeVariant(sender)
+	}
+	if errName != "" {
+		r.Headers[godbus.FieldErrorName] = godbus.MakeVariant(errName)
+	}
+	if len(body) > 0 {
+		r.Headers[godbus.FieldSignature] = godbus.MakeVariant(godbus.SignatureOf(body...))
+	}
+	l.bus.Send(r, nil)
+}
+
+// isVolley reports whether msg starts with volley's magic.
+func isVolley(msg []byte) bool { return len(msg) >= headerBytes && binary.BigEndian.Uint16(msg) == 0x564C }
+
+// answer runs the handler on msg from sender and returns the reply: an
+// empty one when it drops msg, and nil when it holds the reply (--hold)
+// for WriteTo to send as the answer to call, or when there is no call.
+func (l *Listener) answer(sender string, msg []byte, call *godbus.Message) []byte {
+	h := l.handler.Load()
+	if h == nil {
+		return []byte{} // not serving yet
+	}
+	from := l.addrOf(sender)
+	// Room for the reply, which the handler builds in the message's
+	// memory: the size a probe asks for, and a close's results.
+	room := len(msg)
+	isProbe := isVolley(msg) && msg[3] == typeProbe
+	switch {
+	case isProbe:
+		room = max(room, int(binary.BigEndian.Uint32(msg[56:]))+64) // and room for a tag
+	case isVolley(msg) && msg[3] == typeClose:
+		room = max(room, 64<<10)
+	}
+	buf := make([]byte, len(msg), min(room, MaxMessage+1))
+	copy(buf, msg)
+	if isProbe && call != nil && binary.BigEndian.Uint32(msg[60:]) > 0 {
+		// A hold: remember the call, for WriteTo.
+		l.mu.Lock()
+		l.waiting[heldKey{from, binary.BigEndian.Uint64(msg[16:])}] = heldCall{sender: sender, serial: call.Serial(), since: time.Now()}
+		l.mu.Unlock()
+	}
+	if out := (*h)(buf, from); out != nil {
+		return out
+	}
+	if isProbe && call != nil && binary.BigEndian.Uint32(msg[60:]) > 0 {
+		return nil // held: WriteTo answers, or the sweep does
+	}
+	return []byte{}
+}
+
+// heldTimeout is how long a held call waits for its reply before the
+// sweep answers it with nothing (the reflector dropped its probe): longer
+// than any hold a reflector grants by default, and than any client's
+// timeout, so its client has long counted it lost.
+const heldTimeout = time.Minute
+
+// sweep answers, with nothing, the held calls whose reply never came.
+func (l *Listener) sweep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, c := range l.waiting {
+		if time.Since(c.since) > heldTimeout {
+			delete(l.waiting, k)
+			l.send(c.sender, c.serial, godbus.TypeMethodReply, "", []byte{})
+		}
+	}
+}
+// addrOf returns the stand-in address of a peer's unique name: an address
+// in fd76:6c02::/32, made up, that the reflector keys sessions by.
+func (l *Listener) addrOf(sender string) netip.AddrPort {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a, ok := l.peers[sender]; ok {
+		return a
+	}
+	if len(l.peers) >= maxPeers {
+		clear(l.peers)
+	}
+	n := uint64(len(l.peers)) + 1
+	var b [16]byte
+	b[0], b[1], b[2], b[3] = 0xfd, 0x76, 0x6c, 0x02
+	binary.BigEndian.PutUint64(b[8:], n)
+	a := netip.AddrPortFrom(netip.AddrFrom16(b), 1)
+	l.peers[sender] = a
+	return a
+}
+
+// SetHandler makes the listener answer messages with h.
+func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
+
+// ReadFrom waits for the read deadline (the handler answers every
+// message) and returns os.ErrDeadlineExceeded, or net.ErrClosed once
+// closed.
+func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	for {
+		var timeout <-chan time.Time
+		if d := l.deadline.Load(); d != 0 {
+			wait := time.Until(time.Unix(0, d))
+			if wait <= 0 {
+				return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+			}
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-timeout:
+			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+		case <-l.kick:
+		case <-l.closed:
+			return 0, netip.AddrPort{}, net.ErrClosed
+		}
+	}
+}
+
+var errNoCall = errors.New("dbus: no call waits for that reply")
+
+// WriteTo answers, with b, the call of addr's probe that b replies to: a
+// reply the reflector held.
+func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
+	if len(b) < headerBytes {
+		return 0, errNoCall
+	}
+	key := heldKey{addr, binary.BigEndian.Uint64(b[16:])}
+	l.mu.Lock()
+	c, ok := l.waiting[key]
+	delete(l.waiting, key)
+	l.mu.Unlock()
+	if !ok {
+		return 0, errNoCall
+	}
+	l.send(c.sender, c.serial, godbus.TypeMethodReply, "", append([]byte(nil), b...))
+	return len(b), nil
+}
+
+// SetReadDeadline sets the deadline for ReadFrom.
+func (l *Listener) SetReadDeadline(t time.Time) error {
+	var d int64
+	if !t.IsZero() {
+		d = t.UnixNano()
+	}
+	l.deadline.Store(d)
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// LocalAddr returns the bus and the name claimed.
+func (l *Listener) LocalAddr() net.Addr { return l.local }
+
+// MaxMessage returns the largest message the listener carries.
+func (l *Listener) MaxMessage() int { return MaxMessage }
+
+// Close gives the name up and leaves the bus.
+func (l *Listener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	err := l.bus.Close()
+	l.wg.Wait()
+	return err
+}
