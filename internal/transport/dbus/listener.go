@@ -215,7 +215,9 @@ func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName s
 }
 
 // isVolley reports whether msg starts with volley's magic.
-func isVolley(msg []byte) bool { return len(msg) >= headerBytes && binary.BigEndian.Uint16(msg) == 0x564C }
+func isVolley(msg []byte) bool {
+	return len(msg) >= headerBytes && binary.BigEndian.Uint16(msg) == 0x564C
+}
 
 // answer runs the handler on msg from sender and returns the reply: an
 // empty one when it drops msg, and nil when it holds the reply (--hold)
@@ -270,6 +272,7 @@ func (l *Listener) sweep() {
 		}
 	}
 }
+
 // addrOf returns the stand-in address of a peer's unique name: an address
 // in fd76:6c02::/32, made up, that the reflector keys sessions by.
 func (l *Listener) addrOf(sender string) netip.AddrPort {
