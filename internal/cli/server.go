@@ -311,6 +311,12 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 						}
 					}
 					totals[i], errs[i] = refl.Serve(cmd.Context(), pc)
+					if g, ok := pc.(interface{ Err() error }); ok && g.Err() != nil {
+						// A bus that went away ends its worker alone; the
+						// others go on, and the exit status says so.
+						printf("volley: %v: no longer answering there\n", g.Err())
+						errs[i] = g.Err()
+					}
 				})
 			}
 			wg.Wait()

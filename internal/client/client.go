@@ -800,8 +800,20 @@ func (r *run) verified(h *wire.Header, msg []byte) bool {
 	return r.signer == nil || (h.Flags&wire.FlagAuth != 0 && r.signer.Verify(msg) == nil)
 }
 
+// gone is the error of a run whose reflector went away, from the error
+// err that said so (nil: the sender's).
+func (r *run) gone(err error) error {
+	if r.conn.RemoteAddr().Network() == "dbus" && err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrGone, r.peer, err)
+	}
+	return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+}
+
 func (r *run) noReflector(err error) error {
 	if transport.IsRefused(err) {
+		if r.conn.RemoteAddr().Network() == "dbus" {
+			return fmt.Errorf("%w at %s: no connection on the bus has that name", ErrNoReflector, r.peer)
+		}
 		return fmt.Errorf("%w at %s: port unreachable (nothing listens there)", ErrNoReflector, r.peer)
 	}
 	return fmt.Errorf("%w at %s: %w", ErrNoReflector, r.peer, err)
@@ -861,7 +873,7 @@ func (r *run) loop(ctx context.Context) error {
 				}
 				r.stopSending(r.senderStop)
 				if r.senderGone.Load() { // only without Reconnect
-					return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)
+					return r.gone(nil)
 				}
 			}
 		case ctx.Err() != nil:
@@ -892,7 +904,7 @@ func (r *run) loop(ctx context.Context) error {
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(); err != nil {
 				if transport.IsRefused(err) {
-					if err := r.lostSession(now, "gone", fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)); err != nil {
+					if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 						return err
 					}
 					break
@@ -970,7 +982,7 @@ func (r *run) loop(ctx context.Context) error {
 					}
 				}
 			case transport.IsRefused(err):
-				if err := r.lostSession(now, "gone", fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)); err != nil {
+				if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 					return err
 				}
 			case errors.Is(err, net.ErrClosed):

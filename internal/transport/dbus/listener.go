@@ -43,6 +43,7 @@ type Listener struct {
 	closed   chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
+	gone     atomic.Bool // the bus closed the connection
 }
 
 type heldKey struct {
@@ -123,10 +124,23 @@ func (l *Listener) serve() {
 	defer sweep.Stop()
 	for {
 		select {
-		case m := <-l.in:
+		case m, ok := <-l.in:
+			if !ok || m == nil {
+				// The bus library closed the channel: the connection
+				// is gone.
+				l.gone.Store(true)
+				l.once.Do(func() { close(l.closed) })
+				return
+			}
 			l.dispatch(m)
 		case <-sweep.C:
 			l.sweep()
+		case <-l.bus.Context().Done():
+			// The bus went away: ReadFrom says so, and the reflector
+			// stops serving it.
+			l.gone.Store(true)
+			l.once.Do(func() { close(l.closed) })
+			return
 		case <-l.closed:
 			return
 		}
@@ -339,6 +353,18 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	}
 	l.send(c.sender, c.serial, godbus.TypeMethodReply, "", append([]byte(nil), b...))
 	return len(b), nil
+}
+
+// ErrBusGone says the bus closed the listener's connection.
+var ErrBusGone = errors.New("the bus closed the connection")
+
+// Err returns ErrBusGone, with the bus's address, once the bus has gone
+// away, and nil before.
+func (l *Listener) Err() error {
+	if l.gone.Load() {
+		return fmt.Errorf("D-Bus %s: %w", l.local.Bus, ErrBusGone)
+	}
+	return nil
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.
