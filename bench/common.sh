@@ -1,6 +1,12 @@
 # Shared by the bench/ scripts (sourced, not run, from the repository
 # root). Sourcing it makes a temporary folder ($tmp), builds volley there,
 # and stops every process put in $pids, by PID, on exit.
+#
+# STAMPS is the --timestamps of volley's client and server (default user:
+# the peers take no kernel stamps either, so the comparison is like for
+# like; STAMPS=auto measures volley as it runs by default, with kernel
+# stamps on UDP).
+STAMPS=${STAMPS:-user}
 
 command -v python3 >/dev/null || { echo "the bench/ scripts need python3 to read JSON" >&2; exit 1; }
 
@@ -18,7 +24,7 @@ go build -o "$tmp/volley" ./cmd/volley
 # start_volley_server ARGS...: starts `volley server --listen 127.0.0.1:0
 # ARGS...`, sets $vaddr to its address and $vpid to its PID.
 start_volley_server() {
-	"$tmp/volley" server --listen 127.0.0.1:0 "$@" >"$tmp/volley-server.log" 2>&1 &
+	"$tmp/volley" server --listen 127.0.0.1:0 --timestamps "$STAMPS" "$@" >"$tmp/volley-server.log" 2>&1 &
 	vpid=$!
 	pids+=($vpid)
 	for _ in $(seq 50); do
@@ -98,7 +104,7 @@ sockperf_pingpong() {
 # volley_pingpong TARGET [ARGS...]: one volley ping-pong run ($SIZE bytes,
 # $SECS s); prints its p50, p99 and mean in µs.
 volley_pingpong() {
-	"$tmp/volley" client "$@" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+	"$tmp/volley" client "$@" --timestamps "$STAMPS" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
 		python3 -c '
 import json, sys
 r = json.load(sys.stdin)["summary"]["rtt"]

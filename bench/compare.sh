@@ -26,6 +26,7 @@ median_of() { # FILE PATTERN: the number after PATTERN in FILE
 }
 
 run udp bench/udp-rr.sh PAIRS="$ROUNDS"
+run udp-kernel bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=auto
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
@@ -46,9 +47,10 @@ rate_line() { # RATE TOOL: achieved-rate error and send error p99 from rate.sh
 read -r v100k_err v100k_p99 < <(rate_line 100000 volley)
 read -r v1k_err v1k_p99 < <(rate_line 1000 volley)
 
-echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ); volley with --timestamps user unless said"
 printf '%-52s %12s %s\n' check "volley/peer" target
 printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf" "$(median_of "$out/udp" 'median p50 ratio volley\/sockperf:')" "(none set)"
+printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf, default kernel stamps" "$(median_of "$out/udp-kernel" 'median p50 ratio volley\/sockperf:')" "(their cost)"
 printf '%-52s %12s %s\n' "UDP ping-pong mean / qperf udp_lat" "$(median_of "$out/udp" 'median mean ratio volley\/qperf:')" ""
 printf '%-52s %12s %s\n' "UDP busy-poll p50 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
 printf '%-52s %12s %s\n' "TCP ping-pong p50 / sockperf --tcp" "$(median_of "$out/tcp" 'median p50 ratio volley\/sockperf:')" ""
@@ -59,7 +61,7 @@ printf '%-52s %12s %s\n' "100k/s: send error p99 (volley)" "$v100k_p99" "< 10µs
 printf '%-52s %12s %s\n' "1k/s: send error p99 (volley)" "$v1k_p99" "< 10µs"
 printf '%-52s %12s %s\n' "Unix stream ping-pong p50 (UDP's beside it)" "${xp50}µs" "(UDP ${up50}µs)"
 echo
-for f in udp udp-busy tcp max-rate rate; do
+for f in udp udp-kernel udp-busy tcp max-rate rate; do
 	echo "== $f"
 	cat "$out/$f"
 done

@@ -30,7 +30,7 @@ sockperf_run() { # sent/s received/s over sockperf's valid duration
 }
 
 volley_run() {
-	"$tmp/volley" client "$vaddr" --rate max -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+	"$tmp/volley" client "$vaddr" --timestamps "$STAMPS" --rate max -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
 		python3 -c '
 import json, sys
 t = json.load(sys.stdin)["summary"]["throughput"]

@@ -37,7 +37,7 @@ rate, cpu = float(sys.argv[1]), open(sys.argv[2]).read().strip()
 loss = 100 * (sent - recv) / sent if sent else 0
 print("%-8s %-9s %12.0f %+8.2f%% %7.3f%% %9s %9s %9s" % (sys.argv[1], "sockperf", sent / secs, 100 * (sent / secs - rate) / rate, loss, cpu, "-", "-"))
 ' "$rate" "$tmp/sp.cpu"
-	/usr/bin/time -f '%P' -o "$tmp/v.cpu" "$tmp/volley" client "$vaddr" --rate "$rate" -t "${SECS}s" -l "$SIZE" \
+	/usr/bin/time -f '%P' -o "$tmp/v.cpu" "$tmp/volley" client "$vaddr" --timestamps "$STAMPS" --rate "$rate" -t "${SECS}s" -l "$SIZE" \
 		--warmup 400ms -i 0 --format json >"$tmp/v.json" || true
 	python3 -c '
 import json, sys
