@@ -85,7 +85,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 	call := c.obj.Go(Interface+"."+method, 0, c.done, msg)
 	if call.Err != nil {
-		return 0, c.wrap(call.Err)
+		return 0, c.sendErr(call.Err)
 	}
 	return len(b), nil
 }
@@ -100,7 +100,7 @@ func (c *Conn) signal(msg []byte) (int, error) {
 		godbus.FieldSignature:   godbus.MakeVariant(godbus.SignatureOf(msg)),
 	}, Body: []any{msg}}
 	if call := c.bus.Send(m, nil); call.Err != nil {
-		return 0, c.wrap(call.Err)
+		return 0, c.sendErr(call.Err)
 	}
 	return len(msg), nil
 }
@@ -109,10 +109,20 @@ func (c *Conn) signal(msg []byte) (int, error) {
 // refused port and a vanished peer.
 var (
 	errNoReflector = fmt.Errorf("no reflector has the name on the bus: %w", syscall.ECONNREFUSED)
-	errBusGone     = fmt.Errorf("the bus closed the connection: %w", io.EOF)
+	errBusGone     = errors.New("the bus closed the connection")
 )
 
-// wrap says what a failed call means for the run.
+// sendErr says what a failed send means: the bus gone when the
+// connection is closed, else what the library said (a message it could
+// not encode, say).
+func (c *Conn) sendErr(err error) error {
+	if errors.Is(err, godbus.ErrClosed) {
+		return c.wrap(err)
+	}
+	return err
+}
+
+// wrap says what a call that failed on its way means for the run.
 func (c *Conn) wrap(err error) error {
 	var de godbus.Error
 	if errors.As(err, &de) {
@@ -122,15 +132,17 @@ func (c *Conn) wrap(err error) error {
 		}
 		return fmt.Errorf("%s on %s: %s: %v", c.dest, c.peer.Bus, de.Name, de.Body)
 	}
-	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		select {
-		case <-c.closed:
-			return net.ErrClosed
-		default:
-		}
-		return fmt.Errorf("%s: %w", c.peer.Bus, errBusGone)
+	select {
+	case <-c.closed:
+		return net.ErrClosed
+	default:
 	}
-	return err
+	// Anything else ends the connection (the bus library closes it on
+	// any read error): the bus went away, or closed on us.
+	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %w: %w", c.peer.Bus, errBusGone, io.EOF)
+	}
+	return fmt.Errorf("%s: %w (%v): %w", c.peer.Bus, errBusGone, err, io.EOF)
 }
 
 // Read returns the next reply. A call answered with nothing (the
