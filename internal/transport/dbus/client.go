@@ -113,10 +113,11 @@ var (
 )
 
 // sendErr says what a failed send means: the bus gone when the
-// connection is closed, else what the library said (a message it could
-// not encode, say).
+// connection is closed or its socket failed, else what the library said
+// (a message it could not encode, say).
 func (c *Conn) sendErr(err error) error {
-	if errors.Is(err, godbus.ErrClosed) {
+	var ne *net.OpError
+	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) || errors.As(err, &ne) {
 		return c.wrap(err)
 	}
 	return err
