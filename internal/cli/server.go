@@ -234,7 +234,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					return fmt.Errorf("--dbus %s: %w", dbusBus, err)
 				}
 				pcs = append(pcs, dl)
-				fmt.Fprintf(stdout, "listening on dbus %s as %s\n", dbusBus, dl.LocalAddr().(interface{ String() string }).String())
+				fmt.Fprintf(stdout, "listening on dbus %s as %s\n", dbusBus, dbusName)
 			}
 			// One cookie secret for all workers: a peer's Hello and probes
 			// reach the same worker, but need not.
