@@ -29,6 +29,7 @@ run udp bench/udp-rr.sh PAIRS="$ROUNDS"
 run udp-kernel bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=auto
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
+run tcp-busy bench/tcp-rr.sh ROUNDS="$ROUNDS" BUSY=1
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
 run rate bench/rate.sh RATES="1000 100000"
 
@@ -54,6 +55,7 @@ printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf, default kernel stamps" "
 printf '%-52s %12s %s\n' "UDP ping-pong mean / qperf udp_lat" "$(median_of "$out/udp" 'median mean ratio volley\/qperf:')" ""
 printf '%-52s %12s %s\n' "UDP busy-poll p50 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
 printf '%-52s %12s %s\n' "TCP ping-pong p50 / sockperf --tcp" "$(median_of "$out/tcp" 'median p50 ratio volley\/sockperf:')" ""
+printf '%-52s %12s %s\n' "TCP busy-poll p50 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
 printf '%-52s %12s %s\n' "TCP ping-pong mean / iperf 2 bounceback" "$(median_of "$out/tcp" 'median mean ratio volley\/iperf:')" ""
 printf '%-52s %12s %s\n' "replies/s at max rate / sockperf under-load max" "$(median_of "$out/max-rate" 'median replies\/s ratio volley\/sockperf:')" ">= 2"
 printf '%-52s %12s %s\n' "100k/s: achieved rate error (volley)" "$v100k_err" "within 1%"
@@ -61,7 +63,7 @@ printf '%-52s %12s %s\n' "100k/s: send error p99 (volley)" "$v100k_p99" "< 10µs
 printf '%-52s %12s %s\n' "1k/s: send error p99 (volley)" "$v1k_p99" "< 10µs"
 printf '%-52s %12s %s\n' "Unix stream ping-pong p50 (UDP's beside it)" "${xp50}µs" "(UDP ${up50}µs)"
 echo
-for f in udp udp-kernel udp-busy tcp max-rate rate; do
+for f in udp udp-kernel udp-busy tcp tcp-busy max-rate rate; do
 	echo "== $f"
 	cat "$out/$f"
 done

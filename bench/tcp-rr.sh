@@ -5,6 +5,8 @@
 #
 #   bench/tcp-rr.sh                  # 3 rounds of 5 s runs, 100-byte messages
 #   ROUNDS=5 SECS=10 bench/tcp-rr.sh
+#   BUSY=1 bench/tcp-rr.sh           # both ends busy-poll (sockperf --nonblocked);
+#                                    # iperf 2 has no such mode and stays as it is
 #
 # Prints RTT p50 and p99 for sockperf (--full-rtt) and volley, and the mean
 # for iperf 2 (its bounceback reports avg/min/max/stdev) and volley, with
@@ -19,19 +21,36 @@ SP_PORT=${SP_PORT:-11113}
 IP_PORT=${IP_PORT:-15001}
 
 . bench/common.sh
-start_sockperf_server --tcp
 start_iperf_server
-start_volley_server -q
-sleep 0.5
-
-sockperf_run() { sockperf_pingpong --tcp; }
+if [ "${BUSY:-0}" = 1 ]; then
+	# A spinning server takes a core, so each runs only for its own
+	# measurement.
+	sockperf_run() {
+		sockperf server --tcp --nonblocked -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
+		local sp=$!
+		sleep 0.3
+		sockperf_pingpong --tcp --nonblocked
+		kill "$sp"
+		wait "$sp" 2>/dev/null || true
+	}
+	volley_run() {
+		start_volley_server -q --busy-poll=tcp
+		volley_pingpong "tcp://$vaddr" --busy-poll
+		kill "$vpid"
+		wait "$vpid" 2>/dev/null || true
+	}
+else
+	start_sockperf_server --tcp
+	start_volley_server -q
+	sleep 0.5
+	sockperf_run() { sockperf_pingpong --tcp; }
+	volley_run() { volley_pingpong "tcp://$vaddr"; }
+fi
 
 iperf_run() { # the mean round trip in µs, from the summary's cnt=avg/min/max/stdev (ms)
 	iperf -c 127.0.0.1 -p "$IP_PORT" --bounceback --bounceback-period 0 -l "$SIZE" -t "$SECS" -i "$((SECS + 1))" 2>&1 |
 		awk '/ ms / && /=/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+=/) {split($i, a, "="); split(a[2], b, "/"); v = b[1]}} END {printf "%.2f\n", v * 1000}'
 }
 
-volley_run() { volley_pingpong "tcp://$vaddr"; }
-
-echo "TCP request/reply RTT on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "TCP request/reply RTT$([ "${BUSY:-0}" = 1 ] && echo ", both ends busy-polling (iperf 2 not),") on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 rr_rounds "$ROUNDS" iperf iperf_run

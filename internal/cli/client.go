@@ -169,7 +169,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.BoolVarP(&f.v6, "ipv6", "6", false, "use IPv6 only")
 	fl.StringVar(&f.format, "format", "text", "output format: text, json, jsonl, iperf (iperf 2 bounceback's lines and histogram), or dping (dping's MESSAGES and LATENCY lines, in µs)")
 	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
-	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP): lower, steadier latency for a core per flow; use it on the reflector too")
+	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP, TCP, Unix stream): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
@@ -226,8 +226,8 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if f.reconnect < 0 || (changed("reconnect") && f.reconnect == 0) {
 		return cfg, usagef("--reconnect %s: want a positive duration", f.reconnect)
 	}
-	if f.busyPoll && t.Scheme != "udp" {
-		return cfg, usagef("--busy-poll is for udp:// targets (busy polling is for UDP sockets on Linux)")
+	if f.busyPoll && t.Scheme != "udp" && !t.Stream() {
+		return cfg, usagef("--busy-poll is for udp://, tcp:// and unix:// targets (busy polling spins on a socket)")
 	}
 	if f.reconnect > 0 && t.Stream() {
 		return cfg, usagef("--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", t.Scheme)

@@ -476,7 +476,7 @@ func ListenUDPWith(ctx context.Context, addr string, n int, o sockopt.Options) (
 }
 
 // ErrNoBusyPoll: the connection cannot busy-poll.
-var ErrNoBusyPoll = errors.New("busy polling is for UDP sockets on Linux")
+var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream sockets on Linux")
 
 // SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
 // a Conn or a PacketConn.

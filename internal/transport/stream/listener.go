@@ -36,6 +36,7 @@ type Listener struct {
 	timer    *time.Timer
 
 	handler atomic.Pointer[Handler]
+	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
 }
 
 // Handler answers a message from a connection: it returns the reply to
@@ -43,6 +44,17 @@ type Listener struct {
 // capacity (MaxMessage+1). It runs on the connection's goroutine, so it
 // must be safe for concurrent use.
 type Handler = func(msg []byte, from netip.AddrPort) []byte
+
+// SetBusyPoll makes every connection accepted from now on read by
+// spinning instead of sleeping in the kernel: a core for each connection,
+// for the lowest latency (use it with one client at a time).
+func (l *Listener) SetBusyPoll(on bool) error {
+	if on && !busySupported {
+		return errBusyUnsupported
+	}
+	l.busy.Store(on)
+	return nil
+}
 
 // SetHandler makes each connection answer its messages on its own
 // goroutine with h, instead of handing them to ReadFrom: one goroutine
@@ -110,6 +122,9 @@ func (l *Listener) accept() {
 			continue
 		}
 		p := &peer{c: NewConn(c), addr: l.peerAddr(c), free: make(chan struct{})}
+		if l.busy.Load() {
+			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
+		}
 		if l.afterRead != nil {
 			p.after = l.afterRead(c)
 		}

@@ -51,6 +51,53 @@ type Conn struct {
 	as, ae  int
 	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
+	busy    *busyReader   // reads spin (SetBusyPoll); nil: they sleep
+}
+
+var errBusyUnsupported = errors.New("stream: busy polling is for TCP and Unix sockets on Linux")
+
+// SetBusyPoll makes reads spin on the socket until data comes or the read
+// deadline passes, instead of sleeping in the kernel: lower and steadier
+// latency for a core's worth of CPU.
+func (c *Conn) SetBusyPoll(on bool) error {
+	if !on {
+		c.busy = nil
+		return nil
+	}
+	b, err := newBusyReader(c.Conn)
+	if err != nil {
+		return err
+	}
+	c.busy = b
+	return nil
+}
+
+// SetReadDeadline sets the deadline for reads, busy or not.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.busy != nil {
+		var d int64
+		if !t.IsZero() {
+			d = t.UnixNano()
+		}
+		c.busy.deadline.Store(d)
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// Close closes the connection, and stops a busy read.
+func (c *Conn) Close() error {
+	if c.busy != nil {
+		c.busy.closed.Store(true)
+	}
+	return c.Conn.Close()
+}
+
+// rawRead reads from the connection: spinning when busy.
+func (c *Conn) rawRead(p []byte) (int, error) {
+	if c.busy != nil {
+		return c.busy.read(p)
+	}
+	return c.Conn.Read(p)
 }
 
 // NewConn frames c.
@@ -144,12 +191,12 @@ func (c *Conn) readSome(dst []byte) (int, error) {
 		return n, nil
 	}
 	if len(dst) >= readAhead {
-		return c.Conn.Read(dst)
+		return c.rawRead(dst)
 	}
 	if c.ahead == nil {
 		c.ahead = make([]byte, readAhead)
 	}
-	n, err := c.Conn.Read(c.ahead)
+	n, err := c.rawRead(c.ahead)
 	c.as, c.ae = 0, n
 	m := copy(dst, c.ahead[:n])
 	c.as = m

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package stream
+
+import (
+	"sync/atomic"
+)
+
+// busyReader is Linux's.
+type busyReader struct {
+	deadline atomic.Int64
+	closed   atomic.Bool
+}
+
+func newBusyReader(any) (*busyReader, error) { return nil, errBusyUnsupported }
+
+func (b *busyReader) read(p []byte) (int, error) { return 0, errBusyUnsupported }
