@@ -573,8 +573,29 @@ func TestBusyPoll(t *testing.T) {
 	if !res.Config.RateMax || res.Summary.Counts.Received == 0 || res.Summary.Counts.Skipped != 0 {
 		t.Errorf("--rate max: config %+v, counts %+v", res.Config, res.Summary.Counts)
 	}
-	if r := volleyRun(t, "client", "tcp://"+srv.addr, "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "busy polling is for UDP") {
-		t.Errorf("--busy-poll over TCP: exit %d, %q", r.code, r.stderr)
+	if r := volleyRun(t, "client", "unixgram:///nonexistent", "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "--busy-poll is for udp://, tcp:// and unix://") {
+		t.Errorf("--busy-poll over unixgram: exit %d, %q", r.code, r.stderr)
+	}
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+
+	// TCP and Unix streams, both ends spinning.
+	sock := filepath.Join(t.TempDir(), "v.sock")
+	srv = startServer(t, "127.0.0.1:0", "-q", "--busy-poll=tcp,unix", "--unix", sock)
+	for _, target := range []string{"tcp://" + srv.addr, "unix://" + sock} {
+		r := volleyRun(t, "client", target, "--busy-poll", "-n", "2000", "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", target, r.code, r.stderr)
+		}
+		res := parseResult(t, r.stdout)
+		checkCounts(t, res)
+		if c := res.Summary.Counts; c.Sent != 2000 || c.Received != 2000 {
+			t.Errorf("%s busy: counts %+v", target, c)
+		}
+	}
+	if r := volleyRun(t, "server", "--listen", "127.0.0.1:0", "--busy-poll=tcp,ipx"); r.code != 2 || !strings.Contains(r.stderr, "--busy-poll=tcp,ipx") {
+		t.Errorf("--busy-poll=tcp,ipx: exit %d, %q", r.code, r.stderr)
 	}
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -36,8 +38,24 @@ func pipe(t *testing.T) (*Conn, *Conn) {
 	return a, NewConn(b)
 }
 
-func TestFraming(t *testing.T) {
+// busyPipe is pipe with b busy-polling when busy.
+func busyPipe(t *testing.T, busy bool) (*Conn, *Conn) {
+	t.Helper()
 	a, b := pipe(t)
+	if err := b.SetBusyPoll(busy); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	return a, b
+}
+
+func TestFraming(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) { testFraming(t, busy) })
+	}
+}
+
+func testFraming(t *testing.T, busy bool) {
+	a, b := busyPipe(t, busy)
 	sizes := []int{64, 100, 1, 70000, 512 << 10}
 	go func() {
 		for i, n := range sizes {
@@ -60,7 +78,13 @@ func TestFraming(t *testing.T) {
 // TestReadAcrossDeadline: a message cut by the read deadline is finished
 // by the next Read, and the framing holds.
 func TestReadAcrossDeadline(t *testing.T) {
-	a, b := pipe(t)
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) { testReadAcrossDeadline(t, busy) })
+	}
+}
+
+func testReadAcrossDeadline(t *testing.T, busy bool) {
+	a, b := busyPipe(t, busy)
 	msg := bytes.Repeat([]byte("0123456789"), 100)
 	frame := append([]byte{0, 0, 0x03, 0xe8}, msg...) // 1000 bytes
 	a.Conn.Write(frame[:3])                           // part of the header
@@ -84,6 +108,38 @@ func TestReadAcrossDeadline(t *testing.T) {
 	}
 	if n, err := b.Read(other); err != nil || string(other[:n]) != "next" {
 		t.Fatalf("then Read = %q, %v; want \"next\"", other[:n], err)
+	}
+}
+
+// TestBusyEnds: a busy read ends when the peer leaves (EOF) and when its
+// own connection is closed, instead of spinning on.
+func TestBusyEnds(t *testing.T) {
+	a, b := busyPipe(t, true)
+	buf := make([]byte, 100)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		a.Close()
+	}()
+	if _, err := b.Read(buf); !errors.Is(err, io.EOF) {
+		t.Errorf("busy Read after the peer left = %v, want EOF", err)
+	}
+	_, c := busyPipe(t, true)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		c.Close()
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(buf)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("busy Read on a closed connection returned no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("busy Read spun on after Close")
 	}
 }
 
