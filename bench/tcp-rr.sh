@@ -35,7 +35,8 @@ if [ "${BUSY:-0}" = 1 ]; then
 	}
 	volley_run() {
 		start_volley_server -q --busy-poll=tcp
-		volley_pingpong "tcp://$vaddr" --busy-poll
+		# Delayed ACKs on, as sockperf's server leaves them.
+		volley_pingpong "tcp://$vaddr" --busy-poll --quickack=false
 		kill "$vpid"
 		wait "$vpid" 2>/dev/null || true
 	}
