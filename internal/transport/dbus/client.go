@@ -8,11 +8,12 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/volley-net/volley/internal/deadline"
 )
 
 // Conn is a client's connection to one reflector through a bus: each
@@ -27,8 +28,7 @@ type Conn struct {
 	peer  Addr
 
 	done     chan *godbus.Call
-	deadline atomic.Int64 // Unix ns; 0: none
-	kick     chan struct{}
+	deadline *deadline.Deadline
 	closed   chan struct{}
 	once     sync.Once
 }
@@ -44,14 +44,14 @@ func Dial(bus, name string) (*Conn, error) {
 		return nil, err
 	}
 	return &Conn{
-		bus:    c,
-		obj:    c.Object(name, Path),
-		dest:   name,
-		local:  Addr{Bus: bus, Name: c.Names()[0]},
-		peer:   Addr{Bus: bus, Name: name},
-		done:   make(chan *godbus.Call, 1<<16),
-		kick:   make(chan struct{}, 1),
-		closed: make(chan struct{}),
+		bus:      c,
+		obj:      c.Object(name, Path),
+		dest:     name,
+		local:    Addr{Bus: bus, Name: c.Names()[0]},
+		peer:     Addr{Bus: bus, Name: name},
+		done:     make(chan *godbus.Call, 1<<16),
+		deadline: deadline.New(),
+		closed:   make(chan struct{}),
 	}, nil
 }
 
@@ -150,49 +150,28 @@ func (c *Conn) wrap(err error) error {
 // reflector dropped the message) is skipped.
 func (c *Conn) Read(b []byte) (int, error) {
 	for {
-		var timeout <-chan time.Time
-		if d := c.deadline.Load(); d != 0 {
-			wait := time.Until(time.Unix(0, d))
-			if wait <= 0 {
-				return 0, os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case call := <-c.done:
-			if call.Err != nil {
-				return 0, c.wrap(call.Err)
-			}
-			if len(call.Body) != 1 {
-				continue
-			}
-			reply, ok := call.Body[0].([]byte)
-			if !ok || len(reply) == 0 {
-				continue
-			}
-			return copy(b, reply), nil
-		case <-timeout:
+		call, o := deadline.Wait(c.deadline, c.done, c.closed)
+		switch o {
+		case deadline.Expired:
 			return 0, os.ErrDeadlineExceeded
-		case <-c.kick:
-		case <-c.closed:
+		case deadline.Closed:
 			return 0, net.ErrClosed
+		}
+		if call.Err != nil {
+			return 0, c.wrap(call.Err)
+		}
+		if len(call.Body) != 1 {
+			continue
+		}
+		if reply, ok := call.Body[0].([]byte); ok && len(reply) > 0 {
+			return copy(b, reply), nil
 		}
 	}
 }
 
 // SetReadDeadline sets the deadline for Read.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
-	c.deadline.Store(d)
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.deadline.Set(t)
 	return nil
 }
 

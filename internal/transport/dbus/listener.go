@@ -13,6 +13,8 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/introspect"
+
+	"github.com/volley-net/volley/internal/deadline"
 )
 
 // Handler answers a message from a peer: it returns the reply, or nil. It
@@ -38,8 +40,7 @@ type Listener struct {
 	peers   map[string]netip.AddrPort // unique name: stand-in address
 	waiting map[heldKey]heldCall      // calls whose reply is held
 
-	deadline atomic.Int64 // Unix ns; 0: none
-	kick     chan struct{}
+	deadline *deadline.Deadline
 	closed   chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
@@ -77,7 +78,7 @@ func Listen(bus, name string) (*Listener, error) {
 		return nil, err
 	}
 	l := &Listener{bus: c, local: Addr{Bus: bus, Name: name}, peers: map[string]netip.AddrPort{},
-		waiting: map[heldKey]heldCall{}, kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		waiting: map[heldKey]heldCall{}, deadline: deadline.New(), closed: make(chan struct{}),
 		in: make(chan *godbus.Message, inQueue)}
 	l.xml = introspectXML()
 	// The match first: once eavesdropping, this connection sees no
@@ -314,25 +315,10 @@ func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
 // message) and returns os.ErrDeadlineExceeded, or net.ErrClosed once
 // closed.
 func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
-	for {
-		var timeout <-chan time.Time
-		if d := l.deadline.Load(); d != 0 {
-			wait := time.Until(time.Unix(0, d))
-			if wait <= 0 {
-				return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-timeout:
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-		case <-l.kick:
-		case <-l.closed:
-			return 0, netip.AddrPort{}, net.ErrClosed
-		}
+	if _, o := deadline.Wait[struct{}](l.deadline, nil, l.closed); o == deadline.Closed {
+		return 0, netip.AddrPort{}, net.ErrClosed
 	}
+	return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 }
 
 var errNoCall = errors.New("dbus: no call waits for that reply")
@@ -369,15 +355,7 @@ func (l *Listener) Err() error {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (l *Listener) SetReadDeadline(t time.Time) error {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
-	l.deadline.Store(d)
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
+	l.deadline.Set(t)
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-net/volley/internal/deadline"
 )
 
 // Listener is a reflector's stream socket: it accepts connections and
@@ -31,9 +33,7 @@ type Listener struct {
 	peers  map[netip.AddrPort]*peer
 	nextID uint64
 
-	deadline atomic.Int64 // Unix ns; 0: none
-	kick     chan struct{}
-	timer    *time.Timer
+	deadline *deadline.Deadline
 
 	handler atomic.Pointer[Handler]
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
@@ -98,9 +98,7 @@ func Serve(ln net.Listener, maxPeers int) *Listener { return serve(ln, maxPeers,
 
 func serve(ln net.Listener, maxPeers int, afterRead func(net.Conn) func(msg []byte)) *Listener {
 	l := &Listener{ln: ln, maxPeers: maxPeers, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
-		peers: make(map[netip.AddrPort]*peer), kick: make(chan struct{}, 1)}
-	l.timer = time.NewTimer(time.Hour)
-	l.timer.Stop()
+		peers: make(map[netip.AddrPort]*peer), deadline: deadline.New()}
 	l.wg.Go(l.accept)
 	return l
 }
@@ -198,34 +196,16 @@ func (l *Listener) read(p *peer) {
 // ReadFrom copies the next message of any connection into b (cut to b)
 // and returns its length and the connection's address.
 func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
-	for {
-		armed := false
-		if d := l.deadline.Load(); d != 0 {
-			wait := time.Until(time.Unix(0, d))
-			if wait <= 0 {
-				return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-			}
-			l.timer.Reset(wait)
-			armed = true
-		}
-		select {
-		case f := <-l.frames:
-			if armed {
-				l.timer.Stop()
-			}
-			n := copy(b, f.p.buf[:f.n])
-			f.p.free <- struct{}{}
-			return n, f.p.addr, nil
-		case <-l.timer.C:
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-		case <-l.kick:
-			if armed {
-				l.timer.Stop()
-			}
-		case <-l.closed:
-			return 0, netip.AddrPort{}, net.ErrClosed
-		}
+	f, o := deadline.Wait(l.deadline, l.frames, l.closed)
+	switch o {
+	case deadline.Expired:
+		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+	case deadline.Closed:
+		return 0, netip.AddrPort{}, net.ErrClosed
 	}
+	n := copy(b, f.p.buf[:f.n])
+	f.p.free <- struct{}{}
+	return n, f.p.addr, nil
 }
 
 // WriteTo sends b as one message on the connection of addr.
@@ -247,15 +227,7 @@ func (p *peer) write(b []byte) (int, error) {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (l *Listener) SetReadDeadline(t time.Time) error {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
-	l.deadline.Store(d)
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
+	l.deadline.Set(t)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package udp
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +15,7 @@ import (
 func TestTimestamps(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", ":0"} {
 		t.Run(addr, func(t *testing.T) {
-			p, err := Listen(addr)
-			if err != nil {
-				if strings.Contains(addr, "::1") && !strings.Contains(os.Getenv("VOLLEY_REQUIRE"), "ipv6") {
-					t.Skipf("skipping: no IPv6 loopback: %v", err)
-				}
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := listenOrSkip(t, addr)
 			to := p.LocalAddr().String()
 			if addr == ":0" {
 				to = strings.Replace(to, "[::]", "127.0.0.1", 1)
