@@ -164,8 +164,9 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			if busyPoll != "" {
 				for _, k := range strings.Split(busyPoll, ",") {
 					switch k {
-					case "all":
+					case "all", "true": // true: as when the flag was a boolean
 						busy["udp"], busy["tcp"], busy["unix"] = true, true, true
+					case "false":
 					case "udp", "tcp", "unix":
 						busy[k] = true
 					default:
