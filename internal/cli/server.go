@@ -174,6 +174,9 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					}
 				}
 			}
+			if busy["tcp"] && !tcp && busyPoll != "all" && busyPoll != "true" {
+				return usagef("--busy-poll=%s: no TCP socket to spin on (--tcp=false)", busyPoll)
+			}
 			spinners := 0
 			if busy["udp"] {
 				for _, pc := range pcs {
@@ -239,8 +242,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					}
 					spinners++
 				}
-			} else if busy["unix"] && busyPoll != "all" {
-				return usagef("--busy-poll=unix: no --unix socket to spin on")
+			} else if busy["unix"] && busyPoll != "all" && busyPoll != "true" {
+				return usagef("--busy-poll=%s: no --unix socket to spin on", busyPoll)
 			}
 			if unixgramPath != "" {
 				gl, err := transport.ListenUnixgram(unixgramPath)
