@@ -174,8 +174,10 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					}
 				}
 			}
-			if busy["tcp"] && !tcp && busyPoll != "all" && busyPoll != "true" {
+			if explicit := busyPoll != "all" && busyPoll != "true"; explicit && busy["tcp"] && !tcp {
 				return usagef("--busy-poll=%s: no TCP socket to spin on (--tcp=false)", busyPoll)
+			} else if explicit && busy["unix"] && unixPath == "" {
+				return usagef("--busy-poll=%s: no --unix socket to spin on", busyPoll)
 			}
 			spinners := 0
 			if busy["udp"] {
@@ -242,8 +244,6 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					}
 					spinners++
 				}
-			} else if busy["unix"] && busyPoll != "all" && busyPoll != "true" {
-				return usagef("--busy-poll=%s: no --unix socket to spin on", busyPoll)
 			}
 			if unixgramPath != "" {
 				gl, err := transport.ListenUnixgram(unixgramPath)
