@@ -438,6 +438,10 @@ type pendingStats struct {
 func (a *statsSum) add(worker int, s reflector.Stats) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.workers == 1 {
+		a.emit(s) // nothing to add up, nor to copy
+		return
+	}
 	if a.ticks == nil {
 		a.ticks, a.pending = map[int]int{}, map[int]*pendingStats{}
 	}

@@ -142,7 +142,8 @@ type Config struct {
 	// negative value turns interval reports off).
 	ReportInterval time.Duration
 	// OnInterval receives the counters of each interval. It runs on the
-	// reflecting goroutine and must return quickly.
+	// reflecting goroutine and must return quickly, and not keep the
+	// Stats' distributions (Stats.Add makes copies).
 	OnInterval func(Stats)
 	// Clock defaults to the system clock.
 	Clock clock.Clock
@@ -895,7 +896,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				cur := r.Stats()
 				iv := cur.sub(last)
 				iv.Elapsed = time.Duration(now - lastAt)
-				iv.Response, iv.ResponseKernel = mergeDists(r.resp.iv, nil), mergeDists(r.resp.ivK, nil)
+				// OnInterval must not keep them: they are reset next.
+				iv.Response, iv.ResponseKernel = r.resp.iv, r.resp.ivK
 				last, lastAt = cur, now
 				r.cfg.OnInterval(iv)
 				r.resp.iv.Reset()

@@ -1,0 +1,76 @@
+package reflector
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/volley-net/volley/internal/probelog"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// TestStampsFollowUp: with kernel stamps, a reply with room carries the
+// probe's kernel receive time and the session's oldest transmit stamp not
+// yet carried, one per reply; a reply without room carries none, and says
+// so by its flags. Each reply sent is accounted: its response times, and
+// a log line.
+func TestStampsFollowUp(t *testing.T) {
+	r, clk := newTest(t)
+	r.stamps = &stamper{}       // as Serve makes for a socket with stamps on
+	r.resp = newResponses(true) // as New makes with Config.Stamps
+	var log bytes.Buffer
+	lw, err := probelog.NewWriter(&log, LogHeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.log = probelog.NewBuffer(lw)
+	addr := netip.MustParseAddrPort("192.0.2.1:5000")
+	token := handshake(t, r, clk, addr)
+	probe := func(seq uint64, size int) (wire.Header, wire.Stamps, bool) {
+		t.Helper()
+		r.rxStamp, r.lastOK = int64(1000+seq), false
+		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagStamps, Token: token, Count: 99, Seq: seq}, size), addr, clk.Now())
+		if !r.lastOK || r.last.seq != seq || r.last.t2k != int64(1000+seq) {
+			t.Fatalf("probe %d: last reply %+v", seq, r.last)
+		}
+		st, ok := wire.StampsOf(reply)
+		return decode(t, reply), st, ok
+	}
+	// The first reply has nothing to follow up.
+	if _, st, ok := probe(1, 100); !ok || st != (wire.Stamps{T2K: 1001}) {
+		t.Fatalf("reply 1 stamps %+v, %v; want T2K 1001 alone", st, ok)
+	}
+	r.replied(&r.last, 5001) // its transmit stamp came back
+	// Two replies leave before their stamps come back: the next replies
+	// carry them one each, oldest first.
+	if _, st, _ := probe(2, 100); st.PrevSeq != 1 || st.PrevT3K != 5001 || st.T2K != 1002 {
+		t.Fatalf("reply 2 stamps %+v, want reply 1's T3K", st)
+	}
+	two := r.last
+	_, _, _ = probe(3, 100)
+	three := r.last
+	r.replied(&two, 5002)
+	r.replied(&three, 5003)
+	if _, st, _ := probe(4, 100); st.PrevSeq != 2 || st.PrevT3K != 5002 {
+		t.Fatalf("reply 4 stamps %+v, want reply 2's", st)
+	}
+	// A reply too small for the block has none, and no flag.
+	if h, _, ok := probe(5, wire.HeaderLen); ok || h.Flags&wire.FlagStamps != 0 {
+		t.Fatalf("a 64-byte reply: flags %v, block %v; want neither", h.Flags, ok)
+	}
+	if _, st, _ := probe(6, 100); st.PrevSeq != 3 || st.PrevT3K != 5003 {
+		t.Fatalf("reply 6 stamps %+v, want reply 3's", st)
+	}
+	if n := r.resp.total.Count(); n != 3 {
+		t.Errorf("%d replies accounted, want the 3 whose stamps came", n)
+	}
+	if n := r.resp.totalK.Count(); n != 3 {
+		t.Errorf("%d kernel response times, want 3", n)
+	}
+	r.log.Flush()
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 4 || lines[0]+"\n" != LogHeader || !strings.Contains(lines[1], ",1,") || !strings.HasSuffix(lines[1], ",4000") {
+		t.Errorf("log:\n%s\nwant the header and a line per reply accounted, reply 1's kernel response 5001-1001", log.String())
+	}
+}
