@@ -329,8 +329,14 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
 		named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
 	if k := s.Kernel; k != nil {
-		rows = append(rows, named{"rtt kern", k.RTT}, named{"resp kern", k.Response}, named{"up kern", k.Up},
-			named{"down kern", k.Down}, named{"send stack", k.SendStack}, named{"recv stack", k.RecvStack})
+		// Only the rows the stamps gave: without the reflector's, the
+		// client's own (rtt and the stacks).
+		for _, l := range []named{{"rtt kern", k.RTT}, {"resp kern", k.Response}, {"up kern", k.Up},
+			{"down kern", k.Down}, {"send stack", k.SendStack}, {"recv stack", k.RecvStack}} {
+			if l.lat.Count > 0 {
+				rows = append(rows, l)
+			}
+		}
 	}
 	for _, l := range rows {
 		cells := []string{l.name, latMin(l.lat), latMean(l.lat), "-"}
