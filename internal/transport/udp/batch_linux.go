@@ -229,7 +229,13 @@ func (b *batcher) write1(p []byte) (int, error) {
 }
 
 func (b *batcher) sendmmsg(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), unix.MSG_DONTWAIT, 0, 0)
+	call := unix.Syscall6
+	if b.busy {
+		// A non-blocking send returns at once: a raw call spares the
+		// scheduler's bookkeeping, and keeps the spinning thread's P.
+		call = unix.RawSyscall6
+	}
+	n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), unix.MSG_DONTWAIT, 0, 0)
 	switch errno {
 	case 0:
 		b.wn, b.werr = int(n), nil
