@@ -75,13 +75,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if !c.busy {
 		return c.UDPConn.Read(b)
 	}
-	c.one[0].Buf = b
-	n, err := c.readBatch(c.one[:])
-	c.one[0].Buf = nil
-	if err != nil || n == 0 {
-		return 0, err
-	}
-	return c.one[0].N, nil
+	return c.b.read1(b)
 }
 
 // Write sends b to the peer; with busy polling, with a raw call.

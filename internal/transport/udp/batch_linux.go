@@ -51,6 +51,11 @@ type batcher struct {
 	wErr     error
 	writeFn1 func(fd uintptr) bool
 
+	// A busy client's single reads: raw read(2) calls.
+	rb      []byte
+	rres    int
+	readFn1 func(fd uintptr) bool
+
 	// Kernel stamps (enableStamps): receive stamps in each read's
 	// control messages, transmit stamps from the error queue, which the
 	// sends count for their IDs.
@@ -169,6 +174,7 @@ func newBatcher(c interface {
 	b.readFn = b.recvmmsg
 	b.writeFn = b.sendmmsg
 	b.writeFn1 = b.send1
+	b.readFn1 = b.spinRead1
 	return b, nil
 }
 
@@ -438,3 +444,41 @@ type opError struct {
 
 func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
+
+// read1 reads one datagram from a connected socket by spinning on raw
+// read(2) calls, the lightest receive there is, until it comes or the read
+// deadline passes.
+func (b *batcher) read1(p []byte) (int, error) {
+	b.rb = p
+	err := b.rc.Read(b.readFn1)
+	b.rb = nil
+	if err != nil {
+		return 0, err
+	}
+	if b.rerr != nil {
+		if b.rerr == os.ErrDeadlineExceeded {
+			return 0, b.rerr
+		}
+		return 0, wrapErrno("read", b.rerr)
+	}
+	return b.rres, nil
+}
+
+func (b *batcher) spinRead1(fd uintptr) bool {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.rb))), uintptr(len(b.rb)))
+		switch errno {
+		case 0:
+			b.rres, b.rerr = int(n), nil
+			return true
+		case unix.EAGAIN, unix.EINTR:
+		default:
+			b.rres, b.rerr = 0, errno
+			return true
+		}
+		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+			b.rres, b.rerr = 0, os.ErrDeadlineExceeded
+			return true
+		}
+	}
+}

@@ -33,3 +33,5 @@ func (b *batcher) enableStamps(bool) error                    { return errors.Er
 func (b *batcher) nextTxID() uint32                           { return 0 }
 func (b *batcher) readTxStamps([]tstamp.TxStamp) (int, error) { return 0, nil }
 func (p *PacketConn) countSent()                              {}
+
+func (b *batcher) read1(p []byte) (int, error) { return 0, errors.ErrUnsupported }
