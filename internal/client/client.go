@@ -1393,6 +1393,9 @@ func (r *run) close() {
 	}
 	// Replies that straggle in now still count as late or duplicate.
 	h := wire.Header{Type: wire.TypeClose, Token: r.token, Count: r.nonce}
+	if r.stamps != nil && r.stamps.reflector {
+		h.Flags = wire.FlagStamps // the transmit stamps still owed come back with the CloseAck
+	}
 	tag := 0
 	if r.signer != nil {
 		tag = wire.TagLen
@@ -1431,6 +1434,9 @@ func (r *run) close() {
 			case in.Type == wire.TypeCloseAck && in.Token == r.token:
 				r.res.ReflectorCount = "close"
 				r.finalCount = in.Count
+				if r.stamps != nil && in.Flags&wire.FlagStamps != 0 && !r.cfg.OneWay {
+					wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], func(seq uint64, t3k int64) { r.followUp(r.cur, seq, t3k) })
+				}
 				if r.cfg.OneWay && n > wire.HeaderLen+tag {
 					var res wire.OneWayResults
 					if json.Unmarshal(r.rbuf[wire.HeaderLen:n-tag], &res) == nil {

@@ -14,8 +14,8 @@ import (
 // run has them (empty otherwise). Delays are nanoseconds, empty where the
 // probe's fate or a missing stamp leaves them unknown; response times
 // leave out the hold the reflector applied. With the reflector's stamps, a
-// line is written when the next reply brings the reply's T3k, so lines
-// may come slightly out of order.
+// line is written when a later reply (or the CloseAck) brings the reply's
+// T3k, so lines may come slightly out of order.
 const LogHeader = "flow,seq,status,t1_ns,t2_ns,t3_ns,t4_ns,sched_ns,rtt_ns,response_ns,up_ns,down_ns," +
 	"t1_kernel_ns,t2_kernel_ns,t3_kernel_ns,t4_kernel_ns,rtt_kernel_ns,response_kernel_ns,up_kernel_ns,down_kernel_ns\n"
 

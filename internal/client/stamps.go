@@ -127,14 +127,22 @@ func (r *run) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp
 		k.logWait = true
 		r.queueLog(s.seq)
 	}
-	if ext.PrevSeq == 0 || ext.PrevT3K == 0 {
+	r.followUp(a, ext.PrevSeq, ext.PrevT3K)
+}
+
+// followUp records the reflector's kernel transmit time t3k of its reply
+// to probe seq (0: none) into a: the kernel response and down delay, and
+// the probe's waiting log line.
+func (r *run) followUp(a *acc, seq uint64, t3k int64) {
+	if seq == 0 || t3k == 0 {
 		return
 	}
-	p := &r.ring[ext.PrevSeq&r.mask]
-	if p.seq != ext.PrevSeq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) {
+	p := &r.ring[seq&r.mask]
+	if p.seq != seq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) {
 		return
 	}
-	p.k.t3k = ext.PrevT3K
+	ak := a.kernel()
+	p.k.t3k = t3k
 	if p.k.t2k != 0 {
 		ak[kResponse].Record(p.k.t3k - p.k.t2k - p.k.hold)
 	}
@@ -142,7 +150,7 @@ func (r *run) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp
 		ak[kDown].Record(p.k.t4k - p.k.t3k)
 	}
 	if r.log != nil {
-		r.flushLog(ext.PrevSeq)
+		r.flushLog(seq)
 	}
 }
 

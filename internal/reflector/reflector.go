@@ -446,8 +446,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 				s.closed = true
 				r.open--
 			}
+			asked := h.Flags & wire.FlagStamps
 			h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
 			size := wire.HeaderLen
+			if asked != 0 && s.oneway == nil {
+				size += r.followUps(pkt[wire.HeaderLen:cap(pkt)-r.tagLen()], s, &h)
+			}
 			if s.oneway != nil && s.oneway.win.Received > 0 && r.cfg.OnOneWay != nil {
 				r.cfg.OnOneWay(s.oneway.report(addr)) // the last window
 			}

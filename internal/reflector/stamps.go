@@ -157,6 +157,25 @@ func (r *Reflector) putStamps(pkt []byte, h *wire.Header, s *session) {
 	wire.PutStamps(pkt, st)
 }
 
+// followUps writes into b the kernel transmit stamps the session's replies
+// did not get to carry, as follow-ups, and returns their length; with any,
+// it sets FlagStamps in the CloseAck's header h.
+func (r *Reflector) followUps(b []byte, s *session, h *wire.Header) int {
+	n := 0
+	for s.t3q != nil && len(b)-n >= wire.FollowUpLen {
+		seq, t3k := s.t3q.pop()
+		if seq == 0 {
+			break
+		}
+		wire.PutFollowUp(b[n:], seq, t3k)
+		n += wire.FollowUpLen
+	}
+	if n > 0 {
+		h.Flags |= wire.FlagStamps
+	}
+	return n
+}
+
 // t3Queue holds the kernel transmit stamps of a session's replies until
 // later replies carry them, one each, oldest first. When replies leave in
 // batches, several stamps come back at once; as each reply carries one,

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -62,15 +63,32 @@ func TestStampsFollowUp(t *testing.T) {
 	if _, st, _ := probe(6, 100); st.PrevSeq != 3 || st.PrevT3K != 5003 {
 		t.Fatalf("reply 6 stamps %+v, want reply 3's", st)
 	}
-	if n := r.resp.total.Count(); n != 3 {
+	// The Close asks for what is owed: reply 4's and 6's stamps, which
+	// come back now, ride on the CloseAck.
+	four, six := r.last, r.last
+	four.seq = 4
+	r.replied(&four, 5004)
+	r.replied(&six, 5006)
+	// A 64-byte Close in a receive buffer with room, as Serve's.
+	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Flags: wire.FlagStamps, Token: token, Count: 99}, 512)[:wire.HeaderLen]
+	closeAck := r.Handle(closeMsg, addr, clk.Now())
+	if h := decode(t, closeAck); h.Type != wire.TypeCloseAck || h.Flags&wire.FlagStamps == 0 {
+		t.Fatalf("CloseAck %+v, want FlagStamps", h)
+	}
+	var got []uint64
+	wire.FollowUps(closeAck[wire.HeaderLen:], func(seq uint64, t3k int64) { got = append(got, seq, uint64(t3k)) })
+	if fmt.Sprint(got) != "[4 5004 6 5006]" {
+		t.Errorf("CloseAck follow-ups %v, want [4 5004 6 5006]", got)
+	}
+	if n := r.resp.total.Count() - 2; n != 3 {
 		t.Errorf("%d replies accounted, want the 3 whose stamps came", n)
 	}
-	if n := r.resp.totalK.Count(); n != 3 {
+	if n := r.resp.totalK.Count() - 2; n != 3 {
 		t.Errorf("%d kernel response times, want 3", n)
 	}
 	r.log.Flush()
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-	if len(lines) != 4 || lines[0]+"\n" != LogHeader || !strings.Contains(lines[1], ",1,") || !strings.HasSuffix(lines[1], ",4000") {
+	if len(lines) != 6 || lines[0]+"\n" != LogHeader || !strings.Contains(lines[1], ",1,") || !strings.HasSuffix(lines[1], ",4000") {
 		t.Errorf("log:\n%s\nwant the header and a line per reply accounted, reply 1's kernel response 5001-1001", log.String())
 	}
 }

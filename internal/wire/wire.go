@@ -192,6 +192,27 @@ func PutStamps(b []byte, s Stamps) {
 	binary.BigEndian.PutUint64(b[HeaderLen+16:], uint64(s.PrevT3K))
 }
 
+// FollowUpLen is the length of a follow-up in a CloseAck with FlagStamps:
+// the sequence number of a reply (uint64) and its kernel transmit time
+// (int64 Unix ns). A session's last replies have no later reply to carry
+// their T3K, so the CloseAck carries what is left of them, oldest first,
+// after the header (when the Close asked with FlagStamps).
+const FollowUpLen = 16
+
+// PutFollowUp writes a follow-up into b[:FollowUpLen].
+func PutFollowUp(b []byte, seq uint64, t3k int64) {
+	binary.BigEndian.PutUint64(b, seq)
+	binary.BigEndian.PutUint64(b[8:], uint64(t3k))
+}
+
+// FollowUps calls f with each whole follow-up in p, a CloseAck's bytes
+// between its header and its tag.
+func FollowUps(p []byte, f func(seq uint64, t3k int64)) {
+	for ; len(p) >= FollowUpLen; p = p[FollowUpLen:] {
+		f(binary.BigEndian.Uint64(p), int64(binary.BigEndian.Uint64(p[8:])))
+	}
+}
+
 // StampsOf reads the Stamps block of the message b; ok is false when b
 // has no FlagStamps or is too short to hold the block.
 func StampsOf(b []byte) (s Stamps, ok bool) {

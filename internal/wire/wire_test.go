@@ -288,3 +288,14 @@ func TestStamps(t *testing.T) {
 		t.Error("StampsOf read a block from a message without FlagStamps")
 	}
 }
+
+func TestFollowUps(t *testing.T) {
+	b := make([]byte, 2*FollowUpLen+5) // a cut third one is not read
+	PutFollowUp(b, 7, 1_700_000_000_000_000_007)
+	PutFollowUp(b[FollowUpLen:], 8, -1)
+	var got []int64
+	FollowUps(b, func(seq uint64, t3k int64) { got = append(got, int64(seq), t3k) })
+	if len(got) != 4 || got[0] != 7 || got[1] != 1_700_000_000_000_000_007 || got[2] != 8 || got[3] != -1 {
+		t.Errorf("FollowUps = %v", got)
+	}
+}
