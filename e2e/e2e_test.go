@@ -128,7 +128,13 @@ func (s *server) output() string {
 // the address on its first line.
 func startServer(t *testing.T, listen string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(volley, append([]string{"server", "--listen", listen}, args...)...)
+	return startServerCmd(t, exec.Command(volley, append([]string{"server", "--listen", listen}, args...)...))
+}
+
+// startServerCmd runs cmd, a `volley server` (in a network namespace, say),
+// and waits for the address on its first line.
+func startServerCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

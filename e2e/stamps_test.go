@@ -172,24 +172,11 @@ func TestTimestampsVeth(t *testing.T) {
 	ip("-n", nsB, "link", "set", "vlyB"+suffix, "up")
 
 	srvLog := filepath.Join(t.TempDir(), "server.csv")
-	cmd := exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+	srv := startServerCmd(t, exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog))
+	checkStamps(t, nsA, srv.addr, func() string {
+		if err := srv.stop(t, syscall.SIGINT); err != nil {
+			t.Fatalf("server exit: %v\n%s", err, srv.output())
 		}
-	})
-	// The server is up once it answers: the client retries its Hello.
-	checkStamps(t, nsA, "10.213.0.2:7766", func() string {
-		cmd.Process.Signal(syscall.SIGINT)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("server exit: %v\n%s", err, out.String())
-		}
-		return out.String()
+		return srv.output()
 	}, srvLog)
 }
