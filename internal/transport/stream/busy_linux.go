@@ -2,13 +2,10 @@ package stream
 
 import (
 	"io"
-	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/volley-net/volley/internal/spin"
 )
 
 // busyReader reads a connection by spinning on non-blocking reads instead
@@ -41,32 +38,13 @@ func newBusyReader(c any) (*busyReader, error) {
 }
 
 // spin reads into b.buf until something comes, the deadline passes or the
-// connection closes. Its calls are raw: they never block, so the
-// scheduler need not hear of them, and the spin stays on its thread.
+// connection closes.
 func (b *busyReader) spin(fd uintptr) bool {
-	for {
-		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.buf))), uintptr(len(b.buf)))
-		switch errno {
-		case 0:
-			b.n, b.err = int(n), nil
-			if n == 0 {
-				b.err = io.EOF
-			}
-			return true
-		case unix.EAGAIN, unix.EINTR:
-		default:
-			b.n, b.err = 0, errno
-			return true
-		}
-		if b.closed.Load() {
-			b.n, b.err = 0, os.ErrClosed
-			return true
-		}
-		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
-			b.n, b.err = 0, os.ErrDeadlineExceeded
-			return true
-		}
+	b.n, b.err = spin.Read(fd, b.buf, &b.deadline, &b.closed)
+	if b.err == nil && b.n == 0 {
+		b.err = io.EOF
 	}
+	return true
 }
 
 func (b *busyReader) read(p []byte) (int, error) {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/spin"
 	"github.com/volley-net/volley/internal/tstamp"
 )
 
@@ -480,20 +481,6 @@ func (b *batcher) read1(p []byte) (int, error) {
 }
 
 func (b *batcher) spinRead1(fd uintptr) bool {
-	for {
-		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.rb))), uintptr(len(b.rb)))
-		switch errno {
-		case 0:
-			b.rres, b.rerr = int(n), nil
-			return true
-		case unix.EAGAIN, unix.EINTR:
-		default:
-			b.rres, b.rerr = 0, errno
-			return true
-		}
-		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
-			b.rres, b.rerr = 0, os.ErrDeadlineExceeded
-			return true
-		}
-	}
+	b.rres, b.rerr = spin.Read(fd, b.rb, &b.deadline, nil)
+	return true
 }

@@ -1,0 +1,39 @@
+// Package spin reads a socket by spinning on non-blocking reads instead of
+// sleeping in the kernel, for the transports' busy polling.
+package spin
+
+import (
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read reads from the non-blocking socket fd into p with raw read(2) calls,
+// over and over, until data comes (n bytes, which may be 0: a stream's end
+// or an empty datagram), the call fails (its errno), the deadline passes
+// (Unix ns; 0: none; os.ErrDeadlineExceeded) or closed is set
+// (os.ErrClosed; closed may be nil). The calls are raw: they never block,
+// so the scheduler need not hear of them, and the spin stays on its
+// thread. Call it from a syscall.RawConn's Read, which holds the socket
+// open meanwhile. It does not allocate.
+func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (int, error) {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EAGAIN, unix.EINTR:
+		default:
+			return 0, errno
+		}
+		if closed != nil && closed.Load() {
+			return 0, os.ErrClosed
+		}
+		if d := deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}

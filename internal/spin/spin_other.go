@@ -1,0 +1,15 @@
+//go:build !linux
+
+// Package spin reads a socket by spinning on non-blocking reads instead of
+// sleeping in the kernel, for the transports' busy polling.
+package spin
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// Read is Linux's.
+func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (int, error) {
+	return 0, errors.ErrUnsupported
+}
