@@ -158,7 +158,11 @@ func TestTimestampsVeth(t *testing.T) {
 			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	ip("netns", "add", nsA)
+	// A root without the right to make namespaces (a container) lacks
+	// them as much as a user does.
+	if out, err := exec.Command("ip", "netns", "add", nsA).CombinedOutput(); err != nil {
+		require(t, "netns", fmt.Errorf("ip netns add: %v: %s", err, strings.TrimSpace(string(out))))
+	}
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
 	ip("netns", "add", nsB)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
