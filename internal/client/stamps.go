@@ -28,19 +28,16 @@ type stamping struct {
 	reflector bool // a reply carried the reflector's stamps
 	// Replies whose log line waits for the reflector's T3k, oldest
 	// first (a ring of sequence numbers).
-	logq       []uint64
-	logHead    uint64
-	logTail    uint64
-	hw         bool
-	unstamped  uint64 // replies read without a receive stamp
-	txUnmapped uint64 // transmit stamps whose probe was not found
+	logq      []uint64
+	logHead   uint64
+	logTail   uint64
+	unstamped uint64 // replies read without a receive stamp
 }
 
 const idRing = 4096
 
 // kernelSlot is what a slot keeps of a probe's kernel stamps.
 type kernelSlot struct {
-	txID     uint32
 	t1k, t4k int64
 	t2k, t3k int64
 	t2, t3   int64 // the reflector's user-space times and the reply's
@@ -75,8 +72,7 @@ func (r *run) drainTx() {
 		for _, t := range st.tx[:n] {
 			e := &st.ids[t.ID%idRing]
 			if e.id != t.ID {
-				st.txUnmapped++
-				continue
+				continue // its probe is no longer known: T1k stays unknown
 			}
 			s := &r.ring[e.seq&r.mask]
 			// A stamp is T1k only if it is the probe's: sent after
@@ -254,7 +250,7 @@ func (r *run) setupStamps() (string, error) {
 	if err := sock.EnableTimestamps(hw); err != nil {
 		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", err))
 	}
-	r.stamps = &stamping{sock: sock, hw: hw}
+	r.stamps = &stamping{sock: sock}
 	if hw {
 		return "hardware", nil
 	}
