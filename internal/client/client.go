@@ -858,6 +858,12 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			r.lose(s)
 			r.oldest++
+			if r.stamps != nil && !r.open {
+				// Its transmit stamp, if any, would otherwise stay on
+				// the socket until the next reply (see above for the
+				// open loop).
+				r.drainTx()
+			}
 		}
 		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
 			r.endWarmup(r.seq, now)
@@ -1292,6 +1298,12 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		return
 	}
 	if !measured {
+		if r.stamps != nil {
+			// A warm-up probe's transmit stamp is not wanted, but until
+			// read it takes receive buffer room, and a warm-up of a few
+			// thousand probes left none for the replies.
+			r.drainTx()
+		}
 		return
 	}
 	if g := &r.segs[k]; seq > g.sMax {
