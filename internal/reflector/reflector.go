@@ -954,3 +954,43 @@ func (r *Reflector) nextTxID() uint32 {
 	}
 	return r.stamps.sock.NextTxID()
 }
+
+// Help reads, answers and sends on conn beside a Serve of the same conn
+// (a shared socket): PROTOTYPE for measuring.
+func (r *Reflector) Help(ctx context.Context, conn transport.PacketConn) {
+	bc := conn.(transport.BatchPacketConn)
+	batch := transport.MaxBatch
+	in := make([]transport.Message, batch)
+	for i := range in {
+		in[i].Buf = make([]byte, r.cfg.MaxMessage+1)
+	}
+	out := make([]transport.Message, 0, batch)
+	for ctx.Err() == nil {
+		n, err := bc.ReadBatch(in)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		now := r.clk.Now()
+		r.mu.Lock()
+		for i := range n {
+			m := &in[i]
+			r.rxStamp, r.lastOK = 0, false
+			if reply := r.Handle(m.Buf[:m.N], m.Addr, now); reply != nil {
+				out = append(out, transport.Message{Buf: reply, N: len(reply), Addr: m.Addr})
+			}
+		}
+		if len(out) > 0 {
+			sent, _ := bc.WriteBatch(out)
+			r.st.PacketsOut += uint64(sent)
+			for _, m := range out[:sent] {
+				r.st.BytesOut += uint64(m.N)
+			}
+		}
+		out = out[:0]
+		r.mu.Unlock()
+	}
+}
