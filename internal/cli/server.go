@@ -151,12 +151,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
-			shared := os.Getenv("VOLLEY_SHARED") != "" // PROTOTYPE
-			nsock := workers
-			if shared {
-				nsock = 1
-			}
-			pcs, err := transport.ListenUDPWith(cmd.Context(), listen, nsock, udpOpts)
+			pcs, err := transport.ListenUDPWith(cmd.Context(), listen, workers, udpOpts)
 			if err != nil {
 				return err // a port in use is an error, not a usage error
 			}
@@ -339,11 +334,6 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				refl, err := reflector.New(wcfg)
 				if err != nil {
 					return err
-				}
-				if shared && i == 0 {
-					for range workers - 1 {
-						wg.Go(func() { refl.Help(cmd.Context(), pc) })
-					}
 				}
 				wg.Go(func() {
 					if thread != nil {
