@@ -46,3 +46,21 @@ func TestParsePercentiles(t *testing.T) {
 		}
 	}
 }
+
+func TestRateFlag(t *testing.T) {
+	for in, want := range map[string]float64{"2500": 2500, "100k": 100000, "1.5K": 1500, "2M": 2e6, "0.5": 0.5} {
+		var r rateFlag
+		if err := r.Set(in); err != nil || r.pps != want || r.max {
+			t.Errorf("--rate %s: %v pps, max %v, %v; want %v", in, r.pps, r.max, err, want)
+		}
+	}
+	var r rateFlag
+	if err := r.Set("max"); err != nil || !r.max {
+		t.Errorf("--rate max: max %v, %v", r.max, err)
+	}
+	for _, bad := range []string{"", "k", "10x", "fast"} {
+		if err := r.Set(bad); err == nil {
+			t.Errorf("--rate %q: no error", bad)
+		}
+	}
+}

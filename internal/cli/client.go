@@ -140,7 +140,7 @@ still printed), 2 usage error, a wrong or missing key, or no reflector answering
 	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of weighted entries (size, reply_size, hold, gap) drawn per probe with --seed; results per entry")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
 	fl.IntVarP(&f.parallel, "parallel", "P", 1, "run N flows at once, each its own socket, session and thread; per-flow and total results")
-	fl.Var(&f.rateF, "rate", "open loop: send this many probes/s on schedule, whether or not replies came back; max: as fast as the client can send")
+	fl.Var(&f.rateF, "rate", "open loop: send this many probes/s (k, M: thousands, millions) on schedule, whether or not replies came back; max: as fast as the client can send")
 	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")

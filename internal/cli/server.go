@@ -407,7 +407,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.DurationVar(&maxDuration, "max-duration", reflector.DefaultMaxDuration, "end sessions this long after they opened, telling the client why")
 	fl.Float64Var(&maxTotalRate, "max-total-rate", 0, "most probes/s of all sessions together (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
-	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers are spread by address")
+	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
 	fl.StringVar(&format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
 	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")

@@ -50,11 +50,19 @@ func (r *rateFlag) Set(v string) error {
 		r.max, r.pps = true, 0
 		return nil
 	}
+	// Decimal suffixes, as iperf's rates: 100k is 100000 probes/s.
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(v, "k") || strings.HasSuffix(v, "K"):
+		mult, v = 1e3, v[:len(v)-1]
+	case strings.HasSuffix(v, "m") || strings.HasSuffix(v, "M"):
+		mult, v = 1e6, v[:len(v)-1]
+	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return fmt.Errorf("want probes/s, or max")
+		return fmt.Errorf("want probes/s (k and M suffixes: thousands, millions), or max")
 	}
-	r.max, r.pps = false, f
+	r.max, r.pps = false, f*mult
 	return nil
 }
 
