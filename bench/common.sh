@@ -72,42 +72,49 @@ start_iperf_server() {
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # rr_rounds ROUNDS PEER PEER_FN: runs ROUNDS rounds of sockperf_run
-# (prints p50 p99), PEER_FN (prints PEER's mean) and volley_run (prints p50
-# p99 mean), all in µs, and prints a row of figures and volley/peer ratios
-# per round, then the median ratios.
+# (prints p50 p99 p99.9 in µs and round trips/s), PEER_FN (prints PEER's
+# mean in µs) and volley_run (prints p50 p99 p99.9 mean in µs and round
+# trips/s), and prints a row of figures and volley/peer ratios per round,
+# then the median ratios.
 rr_rounds() {
 	local rounds=$1 peer=$2 peer_fn=$3
-	printf '%-5s %12s %12s %12s %12s %9s %9s %12s %12s %9s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" "p50 x" "p99 x" "$peer mean" "volley mean" "mean x"
-	local ratios=() pratios=() i sp50 sp99 pmean vp50 vp99 vmean r50 r99 rp
+	printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s %8s %8s %12s %12s %8s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" \
+		"sock p99.9" "volley p99.9" "p50 x" "p99 x" "p99.9 x" "rate x" "$peer mean" "volley mean" "mean x"
+	local ratios=() r999s=() rates=() pratios=() i sp50 sp99 sp999 srate pmean vp50 vp99 vp999 vmean vrate r50 r99 r999 rr rp
 	for i in $(seq "$rounds"); do
-		read -r sp50 sp99 < <(sockperf_run)
+		read -r sp50 sp99 sp999 srate < <(sockperf_run)
 		read -r pmean < <("$peer_fn")
-		read -r vp50 vp99 vmean < <(volley_run)
-		r50=$(python3 -c "print('%.3f' % ($vp50 / $sp50))")
-		r99=$(python3 -c "print('%.3f' % ($vp99 / $sp99))")
-		rp=$(python3 -c "print('%.3f' % ($vmean / $pmean))")
-		ratios+=("$r50") pratios+=("$rp")
-		printf '%-5s %10sµs %10sµs %10sµs %10sµs %9s %9s %10sµs %10sµs %9s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$r50" "$r99" "$pmean" "$vmean" "$rp"
+		read -r vp50 vp99 vp999 vmean vrate < <(volley_run)
+		read -r r50 r99 r999 rr rp < <(python3 -c "print('%.3f %.3f %.3f %.3f %.3f' % ($vp50 / $sp50, $vp99 / $sp99, $vp999 / $sp999, $vrate / $srate, $vmean / $pmean))")
+		ratios+=("$r50") r999s+=("$r999") rates+=("$rr") pratios+=("$rp")
+		printf '%-5s %10sµs %10sµs %10sµs %10sµs %10sµs %10sµs %8s %8s %8s %8s %10sµs %10sµs %8s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$sp999" "$vp999" \
+			"$r50" "$r99" "$r999" "$rr" "$pmean" "$vmean" "$rp"
 	done
 	echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
+	echo "median p99.9 ratio volley/sockperf: $(median "${r999s[@]}")"
+	echo "median round-trip rate ratio volley/sockperf: $(median "${rates[@]}")"
 	echo "median mean ratio volley/$peer: $(median "${pratios[@]}")"
 }
 
 # sockperf_pingpong [ARGS...]: one sockperf ping-pong run against the
-# server on $SP_PORT ($SIZE bytes, $SECS s); prints its p50 and p99 in µs.
+# server on $SP_PORT ($SIZE bytes, $SECS s); prints its p50, p99 and p99.9
+# in µs and its round trips/s (over its valid duration).
 sockperf_pingpong() {
 	sockperf ping-pong "$@" -i 127.0.0.1 -p "$SP_PORT" -m "$SIZE" -t "$SECS" --full-rtt 2>&1 |
 		sed 's/\x1b\[[0-9;]*m//g' |
-		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} END {printf "%.2f %.2f\n", p50, p99}'
+		awk '/percentile 50.000 =/ {p50=$NF} /percentile 99.000 =/ {p99=$NF} /percentile 99.900 =/ {p999=$NF}
+			/\[Valid Duration\]/ {for (i = 1; i <= NF; i++) {split($i, a, "="); v[a[1]] = a[2]}; rate = v["ReceivedMessages"] / (v["RunTime"] + 0)}
+			END {printf "%.2f %.2f %.2f %.0f\n", p50, p99, p999, rate}'
 }
 
 # volley_pingpong TARGET [ARGS...]: one volley ping-pong run ($SIZE bytes,
-# $SECS s); prints its p50, p99 and mean in µs.
+# $SECS s); prints its p50, p99, p99.9 and mean in µs and its round trips/s.
 volley_pingpong() {
 	"$tmp/volley" client "$@" --timestamps "$STAMPS" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
 		python3 -c '
 import json, sys
-r = json.load(sys.stdin)["summary"]["rtt"]
+s = json.load(sys.stdin)["summary"]
+r = s["rtt"]
 p = {q["p"]: q["value_ns"] / 1000 for q in r["percentiles"]}
-print("%.2f %.2f %.2f" % (p[50], p[99], r["mean_ns"] / 1000))'
+print("%.2f %.2f %.2f %.2f %.0f" % (p[50], p[99], p[99.9], r["mean_ns"] / 1000, s["throughput"]["requests_per_sec"]))'
 }

@@ -25,6 +25,16 @@ median_of() { # FILE PATTERN: the number after PATTERN in FILE
 	sed -n "s/^$2 *\([0-9.]*\).*/\1/p" "$1" | head -1
 }
 
+# The machine's floor first, on an idle machine: how often a spinning
+# thread loses its CPU for more than 10 µs (bench/stalls.c; needs a C
+# compiler, installed from Debian packages if missing).
+if ! command -v cc >/dev/null; then
+	echo "installing gcc from Debian packages" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
+fi
+cc -O2 -o "$out/stalls" bench/stalls.c
+stalls=$("$out/stalls" 3)
+
 run udp bench/udp-rr.sh PAIRS="$ROUNDS"
 run udp-kernel bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=auto
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
@@ -39,8 +49,8 @@ trap 'cleanup; rm -rf "$out"' EXIT
 SIZE=64
 rm -f "$tmp/v.sock"
 start_volley_server -q --unix "$tmp/v.sock"
-read -r up50 _ _ < <(volley_pingpong "$vaddr")
-read -r xp50 _ _ < <(volley_pingpong "unix://$tmp/v.sock")
+read -r up50 _ < <(volley_pingpong "$vaddr")
+read -r xp50 _ < <(volley_pingpong "unix://$tmp/v.sock")
 
 rate_line() { # RATE TOOL: achieved-rate error and send error p99 from rate.sh
 	awk -v r="$1" -v t="$2" '$1 == r && $2 == t {print $4, $8}' "$out/rate"
@@ -54,14 +64,18 @@ printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf" "$(median_of "$out/udp" 
 printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf, default kernel stamps" "$(median_of "$out/udp-kernel" 'median p50 ratio volley\/sockperf:')" "(their cost)"
 printf '%-52s %12s %s\n' "UDP ping-pong mean / qperf udp_lat" "$(median_of "$out/udp" 'median mean ratio volley\/qperf:')" ""
 printf '%-52s %12s %s\n' "UDP busy-poll p50 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
+printf '%-52s %12s %s\n' "UDP busy-poll p99.9 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p99.9 ratio volley\/sockperf:')" "<= 1.2"
+printf '%-52s %12s %s\n' "UDP busy-poll round trips/s / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median round-trip rate ratio volley\/sockperf:')" ">= 1"
 printf '%-52s %12s %s\n' "TCP ping-pong p50 / sockperf --tcp" "$(median_of "$out/tcp" 'median p50 ratio volley\/sockperf:')" ""
 printf '%-52s %12s %s\n' "TCP busy-poll p50 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
+printf '%-52s %12s %s\n' "TCP busy-poll p99.9 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p99.9 ratio volley\/sockperf:')" "<= 1.2"
 printf '%-52s %12s %s\n' "TCP ping-pong mean / iperf 2 bounceback" "$(median_of "$out/tcp" 'median mean ratio volley\/iperf:')" ""
 printf '%-52s %12s %s\n' "replies/s at max rate / sockperf under-load max" "$(median_of "$out/max-rate" 'median replies\/s ratio volley\/sockperf:')" ">= 2"
 printf '%-52s %12s %s\n' "100k/s: achieved rate error (volley)" "$v100k_err" "within 1%"
 printf '%-52s %12s %s\n' "100k/s: send error p99 (volley)" "$v100k_p99" "< 10µs"
 printf '%-52s %12s %s\n' "1k/s: send error p99 (volley)" "$v1k_p99" "< 10µs"
 printf '%-52s %12s %s\n' "Unix stream ping-pong p50 (UDP's beside it)" "${xp50}µs" "(UDP ${up50}µs)"
+echo "machine floor (bench/stalls.c, before the runs): $stalls"
 echo
 for f in udp udp-kernel udp-busy tcp tcp-busy max-rate rate; do
 	echo "== $f"
