@@ -9,8 +9,8 @@
 #                                    # iperf 2 has no such mode and stays as it is
 #
 # Prints RTT p50, p99, p99.9 and round trips/s for sockperf (--full-rtt)
-# and volley, and the mean for iperf 2 (its bounceback reports avg/min/max/stdev) and volley, with
-# the ratios volley/peer. volley's reflector sets TCP_QUICKACK after every
+# and volley, and the mean for iperf 2 (its bounceback reports
+# avg/min/max/stdev) and volley, with the ratios volley/peer. volley's reflector sets TCP_QUICKACK after every
 # read, as iperf 2's bounceback server does; sockperf's does not.
 set -euo pipefail
 
