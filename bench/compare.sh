@@ -38,6 +38,7 @@ stalls=$("$out/stalls" 3)
 run udp bench/udp-rr.sh PAIRS="$ROUNDS"
 run udp-kernel bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=auto
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
+run gofloor bench/gofloor.sh ROUNDS="$ROUNDS"
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
 run tcp-busy bench/tcp-rr.sh ROUNDS="$ROUNDS" BUSY=1
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
@@ -65,6 +66,7 @@ printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf, default kernel stamps" "
 printf '%-52s %12s %s\n' "UDP ping-pong mean / qperf udp_lat" "$(median_of "$out/udp" 'median mean ratio volley\/qperf:')" ""
 printf '%-52s %12s %s\n' "UDP busy-poll p50 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
 printf '%-52s %12s %s\n' "UDP busy-poll p99.9 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p99.9 ratio volley\/sockperf:')" "<= 1.2"
+printf '%-52s %12s %s\n' "  Go floor (bench/gofloor) p50, p99.9 / sockperf" "$(median_of "$out/gofloor" 'median p50 ratio gofloor\/sockperf:'), $(median_of "$out/gofloor" 'median p99.9 ratio gofloor\/sockperf:')" "(what Go costs)"
 printf '%-52s %12s %s\n' "UDP busy-poll round trips/s / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median round-trip rate ratio volley\/sockperf:')" ">= 1"
 printf '%-52s %12s %s\n' "TCP ping-pong p50 / sockperf --tcp" "$(median_of "$out/tcp" 'median p50 ratio volley\/sockperf:')" ""
 printf '%-52s %12s %s\n' "TCP busy-poll p50 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
@@ -77,7 +79,7 @@ printf '%-52s %12s %s\n' "1k/s: send error p99 (volley)" "$v1k_p99" "< 10µs"
 printf '%-52s %12s %s\n' "Unix stream ping-pong p50 (UDP's beside it)" "${xp50}µs" "(UDP ${up50}µs)"
 echo "machine floor (bench/stalls.c, before the runs): $stalls"
 echo
-for f in udp udp-kernel udp-busy tcp tcp-busy max-rate rate; do
+for f in udp udp-kernel udp-busy gofloor tcp tcp-busy max-rate rate; do
 	echo "== $f"
 	cat "$out/$f"
 done
