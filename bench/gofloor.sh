@@ -26,12 +26,14 @@ r50s=() r999s=()
 for i in $(seq "$ROUNDS"); do
 	sockperf server --nonblocked -i 127.0.0.1 -p "$SP_PORT" >"$tmp/sockperf-server.log" 2>&1 &
 	sp=$!
+	pids+=("$sp")
 	sleep 0.3
 	read -r sp50 _ sp999 srate < <(sockperf_pingpong --nonblocked)
 	kill "$sp"
 	wait "$sp" 2>/dev/null || true
 	"$tmp/gofloor" -server "$GF_ADDR" &
 	gp=$!
+	pids+=("$gp")
 	sleep 0.3
 	read -r gp50 _ gp999 grate < <("$tmp/gofloor" -client "$GF_ADDR" -t "${SECS}s")
 	kill "$gp"

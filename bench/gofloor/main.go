@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -44,6 +45,8 @@ func main() {
 	}
 }
 
+// fdOf returns c's descriptor; the caller keeps c alive (runtime.KeepAlive)
+// while it uses it, or c's finalizer closes it.
 func fdOf(c syscall.Conn) (uintptr, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
@@ -67,6 +70,7 @@ func serve(addr string) error {
 	if err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(c)
 	buf := make([]byte, 2048)
 	var sa unix.RawSockaddrInet6
 	for {
@@ -92,6 +96,7 @@ func run(addr string, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(c)
 	buf := make([]byte, 2048)
 	rtts := make([]time.Duration, 0, 1<<20)
 	var lost int
