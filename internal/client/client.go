@@ -858,12 +858,6 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			r.lose(s)
 			r.oldest++
-			if r.stamps != nil && !r.open {
-				// Its transmit stamp, if any, would otherwise stay on
-				// the socket until the next reply (see above for the
-				// open loop).
-				r.drainTx()
-			}
 		}
 		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
 			r.endWarmup(r.seq, now)
@@ -978,6 +972,14 @@ func (r *run) loop(ctx context.Context) error {
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				if r.stamps != nil && !r.open {
+					// Nothing came: the transmit stamps of what got no
+					// answer (lost probes, Hellos while reconnecting)
+					// would stay on the socket, taking receive buffer
+					// room, until the next reply. The open loop drains
+					// at every turn.
+					r.drainTx()
+				}
 				if ctx.Err() != nil {
 					// Interrupted: the deadline was forced. Stop
 					// sending (the open-loop sender sees ctx itself)
