@@ -57,6 +57,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		dbusBus        string
 		dbusName       string
 		format         string
+		lim            limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -148,6 +149,11 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 					return usagef("--timestamps hardware: %v; --timestamps kernel uses the kernel's stamps instead", err)
 				}
 			}
+			if err := lim.check(); err != nil {
+				return err
+			}
+			mem := lim.budget()
+			streamLimits := lim.stream(idleTimeout, mem)
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
@@ -218,7 +224,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			}
 			if tcp {
 				// The same address and port as UDP's.
-				tl, err := transport.ListenStreamWith("tcp", pcs[0].LocalAddr().String(), maxSessions, transport.ListenOptions{Socket: so, QuickAck: quickAck})
+				tl, err := transport.ListenStreamWith("tcp", pcs[0].LocalAddr().String(), transport.ListenOptions{Socket: so, QuickAck: quickAck, Limits: streamLimits})
 				if err != nil {
 					return fmt.Errorf("%w (--tcp=false serves UDP alone)", err)
 				}
@@ -232,7 +238,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 				}
 			}
 			if unixPath != "" {
-				ul, err := listenUnix(unixPath, maxSessions)
+				ul, err := listenUnix(unixPath, streamLimits)
 				if err != nil {
 					return err
 				}
@@ -277,7 +283,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
 				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
-				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxDuration: maxDuration, MaxTotalRate: maxTotalRate, Log: plog}
+				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxSessionsPerSource: lim.sessionsPerSource,
+				MaxDuration: maxDuration, MaxTotalRate: maxTotalRate, Log: plog, Memory: mem}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -319,6 +326,8 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 			totals := make([]reflector.Stats, len(pcs))
 			errs := make([]error, len(pcs))
 			var wg sync.WaitGroup
+			stopReleasing := releaseMemory(cmd.Context(), mem)
+			defer stopReleasing()
 			for i, pc := range pcs {
 				wcfg := cfg
 				if i >= udpWorkers {
@@ -407,6 +416,7 @@ replayed and out-of-session messages are dropped and counted by reason.`,
 	fl.DurationVar(&maxDuration, "max-duration", reflector.DefaultMaxDuration, "end sessions this long after they opened, telling the client why")
 	fl.Float64Var(&maxTotalRate, "max-total-rate", 0, "most probes/s of all sessions together (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
+	lim.register(cmd)
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
 	fl.StringVar(&format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
 	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
@@ -511,8 +521,8 @@ func dropsText(s reflector.Stats) string {
 // listenUnix listens on a Unix stream socket at path. A socket file left
 // by a crashed run is replaced; one a live process listens on is an error.
 // The file is removed when the listener closes.
-func listenUnix(path string, maxPeers int) (transport.PacketConn, error) {
-	l, err := transport.ListenStream("unix", path, maxPeers)
+func listenUnix(path string, lim transport.StreamLimits) (transport.PacketConn, error) {
+	l, err := transport.ListenStreamWith("unix", path, transport.ListenOptions{Limits: lim})
 	if err != nil {
 		return nil, fmt.Errorf("--unix %w", err)
 	}

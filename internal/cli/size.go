@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// byteSize is a flag of bytes that takes a K or M suffix (KiB, MiB), as
+// byteSize is a flag of bytes that takes a K, M or G suffix (KiB, MiB, GiB), as
 // iperf's sizes do: 512K is 524,288 bytes.
 type byteSize int
 
@@ -20,10 +20,12 @@ func (s *byteSize) Set(v string) error {
 		mult, num = 1<<10, v[:len(v)-1]
 	case strings.HasSuffix(v, "M"), strings.HasSuffix(v, "m"):
 		mult, num = 1<<20, v[:len(v)-1]
+	case strings.HasSuffix(v, "G"), strings.HasSuffix(v, "g"):
+		mult, num = 1<<30, v[:len(v)-1]
 	}
 	n, err := strconv.Atoi(num)
 	if err != nil || n < 0 {
-		return fmt.Errorf("want a number of bytes, optionally with K or M (KiB, MiB)")
+		return fmt.Errorf("want a number of bytes, optionally with K, M or G (KiB, MiB, GiB)")
 	}
 	*s = byteSize(n * mult)
 	return nil

@@ -712,8 +712,9 @@ func (r *run) handshake(ctx context.Context) error {
 	badTags := 0
 	for try := 1; try <= r.cfg.HandshakeTries; try++ {
 		hello.T1 = r.clk.Now()
-		r.encode(&hello, r.buf)
-		if _, err := r.conn.Write(r.buf); err != nil {
+		msg := r.helloMsg()
+		r.encode(&hello, msg)
+		if _, err := r.conn.Write(msg); err != nil {
 			return r.noReflector(err)
 		}
 		deadline := hello.T1 + int64(r.cfg.Timeout)
@@ -777,6 +778,18 @@ func (r *run) handshake(ctx context.Context) error {
 func (r *run) hello(nonce uint64) wire.Header {
 	clear(r.buf)
 	return wire.Header{Type: wire.TypeHello, Seq: nonce, ReplySize: uint32(r.cfg.ReplySize), HoldMicro: uint32(r.cfg.Hold / time.Microsecond)}
+}
+
+// helloMsg returns the send buffer's part a Hello goes out in: all of it
+// over datagrams, as said above; over a stream (TCP, Unix), whose
+// connection shows the client's address already, the header (and tag)
+// alone, since a reflector takes only small messages from a connection
+// before its handshake.
+func (r *run) helloMsg() []byte {
+	if n := r.conn.RemoteAddr().Network(); n == "tcp" || n == "unix" {
+		return r.buf[:min(len(r.buf), wire.HeaderLen+wire.TagLen)]
+	}
+	return r.buf
 }
 
 // encode writes h into msg, signed when there is a key (the tag takes the
@@ -1414,7 +1427,20 @@ func (r *run) close() {
 	if r.signer != nil {
 		tag = wire.TagLen
 	}
+	// The CloseAck is no larger than the Close: make room for what it
+	// carries.
+	size := wire.HeaderLen
+	switch {
+	case r.cfg.OneWay:
+		size = wire.CloseOneWayLen
+	case h.Flags&wire.FlagStamps != 0:
+		size = wire.CloseStampsLen
+	}
+	size = min(size+tag, max(r.cfg.MaxMessage, wire.HeaderLen+tag))
 	buf := r.buf[:wire.HeaderLen+tag]
+	if size > len(buf) {
+		buf = make([]byte, size) // once a run
+	}
 	var in wire.Header
 	for try := 0; try < r.cfg.HandshakeTries; try++ {
 		h.Seq = uint64(try + 1)

@@ -172,8 +172,9 @@ func (r *run) reconnectStep(now int64) error {
 	r.recon.nextHello = now + int64(min(r.cfg.Timeout, helloEvery))
 	hello := r.hello(r.recon.nonce)
 	hello.T1 = now
-	r.encode(&hello, r.buf)
-	_, _ = r.conn.Write(r.buf) // an unreachable port is why we are here
+	msg := r.helloMsg()
+	r.encode(&hello, msg)
+	_, _ = r.conn.Write(msg) // an unreachable port is why we are here
 	return nil
 }
 

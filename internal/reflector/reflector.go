@@ -24,6 +24,7 @@ import (
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/probelog"
+	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
@@ -53,11 +54,14 @@ const (
 	DropRefused                    // from an address --allow does not cover
 	DropSessions                   // a new session beyond MaxSessions
 	DropDuration                   // a probe after its session's longest duration
-	DropReplayed                   // a probe older than its session's replay window
+	DropReplayed                   // a probe older than its session's replay window, or a keyed session's copy
+	DropSlowReader                 // a reply to a stream peer whose earlier replies wait unread
+	DropMemory                     // a reply or session the memory budget cannot hold
+	DropConns                      // a stream connection beyond the most, in all or from its source
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration", "replayed"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration", "replayed", "slow-reader", "memory", "conns"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {
@@ -174,8 +178,13 @@ type Config struct {
 	// Allow, when not empty, limits clients to these networks.
 	Allow []netip.Prefix
 	// MaxSessions bounds the sessions kept at once, open or recently
-	// closed (default DefaultMaxSessions).
-	MaxSessions int
+	// closed (default DefaultMaxSessions), and MaxSessionsPerSource those
+	// of one source (quota.Source; default DefaultMaxSessionsPerSource).
+	MaxSessions, MaxSessionsPerSource int
+	// Memory is the budget held replies and one-way sessions' histograms
+	// are taken from (nil: no limit); the stream listener's buffers come
+	// from it too.
+	Memory *quota.Memory
 	// MaxDuration ends sessions this long after they opened: their probes
 	// are answered with ErrorDuration (default DefaultMaxDuration).
 	MaxDuration time.Duration
@@ -199,19 +208,29 @@ const (
 	DefaultMaxHeld = 4096
 	// DefaultMaxSessions bounds memory: a session with one-way probes
 	// keeps a histogram of a few hundred kilobytes.
-	DefaultMaxSessions = 1000
-	DefaultMaxDuration = 24 * time.Hour
+	DefaultMaxSessions          = 1000
+	DefaultMaxSessionsPerSource = 64
+	DefaultMaxDuration          = 24 * time.Hour
 )
 
 // cookieEpoch is how long a cookie stays valid before a session uses it: a
-// cookie is accepted in the epoch it was made and the next.
-const cookieEpoch = int64(60 * time.Second)
+// cookie is accepted in the epoch it was made and the next, so for 10 to
+// 20 seconds. A session's entry outlives its cookie (see Sweep), so that a
+// token opens one session only.
+const cookieEpoch = int64(10 * time.Second)
+
+// onewayCost is what a one-way session's histogram takes of the memory
+// budget.
+const onewayCost = 256 << 10
 
 type session struct {
 	addr     netip.AddrPort
+	src      netip.Prefix
 	count    uint64
 	lastSeen int64
-	closed   bool
+	closed   bool  // by its Close, or swept (then swept is set too)
+	swept    bool  // idle for longer than the idle timeout
+	dead     int64 // when its cookie expires: until then, the entry stays
 	opened   int64
 	bucket   bucket  // rate limit
 	oneway   *oneway // one-way probes, once the first arrives
@@ -221,13 +240,33 @@ type session struct {
 	t3q *t3Queue
 }
 
+// deadToken is a forgotten session's token whose cookie lives.
+type deadToken struct {
+	until int64 // when the cookie expires
+	src   netip.Prefix
+	swept bool // it idled out, rather than its client closed it
+}
+
+// deadPerSession is how many dead tokens the reflector keeps per session
+// it may keep, in all and per source: a source that opens and closes
+// sessions faster than their cookies expire is refused new ones.
+const deadPerSession = 16
+
 // held is a reply waiting out its hold.
 type held struct {
 	due  int64
 	addr netip.AddrPort
+	src  netip.Prefix
 	buf  []byte
 	rep  sentReply
 }
+
+// maxFreeHeld bounds the size of a held reply's buffer kept for reuse, and
+// maxFree their number: larger ones come from the memory budget each time.
+const (
+	maxFreeHeld = 2048
+	maxFree     = 1024
+)
 
 // Reflector holds the state of one reflecting loop. It is not safe for
 // concurrent use: Serve owns it.
@@ -238,6 +277,11 @@ type Reflector struct {
 	macIn    [8 + 16 + 2 + 8]byte
 	macOut   [sha256.Size]byte
 	sessions map[uint64]*session
+	bySource *quota.Counter // sessions kept, per source
+	// Tokens of sessions forgotten while their cookies live, until they
+	// expire: such a token must not open a session again.
+	dead      map[uint64]deadToken
+	deadCount *quota.Counter
 	open     int
 	st       Stats
 
@@ -259,6 +303,7 @@ type Reflector struct {
 	rxStamp int64            // kernel receive stamp of the message Handle is given
 	last    sentReply        // the probe reply Handle made last,
 	lastOK  bool             // if it made one
+	admit   bool             // the message Handle was given was a session's, or earned a Cookie
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
@@ -323,6 +368,9 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxSessionsPerSource <= 0 {
+		cfg.MaxSessionsPerSource = DefaultMaxSessionsPerSource
+	}
 	if cfg.MaxDuration <= 0 {
 		cfg.MaxDuration = DefaultMaxDuration
 	}
@@ -337,6 +385,10 @@ func New(cfg Config) (*Reflector, error) {
 		clk:      cfg.Clock,
 		mac:      hmac.New(sha256.New, cfg.Secret),
 		sessions: make(map[uint64]*session),
+		bySource: quota.NewCounter(0, cfg.MaxSessionsPerSource),
+		dead:     make(map[uint64]deadToken),
+		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
+			deadPerSession*cfg.MaxSessionsPerSource),
 	}
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
@@ -362,9 +414,17 @@ func (r *Reflector) cookie(addr netip.AddrPort, nonce uint64, epoch int64) uint6
 	return binary.BigEndian.Uint64(r.mac.Sum(r.macOut[:0]))
 }
 
-func (r *Reflector) validCookie(token uint64, addr netip.AddrPort, nonce uint64, now int64) bool {
+// validCookie reports whether token is a cookie for addr and nonce, and
+// when it expires.
+func (r *Reflector) validCookie(token uint64, addr netip.AddrPort, nonce uint64, now int64) (ok bool, dead int64) {
 	e := now / cookieEpoch
-	return token == r.cookie(addr, nonce, e) || token == r.cookie(addr, nonce, e-1)
+	switch token {
+	case r.cookie(addr, nonce, e):
+		return true, (e + 2) * cookieEpoch
+	case r.cookie(addr, nonce, e-1):
+		return true, (e + 1) * cookieEpoch
+	}
+	return false, 0
 }
 
 // Limits returns the limits in force, defaults filled in.
@@ -379,6 +439,7 @@ func (r *Reflector) Limits() (maxSize int, maxHold time.Duration, maxRate float6
 // sent by Due. Handle never allocates except to open a session or to hold
 // a reply for the first time.
 func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
+	r.admit = false
 	r.st.PacketsIn++
 	r.st.BytesIn += uint64(len(pkt))
 	if len(pkt) > r.cfg.MaxMessage {
@@ -418,6 +479,11 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropSessions]++
 			return r.refuse(pkt, &h, wire.ErrorSessions)
 		}
+		if src := quota.Source(addr); r.bySource.Of(src) >= r.cfg.MaxSessionsPerSource && !r.evictClosed(src, t2) {
+			r.st.Drops[DropSessions]++
+			return r.refuse(pkt, &h, wire.ErrorSourceSessions)
+		}
+		r.admit = true
 		// Stateless: answer with a cookie no larger than the Hello, and
 		// the grants within the limits.
 		size, hold := r.grant(&h, r.cfg.MaxSize)
@@ -429,40 +495,20 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 	case wire.TypeProbe, wire.TypeClose:
 		s, known := r.session(h.Token, h.Count, addr, t2)
 		if s == nil {
-			if !known && h.Type == wire.TypeProbe && r.unknown.take(unknownRate, t2) {
-				// Tell the client its session is gone (this reflector
-				// restarted, or swept it), so that it need not wait out
-				// its silence timeout. The answer is the header, no
-				// larger than the probe, and carries the probe's token
-				// and sequence number, which only its sender knows.
-				e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(wire.ErrorSession)}
-				return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
+			if !known {
+				return r.unknownSession(pkt, &h, t2)
 			}
 			return nil
 		}
+		if s.swept {
+			// Idled out: its token is dead, but its client may still be
+			// told, as if the session were unknown.
+			return r.unknownSession(pkt, &h, t2)
+		}
+		r.admit = true
 		s.lastSeen = t2
 		if h.Type == wire.TypeClose {
-			if !s.closed {
-				s.closed = true
-				r.open--
-			}
-			asked := h.Flags & wire.FlagStamps
-			h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
-			size := wire.HeaderLen
-			if asked != 0 && s.oneway == nil {
-				size += r.followUps(pkt[wire.HeaderLen:cap(pkt)-r.tagLen()], s, &h)
-			}
-			if s.oneway != nil && s.oneway.win.Received > 0 && r.cfg.OnOneWay != nil {
-				r.cfg.OnOneWay(s.oneway.report(addr)) // the last window
-			}
-			if s.oneway != nil {
-				// The session's one-way results ride after the header,
-				// when they fit (they are a few kilobytes).
-				if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res)+r.tagLen() <= cap(pkt) {
-					size += copy(pkt[wire.HeaderLen:cap(pkt)], res)
-				}
-			}
-			return r.reply(pkt[:size+r.tagLen()], &h)
+			return r.close(pkt, &h, s, addr, t2)
 		}
 		if s.closed {
 			r.st.Drops[DropClosed]++
@@ -498,13 +544,21 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropReplayed]++
 			return nil
 		}
-		if dup, _ := s.seqs.add(h.Seq); dup {
+		dup, _ := s.seqs.add(h.Seq)
+		if dup {
 			r.st.Duplicates++
+			if r.signer != nil {
+				// Signed, so a copy is a replay or the network's: a
+				// keyed session answers each probe once.
+				r.st.Drops[DropReplayed]++
+				return nil
+			}
 		} else if h.Flags&wire.FlagWarmup == 0 {
 			s.count++
 		}
 		size, hold := r.grant(&h, cap(pkt))
-		if size == 0 {
+		if size == 0 || (dup && size > len(pkt)) {
+			// A copy never earns more than it brought.
 			size = len(pkt)
 		}
 		size = max(size, wire.HeaderLen+r.tagLen())
@@ -523,7 +577,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.last, r.lastOK = rep, true
 			return out
 		}
-		r.hold(pkt, &h, addr, t2+rep.hold, rep)
+		r.hold(pkt, &h, s.src, t2+rep.hold, rep)
 		return nil
 	default:
 		r.st.Drops[DropType]++
@@ -538,6 +592,10 @@ func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 i
 		return
 	}
 	if s.oneway == nil {
+		if r.cfg.Memory.Take(s.src, onewayCost) != quota.OK {
+			r.st.Drops[DropMemory]++
+			return
+		}
 		s.oneway = newOneway()
 	}
 	s.oneway.record(h.Seq, t2, t2-h.T1)
@@ -570,23 +628,32 @@ func (r *Reflector) grant(h *wire.Header, room int) (size int, holdMicro uint32)
 	return size, holdMicro
 }
 
-// hold keeps the encoded reply pkt for addr until due.
-func (r *Reflector) hold(pkt []byte, h *wire.Header, addr netip.AddrPort, due int64, rep sentReply) {
+// hold keeps the encoded reply pkt for rep.addr, of source src, until due.
+// Small replies' buffers are reused; larger ones are taken from the memory
+// budget.
+func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64, rep sentReply) {
 	if len(r.heldQ) >= r.cfg.MaxHeld {
 		r.st.Drops[DropHoldFull]++
+		return
+	}
+	var buf []byte
+	if len(pkt) <= maxFreeHeld {
+		if n := len(r.free); n > 0 {
+			buf, r.free = r.free[n-1], r.free[:n-1]
+		} else {
+			buf = make([]byte, 0, maxFreeHeld)
+		}
+	} else if r.cfg.Memory.Take(src, len(pkt)) != quota.OK {
+		r.st.Drops[DropMemory]++
 		return
 	}
 	if r.signer != nil {
 		h.Flags |= wire.FlagAuth
 	}
 	_ = h.Encode(pkt)
-	var buf []byte
-	if n := len(r.free); n > 0 {
-		buf, r.free = r.free[n-1], r.free[:n-1]
-	}
 	buf = append(buf[:0], pkt...)
 	// Push onto the heap.
-	r.heldQ = append(r.heldQ, held{due: due, addr: addr, buf: buf, rep: rep})
+	r.heldQ = append(r.heldQ, held{due: due, addr: rep.addr, src: src, buf: buf, rep: rep})
 	for i := len(r.heldQ) - 1; i > 0; {
 		p := (i - 1) / 2
 		if r.heldQ[p].due <= r.heldQ[i].due {
@@ -637,8 +704,64 @@ func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
 		r.last, r.lastOK = top.rep, true
 		send(top.buf, top.addr)
 		r.lastOK = false
-		r.free = append(r.free, top.buf)
+		r.release(top)
 	}
+}
+
+// release gives back a held reply's buffer once it was sent: to the free
+// list when small, to the memory budget otherwise.
+func (r *Reflector) release(hd held) {
+	if cap(hd.buf) <= maxFreeHeld {
+		if len(r.free) < maxFree {
+			r.free = append(r.free, hd.buf)
+		}
+		return
+	}
+	r.cfg.Memory.Give(hd.src, len(hd.buf))
+}
+
+// close ends session s on its Close (in pkt, whose header is h) and
+// returns the CloseAck: no larger than the Close, so a replayed Close
+// amplifies nothing. It carries the follow-ups the Close asked for, or a
+// one-way session's results, as far as the Close's size makes room.
+func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.AddrPort, t2 int64) []byte {
+	if !s.closed {
+		s.closed = true
+		r.open--
+	}
+	asked := h.Flags & wire.FlagStamps
+	*h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
+	room := len(pkt) - r.tagLen() // what came, less the tag the answer needs too
+	size := wire.HeaderLen
+	if asked != 0 && s.oneway == nil {
+		size += r.followUps(pkt[wire.HeaderLen:room], s, h)
+	}
+	if s.oneway != nil && s.oneway.win.Received > 0 && r.cfg.OnOneWay != nil {
+		r.cfg.OnOneWay(s.oneway.report(addr)) // the last window
+	}
+	if s.oneway != nil {
+		// The session's one-way results ride after the header, when
+		// they fit (they are a few kilobytes; the client's Close makes
+		// the room).
+		if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res) <= room {
+			size += copy(pkt[wire.HeaderLen:room], res)
+		}
+	}
+	return r.reply(pkt[:size+r.tagLen()], h)
+}
+
+// unknownSession answers a probe (in pkt, whose header is h) of a session
+// the reflector does not know, or that idled out: it tells the client its
+// session is gone (this reflector restarted, or swept it), so that it need
+// not wait out its silence timeout. The answer is the header, no larger
+// than the probe, and carries the probe's token and sequence number, which
+// only its sender knows; at most unknownRate a second go out in all.
+func (r *Reflector) unknownSession(pkt []byte, h *wire.Header, t2 int64) []byte {
+	if h.Type != wire.TypeProbe || !r.unknown.take(unknownRate, t2) {
+		return nil
+	}
+	e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(wire.ErrorSession)}
+	return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
 }
 
 // tagLen is the room an authentication tag takes in each message.
@@ -691,19 +814,32 @@ func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) (s *session, known bool) {
 	s = r.sessions[token]
 	if s == nil {
-		if !r.validCookie(token, addr, nonce, now) {
+		ok, dead := r.validCookie(token, addr, nonce, now)
+		if !ok {
 			r.st.Drops[DropToken]++
 			return nil, false
+		}
+		if d, gone := r.dead[token]; gone {
+			r.st.Drops[DropClosed]++
+			// An idled-out session's client may still be told.
+			return nil, !d.swept
 		}
 		if !r.allowed(addr) {
 			r.st.Drops[DropRefused]++
 			return nil, true
 		}
-		if len(r.sessions) >= r.cfg.MaxSessions && !r.evictClosed() {
+		src := quota.Source(addr)
+		if len(r.sessions) >= r.cfg.MaxSessions && !r.evictClosed(netip.Prefix{}, now) {
 			r.st.Drops[DropSessions]++
 			return nil, true
 		}
-		s = &session{addr: addr, opened: now}
+		if r.bySource.Take(src) != quota.OK {
+			if !r.evictClosed(src, now) || r.bySource.Take(src) != quota.OK {
+				r.st.Drops[DropSessions]++
+				return nil, true
+			}
+		}
+		s = &session{addr: addr, src: src, opened: now, dead: dead}
 		r.sessions[token] = s
 		r.open++
 		r.st.SessionsOpened++
@@ -716,26 +852,54 @@ func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64)
 	return s, true
 }
 
-// evictClosed forgets one closed session, kept only to answer a repeated
-// close, to make room for a new one. It reports whether it found one.
-func (r *Reflector) evictClosed() bool {
+// evictClosed forgets one closed session (kept only to answer a repeated
+// Close), of source src (any source when src is not valid), to make room
+// for a new one. It reports whether it could.
+func (r *Reflector) evictClosed(src netip.Prefix, now int64) bool {
 	for tok, s := range r.sessions {
-		if s.closed {
-			delete(r.sessions, tok)
-			return true
+		if s.closed && (!src.IsValid() || s.src == src) {
+			return r.forget(tok, s, now)
 		}
 	}
 	return false
 }
 
-// Sweep forgets sessions idle for longer than the idle timeout at now.
+// forget deletes session s, of token tok, from the table, unless its
+// cookie lives and the dead tokens are full: it reports whether it did.
+func (r *Reflector) forget(tok uint64, s *session, now int64) bool {
+	if now < s.dead {
+		if r.deadCount.Take(s.src) != quota.OK {
+			return false
+		}
+		r.dead[tok] = deadToken{until: s.dead, src: s.src, swept: !s.closed || s.swept}
+	}
+	if !s.closed {
+		r.open--
+	}
+	if s.oneway != nil {
+		r.cfg.Memory.Give(s.src, onewayCost)
+	}
+	r.bySource.Give(s.src)
+	delete(r.sessions, tok)
+	return true
+}
+
+// Sweep forgets sessions idle for longer than the idle timeout at now, and
+// the dead tokens whose cookies expired. A session forgotten while its
+// cookie lives leaves its token dead (see forget); while the dead tokens
+// are full, it stays as a closed session that tells its client it idled
+// out.
 func (r *Reflector) Sweep(now int64) {
+	for tok, d := range r.dead {
+		if now >= d.until {
+			delete(r.dead, tok)
+			r.deadCount.Give(d.src)
+		}
+	}
 	for tok, s := range r.sessions {
-		if now-s.lastSeen > int64(r.cfg.IdleTimeout) {
-			if !s.closed {
-				r.open--
-			}
-			delete(r.sessions, tok)
+		if now-s.lastSeen > int64(r.cfg.IdleTimeout) && !r.forget(tok, s, now) && !s.closed {
+			s.closed, s.swept = true, true
+			r.open--
 		}
 	}
 }
@@ -773,25 +937,16 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	handler := false
 	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
 		// Each connection answers on its own goroutine; this loop keeps
-		// the clock: held replies, intervals, the idle sweep. A reply
-		// held for sooner than the loop's deadline moves the deadline,
-		// under the lock the loop sets it under.
+		// the clock: held replies, intervals, the idle sweep.
 		handler = true
+		hc.SetHandler(streamHandler{r: r, conn: conn})
+		batch = 1
+	} else if hc, ok := conn.(interface{ SetHandler(transport.FuncHandler) }); ok {
+		// A bus's callers, each on its own goroutine, as above.
+		handler = true
+		sh := streamHandler{r: r, conn: conn}
 		hc.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
-			now := r.clk.Now()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			before := r.NextDue()
-			r.lastOK = false
-			reply := r.Handle(msg, from, now)
-			if reply != nil {
-				r.st.PacketsOut++ // its connection sends it
-				r.st.BytesOut += uint64(len(reply))
-				r.sent(0)
-			}
-			if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
-				_ = conn.SetReadDeadline(r.clk.Time(due))
-			}
+			reply, _ := sh.Handle(msg, from)
 			return reply
 		})
 		batch = 1
@@ -805,7 +960,14 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	send := func(b []byte, to netip.AddrPort) {
 		id := r.nextTxID()
 		if _, err := conn.WriteTo(b, to); err != nil {
-			r.st.SendErrors++
+			switch {
+			case errors.Is(err, transport.ErrSlowReader):
+				r.st.Drops[DropSlowReader]++
+			case errors.Is(err, transport.ErrNoMemory):
+				r.st.Drops[DropMemory]++
+			default:
+				r.st.SendErrors++
+			}
 			return
 		}
 		r.st.PacketsOut++
@@ -953,4 +1115,77 @@ func (r *Reflector) nextTxID() uint32 {
 		return 0
 	}
 	return r.stamps.sock.NextTxID()
+}
+
+// streamHandler answers a stream listener's connections, each on its own
+// goroutine, under the reflector's lock; the connections write their
+// replies after it is released.
+type streamHandler struct {
+	r    *Reflector
+	conn transport.PacketConn
+}
+
+var _ transport.Handler = streamHandler{}
+
+// Handle answers msg. A reply held for sooner than the Serve loop's
+// deadline moves the deadline, under the lock the loop sets it under.
+func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, bool) {
+	r := h.r
+	now := r.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := r.NextDue()
+	r.lastOK = false
+	reply := r.Handle(msg, from, now)
+	if reply != nil {
+		r.st.PacketsOut++ // its connection sends it
+		r.st.BytesOut += uint64(len(reply))
+		r.sent(0)
+	}
+	if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
+		_ = h.conn.SetReadDeadline(r.clk.Time(due))
+	}
+	return reply, r.admit
+}
+
+// Room returns the room the reply to the probe msg needs, within the
+// reflector's limits, when it asks for more than its own size.
+func (h streamHandler) Room(msg []byte) int {
+	if n := min(wire.ReplySizeOf(msg), h.r.cfg.MaxSize); n > len(msg) {
+		return n
+	}
+	return 0
+}
+
+// Refuse answers the first message of a refused connection, or a probe
+// whose reply the memory budget cannot hold, with an Error no larger than
+// the message: signed when the message is a session's and there is a key,
+// as a refused Hello's answer is not.
+func (h streamHandler) Refuse(msg []byte, from netip.AddrPort, why transport.Refusal) []byte {
+	r := h.r
+	var hd wire.Header
+	if hd.Decode(msg) != nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	code := wire.ErrorMemory
+	switch why {
+	case transport.RefusedConns:
+		code = wire.ErrorConns
+		r.st.Drops[DropConns]++
+	case transport.RefusedSourceConns:
+		code = wire.ErrorSourceConns
+		r.st.Drops[DropConns]++
+	default:
+		r.st.Drops[DropMemory]++
+	}
+	if hd.Type == wire.TypeHello {
+		return r.refuse(msg, &hd, code)
+	}
+	if r.signer != nil && r.signer.Verify(msg) != nil {
+		return nil
+	}
+	e := wire.Header{Type: wire.TypeError, Token: hd.Token, Seq: hd.Seq, T1: hd.T1, Count: uint64(code)}
+	return r.reply(msg[:wire.HeaderLen+r.tagLen()], &e)
 }

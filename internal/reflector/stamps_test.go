@@ -69,8 +69,8 @@ func TestStampsFollowUp(t *testing.T) {
 	four.seq = 4
 	r.replied(&four, 5004)
 	r.replied(&six, 5006)
-	// A 64-byte Close in a receive buffer with room, as Serve's.
-	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Flags: wire.FlagStamps, Token: token, Count: 99}, 512)[:wire.HeaderLen]
+	// A Close with room for the follow-ups, as a client's.
+	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Flags: wire.FlagStamps, Token: token, Count: 99}, wire.CloseStampsLen)
 	closeAck := r.Handle(closeMsg, addr, clk.Now())
 	if h := decode(t, closeAck); h.Type != wire.TypeCloseAck || h.Flags&wire.FlagStamps == 0 {
 		t.Fatalf("CloseAck %+v, want FlagStamps", h)

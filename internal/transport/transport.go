@@ -57,9 +57,34 @@ type Message = udp.Message
 // TCPInfo is what the kernel says of a TCP connection.
 type TCPInfo = stream.TCPInfo
 
-// Handler answers a stream connection's message on the connection's own
+// Handler answers a stream connection's messages on the connection's own
 // goroutine; see stream.Listener.SetHandler.
 type Handler = stream.Handler
+
+// FuncHandler answers a D-Bus listener's messages, each on the goroutine
+// of its caller; see dbus.Listener.SetHandler.
+type FuncHandler = dbus.Handler
+
+// StreamLimits bound what a stream listener's peers may take; see
+// stream.Limits.
+type StreamLimits = stream.Limits
+
+// Refusal says why a stream listener refuses a peer; see stream.Refusal.
+type Refusal = stream.Refusal
+
+// The reasons a stream listener refuses a peer.
+const (
+	RefusedConns       = stream.RefusedConns
+	RefusedSourceConns = stream.RefusedSourceConns
+	RefusedMemory      = stream.RefusedMemory
+)
+
+// Errors of a stream listener's WriteTo: its peer does not read, or the
+// memory budget cannot hold the reply.
+var (
+	ErrSlowReader = stream.ErrSlowReader
+	ErrNoMemory   = stream.ErrNoMemory
+)
 
 // TCPConn is a Conn over TCP, which can say how long it took to connect
 // and what the kernel knows of it.
@@ -375,10 +400,10 @@ func ListenDBus(bus, name string) (PacketConn, error) {
 	return l, nil
 }
 
-// ListenStream opens a reflector's stream socket: network "tcp" or
-// "unix", at most maxPeers connections at once (0: no limit).
-func ListenStream(network, addr string, maxPeers int) (PacketConn, error) {
-	return ListenStreamWith(network, addr, maxPeers, ListenOptions{Socket: sockopt.Options{TOS: -1}, QuickAck: true})
+// ListenStream opens a reflector's stream socket, network "tcp" or
+// "unix", with default limits.
+func ListenStream(network, addr string) (PacketConn, error) {
+	return ListenStreamWith(network, addr, ListenOptions{Socket: sockopt.Options{TOS: -1}, QuickAck: true})
 }
 
 // ListenOptions are how a reflector's stream sockets are made.
@@ -387,6 +412,8 @@ type ListenOptions struct {
 	// QuickAck sets TCP_QUICKACK after every message read, so that the
 	// kernel acknowledges requests at once (iperf 2's bounceback does).
 	QuickAck bool
+	// Limits bound what the peers may take.
+	Limits StreamLimits
 }
 
 // claimSocketPath readies path for a Unix socket of network ("unix" or
@@ -412,7 +439,7 @@ func claimSocketPath(network, path string) error {
 
 // ListenStreamWith is ListenStream as o says; a Unix socket's path is
 // claimed as claimSocketPath says.
-func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (PacketConn, error) {
+func ListenStreamWith(network, addr string, o ListenOptions) (PacketConn, error) {
 	if network == "unix" {
 		if err := claimSocketPath(network, addr); err != nil {
 			return nil, err
@@ -445,7 +472,7 @@ func ListenStreamWith(network, addr string, maxPeers int, o ListenOptions) (Pack
 			}
 		}
 	}
-	l, err := stream.ListenWith(context.Background(), lc, network, addr, maxPeers, after)
+	l, err := stream.ListenWith(context.Background(), lc, network, addr, o.Limits, after)
 	if err != nil {
 		return nil, err
 	}

@@ -113,9 +113,22 @@ const (
 	// Token and Seq are the probe's, so only the session's client can take
 	// it for its own.
 	ErrorSession ErrorCode = 5
+	// ErrorConns refuses a stream connection beyond the reflector's most,
+	// and ErrorSourceConns one beyond its most from one source.
+	ErrorConns       ErrorCode = 6
+	ErrorSourceConns ErrorCode = 7
+	// ErrorSourceSessions refuses a Hello from a source that has as many
+	// sessions as the reflector gives one source.
+	ErrorSourceSessions ErrorCode = 8
+	// ErrorMemory refuses a probe whose reply the reflector's memory
+	// budget cannot hold now.
+	ErrorMemory ErrorCode = 9
 )
 
-var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions", "session reached the reflector's longest duration", "session unknown to the reflector (it restarted, or the session idled out)"}
+var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions",
+	"session reached the reflector's longest duration", "session unknown to the reflector (it restarted, or the session idled out)",
+	"too many connections", "too many connections from your address", "too many sessions from your address",
+	"the reflector's memory budget cannot hold the reply asked for now (--max-memory)"}
 
 // String says what the code means.
 func (c ErrorCode) String() string {
@@ -192,6 +205,16 @@ func PutStamps(b []byte, s Stamps) {
 	binary.BigEndian.PutUint64(b[HeaderLen+16:], uint64(s.PrevT3K))
 }
 
+// A CloseAck is never larger than the Close it answers, so that a replayed
+// Close amplifies nothing: a client pads its Close to make room for what
+// the CloseAck is to carry, CloseStampsLen for the follow-ups still owed
+// (at most 64), CloseOneWayLen for a one-way session's results (which a
+// CloseAck leaves out when they do not fit).
+const (
+	CloseStampsLen = HeaderLen + 64*FollowUpLen
+	CloseOneWayLen = 16 << 10
+)
+
 // FollowUpLen is the length of a follow-up in a CloseAck with FlagStamps:
 // the sequence number of a reply (uint64) and its kernel transmit time
 // (int64 Unix ns). A session's last replies have no later reply to carry
@@ -233,6 +256,15 @@ func FlagsOf(msg []byte) Flags {
 		return 0
 	}
 	return Flags(binary.BigEndian.Uint16(msg[4:]))
+}
+
+// ReplySizeOf returns the reply size a probe asks for without decoding
+// it, or 0 when msg is not a volley probe.
+func ReplySizeOf(msg []byte) int {
+	if len(msg) < HeaderLen || binary.BigEndian.Uint16(msg) != Magic || Type(msg[3]) != TypeProbe {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(msg[56:]))
 }
 
 // TagLen is the length of an authentication tag.

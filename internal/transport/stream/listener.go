@@ -12,26 +12,38 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/deadline"
+	"github.com/volley-net/volley/internal/quota"
 )
 
-// Listener is a reflector's stream socket: it accepts connections and
-// hands their messages to ReadFrom one at a time, each from its
-// connection's address; WriteTo answers on the connection of that
-// address. Each connection's reader waits until ReadFrom took its message
-// before reading the next, so a connection's messages stay in order and
-// nothing is buffered beyond one message per connection.
+// Listener is a reflector's stream socket. It accepts connections, each
+// read on a goroutine of its own, and answers their messages with the
+// Handler set by SetHandler on that goroutine; WriteTo answers on the
+// connection of an address from another goroutine (a held reply), through
+// a bounded queue that a writer of the connection's drains. Without a
+// Handler, ReadFrom hands the messages over one at a time.
+//
+// No peer can stall another: nothing is written under a lock another
+// connection needs, every write has a deadline (Limits.SendTimeout), and
+// a peer that does not read loses its queued replies (ErrSlowReader).
+// Until the Handler admits a peer (its handshake is done), the peer may
+// send only small messages and must finish within Limits.HandshakeTimeout;
+// after, a connection idle for Limits.IdleTimeout is closed. Buffers grow
+// with the bytes a peer sends, within Limits.Memory, and connections are
+// capped in all and per source (quota.Source): a refused peer is told why.
 type Listener struct {
 	ln        net.Listener
-	maxPeers  int
+	lim       Limits
 	afterRead func(net.Conn) func(msg []byte)
 	frames    chan frame
 	closed    chan struct{}
 	once      sync.Once
 	wg        sync.WaitGroup
+	conns     *quota.Counter
 
-	mu     sync.Mutex
-	peers  map[netip.AddrPort]*peer
-	nextID uint64
+	mu       sync.Mutex
+	peers    map[netip.AddrPort]*peer
+	refusing map[net.Conn]struct{} // connections being told why they are refused
+	nextID   uint64
 
 	deadline *deadline.Deadline
 
@@ -39,11 +51,85 @@ type Listener struct {
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
 }
 
-// Handler answers a message from a connection: it returns the reply to
-// send on it, or nil. It may build the reply in msg's memory, up to its
-// capacity (MaxMessage+1). It runs on the connection's goroutine, so it
-// must be safe for concurrent use.
-type Handler = func(msg []byte, from netip.AddrPort) []byte
+// Limits bound what a listener's peers may take. The zero value of a
+// field takes its default.
+type Limits struct {
+	// MaxConns bounds the connections open at once, and
+	// MaxConnsPerSource those from one source (defaults 1000 and 64).
+	MaxConns, MaxConnsPerSource int
+	// HandshakeMessage is the largest message a peer may send before it
+	// is admitted (default 1024 bytes).
+	HandshakeMessage int
+	// HandshakeTimeout closes a connection not admitted this long after
+	// it was accepted (default 5s); IdleTimeout one that sent nothing
+	// for this long (default 30s).
+	HandshakeTimeout, IdleTimeout time.Duration
+	// SendTimeout closes a connection whose write made no progress for
+	// this long: its peer does not read (default 2s).
+	SendTimeout time.Duration
+	// QueueBytes bounds the bytes of replies waiting for a peer's writer
+	// (WriteTo); beyond it, replies are refused with ErrSlowReader
+	// (default 4 MiB; a reply is always taken when none waits).
+	QueueBytes int
+	// Memory is the budget buffers and queued replies are taken from
+	// (nil: no limit).
+	Memory *quota.Memory
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxConns, 1000)
+	def(&l.MaxConnsPerSource, 64)
+	def(&l.HandshakeMessage, 1024)
+	def(&l.QueueBytes, MaxMessage)
+	defDur(&l.HandshakeTimeout, 5*time.Second)
+	defDur(&l.IdleTimeout, 30*time.Second)
+	defDur(&l.SendTimeout, 2*time.Second)
+	return l
+}
+
+// Errors of WriteTo, and of a connection closed for its peer's doing.
+var (
+	ErrSlowReader = errors.New("stream: the peer does not read its replies")
+	ErrNoMemory   = errors.New("stream: the memory budget is spent")
+)
+
+// Refusal says why a listener refuses a connection or a message.
+type Refusal int
+
+// The reasons for a refusal.
+const (
+	RefusedConns       Refusal = iota + 1 // as many connections as MaxConns
+	RefusedSourceConns                    // as many from the peer's source as MaxConnsPerSource
+	RefusedMemory                         // the memory budget cannot hold the reply asked for
+)
+
+// Handler answers the messages of a listener's connections, each on its
+// connection's goroutine, so it must be safe for concurrent use.
+type Handler interface {
+	// Handle answers msg from the peer at from: it returns the reply
+	// (or nil), which it may build in msg's memory up to its capacity,
+	// and whether the peer is admitted: its handshake is done, so that
+	// it may send messages of any size.
+	Handle(msg []byte, from netip.AddrPort) (reply []byte, admit bool)
+	// Room returns the capacity the reply to msg needs, when that is
+	// more than msg's length (0 otherwise). It is asked of admitted
+	// peers' messages only.
+	Room(msg []byte) int
+	// Refuse returns the answer to msg, from a peer refused for why (or
+	// nil): the first message of a refused connection, or a message whose
+	// reply the budget cannot hold.
+	Refuse(msg []byte, from netip.AddrPort, why Refusal) []byte
+}
 
 // SetBusyPoll makes every connection accepted from now on read by
 // spinning instead of sleeping in the kernel: a core for each connection,
@@ -62,12 +148,23 @@ func (l *Listener) SetBusyPoll(on bool) error {
 func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
 
 type peer struct {
-	wmu   sync.Mutex // a connection's replies come from its reader and from held replies
-	c     *Conn
-	after func(msg []byte) // called with each message read, or nil
-	addr  netip.AddrPort
-	free  chan struct{} // ReadFrom took the message
-	buf   []byte
+	c        *Conn
+	after    func(msg []byte) // called with each message read, or nil
+	addr     netip.AddrPort
+	src      netip.Prefix
+	free     chan struct{} // ReadFrom took the message
+	buf      []byte        // the message read, after FrameHeaderLen bytes
+	admitted bool
+	wmu      sync.Mutex // one write at a time: the reader's and the writer's
+
+	// The queue WriteTo fills and a writer goroutine drains.
+	qmu     sync.Mutex
+	queue   [][]byte // framed replies, oldest first
+	queued  int      // their bytes
+	spare   [][]byte // written buffers to reuse
+	writing bool     // the writer runs
+	dead    bool     // the reader is gone: take nothing more
+	writer  sync.WaitGroup
 }
 
 type frame struct {
@@ -75,33 +172,38 @@ type frame struct {
 	n int
 }
 
-// Listen listens on network ("tcp" or "unix") at addr. It takes at most
-// maxPeers connections at once (0: no limit); more are closed as they come.
-func Listen(network, addr string, maxPeers int) (*Listener, error) {
-	return ListenWith(context.Background(), &net.ListenConfig{}, network, addr, maxPeers, nil)
+// Listen listens on network ("tcp" or "unix") at addr with default limits.
+func Listen(network, addr string) (*Listener, error) {
+	return ListenWith(context.Background(), &net.ListenConfig{}, network, addr, Limits{}, nil)
 }
 
 // ListenWith is Listen through lc (its socket options, which accepted
-// connections inherit). afterRead, when not nil, is called with each
-// accepted connection and returns what to call with each message read
-// from it (a reflector's TCP_QUICKACK).
-func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string, maxPeers int, afterRead func(net.Conn) func(msg []byte)) (*Listener, error) {
+// connections inherit), within lim. afterRead, when not nil, is called
+// with each accepted connection and returns what to call with each
+// message read from it (a reflector's TCP_QUICKACK).
+func ListenWith(ctx context.Context, lc *net.ListenConfig, network, addr string, lim Limits, afterRead func(net.Conn) func(msg []byte)) (*Listener, error) {
 	ln, err := lc.Listen(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	return serve(ln, maxPeers, afterRead), nil
+	return serve(ln, lim, afterRead), nil
 }
 
-// Serve takes the connections ln accepts; see Listen.
-func Serve(ln net.Listener, maxPeers int) *Listener { return serve(ln, maxPeers, nil) }
+// Serve takes the connections ln accepts, within lim; see Listen.
+func Serve(ln net.Listener, lim Limits) *Listener { return serve(ln, lim, nil) }
 
-func serve(ln net.Listener, maxPeers int, afterRead func(net.Conn) func(msg []byte)) *Listener {
-	l := &Listener{ln: ln, maxPeers: maxPeers, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
-		peers: make(map[netip.AddrPort]*peer), deadline: deadline.New()}
+func serve(ln net.Listener, lim Limits, afterRead func(net.Conn) func(msg []byte)) *Listener {
+	lim = lim.withDefaults()
+	l := &Listener{ln: ln, lim: lim, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
+		conns: quota.NewCounter(lim.MaxConns, lim.MaxConnsPerSource),
+		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]struct{}), deadline: deadline.New()}
 	l.wg.Go(l.accept)
 	return l
 }
+
+// maxRefusing bounds the refused connections being told why at once; the
+// rest are closed at once.
+const maxRefusing = 64
 
 func (l *Listener) accept() {
 	for {
@@ -114,12 +216,21 @@ func (l *Listener) accept() {
 			continue
 		}
 		l.mu.Lock()
-		if l.maxPeers > 0 && len(l.peers) >= l.maxPeers {
+		addr := l.peerAddr(c)
+		src := quota.Source(addr)
+		var why Refusal
+		switch l.conns.Take(src) {
+		case quota.Total:
+			why = RefusedConns
+		case quota.PerSource:
+			why = RefusedSourceConns
+		}
+		if why != 0 {
+			l.refuse(c, addr, why)
 			l.mu.Unlock()
-			c.Close()
 			continue
 		}
-		p := &peer{c: NewConn(c), addr: l.peerAddr(c), free: make(chan struct{})}
+		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{})}
 		if l.busy.Load() {
 			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
 		}
@@ -132,8 +243,42 @@ func (l *Listener) accept() {
 	}
 }
 
+// refuse tells the peer of c why it is refused: it reads the peer's first
+// message (a Hello) and answers it as the Handler says, within a second.
+// l.mu is held.
+func (l *Listener) refuse(c net.Conn, addr netip.AddrPort, why Refusal) {
+	h := l.handler.Load()
+	if h == nil || len(l.refusing) >= maxRefusing {
+		c.Close()
+		return
+	}
+	l.refusing[c] = struct{}{}
+	l.wg.Go(func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.refusing, c)
+			l.mu.Unlock()
+			c.Close()
+		}()
+		if c.SetDeadline(time.Now().Add(time.Second)) != nil {
+			return
+		}
+		fc := NewConn(c)
+		buf, n, err := fc.ReadFrame(nil, l.lim.HandshakeMessage, func(buf []byte, size int) ([]byte, error) {
+			return append(buf, make([]byte, size-len(buf))...), nil // within HandshakeMessage
+		})
+		if err != nil {
+			return
+		}
+		if reply := (*h).Refuse(buf[headerLen:headerLen+n], addr, why); reply != nil {
+			_, _ = fc.Write(reply)
+		}
+	})
+}
+
 // peerAddr names c: its TCP address, or one standing for a Unix
-// connection. l.mu is held.
+// connection, fd76:6c00:UUUU:UUUU::N with the peer's user ID U (so that
+// its /64 is its source) and a number N of the listener's. l.mu is held.
 func (l *Listener) peerAddr(c net.Conn) netip.AddrPort {
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		return ta.AddrPort()
@@ -141,60 +286,137 @@ func (l *Listener) peerAddr(c net.Conn) netip.AddrPort {
 	l.nextID++
 	var a [16]byte
 	a[0], a[1], a[2] = 0xfd, 0x76, 0x6c // fd76:6c00::/32, "vl"
+	binary.BigEndian.PutUint32(a[4:], peerUID(c))
 	binary.BigEndian.PutUint64(a[8:], l.nextID)
 	return netip.AddrPortFrom(netip.AddrFrom16(a), 0)
 }
 
-// read hands p's messages over until p's connection ends.
+// grow returns a buffer of size bytes holding what p.buf holds, taken
+// from the memory budget.
+func (l *Listener) grow(p *peer, size int) ([]byte, error) {
+	if l.lim.Memory.Take(p.src, size-len(p.buf)) != quota.OK {
+		return p.buf, ErrNoMemory
+	}
+	b := make([]byte, size)
+	copy(b, p.buf)
+	return b, nil
+}
+
+// read answers p's messages until p's connection ends.
 func (l *Listener) read(p *peer) {
-	defer func() {
-		l.mu.Lock()
-		if l.peers[p.addr] == p {
-			delete(l.peers, p.addr)
-		}
-		l.mu.Unlock()
-		p.c.Close()
-	}()
-	p.buf = make([]byte, 4096)
+	defer l.drop(p)
+	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
+	grow := func(buf []byte, size int) ([]byte, error) {
+		p.buf = buf
+		return l.grow(p, size)
+	}
+	var last time.Time // when the last message came
 	for {
+		limit := l.lim.HandshakeMessage
+		if p.admitted {
+			limit = MaxMessage
+		}
 		var n int
 		var err error
-		p.buf, n, err = p.c.ReadGrow(p.buf)
+		p.buf, n, err = p.c.ReadFrame(p.buf, limit, grow)
 		if err != nil {
-			return // the peer left, or broke the framing
-		}
-		if p.after != nil {
-			p.after(p.buf[:n])
-		}
-		if h := l.handler.Load(); h != nil {
-			if cap(p.buf) <= MaxMessage {
-				// Room for a reply of any size, built in place.
-				b := make([]byte, len(p.buf), MaxMessage+1)
-				copy(b, p.buf[:n])
-				p.buf = b
-			}
-			if reply := (*h)(p.buf[:n], p.addr); reply != nil {
-				if _, err := p.write(reply); err != nil {
-					return
+			if p.admitted && errors.Is(err, os.ErrDeadlineExceeded) {
+				if idle := time.Since(last); idle < l.lim.IdleTimeout && p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout)) == nil {
+					continue // it sent since the deadline was set
 				}
+			}
+			return // the peer left, idled out, or broke the framing or a limit
+		}
+		last = time.Now()
+		msg := p.buf[headerLen : headerLen+n]
+		if p.after != nil {
+			p.after(msg)
+		}
+		h := l.handler.Load()
+		if h == nil {
+			if !p.admitted {
+				p.admitted = true
+				_ = p.c.SetReadDeadline(time.Time{})
+			}
+			select {
+			case l.frames <- frame{p: p, n: n}:
+			case <-l.closed:
+				return
+			}
+			select {
+			case <-p.free:
+			case <-l.closed:
+				return
 			}
 			continue
 		}
-		select {
-		case l.frames <- frame{p: p, n: n}:
-		case <-l.closed:
-			return
+		if p.admitted {
+			if room := (*h).Room(msg); headerLen+room > len(p.buf) {
+				b, err := l.grow(p, headerLen+room)
+				if err != nil {
+					if reply := (*h).Refuse(msg, p.addr, RefusedMemory); reply == nil || p.write(reply, l.lim.SendTimeout) != nil {
+						return
+					}
+					continue
+				}
+				p.buf = b
+				msg = p.buf[headerLen : headerLen+n]
+			}
 		}
-		select {
-		case <-p.free:
-		case <-l.closed:
-			return
+		reply, admit := (*h).Handle(msg, p.addr)
+		if admit && !p.admitted {
+			p.admitted = true
+			_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
+		}
+		if reply != nil {
+			if p.write(reply, l.lim.SendTimeout) != nil {
+				return
+			}
 		}
 	}
 }
 
+// write sends reply on p's connection: in place when the Handler built it
+// where the message was read (the usual case), copied otherwise.
+func (p *peer) write(reply []byte, stall time.Duration) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if len(reply) > 0 && len(p.buf) > headerLen && &reply[0] == &p.buf[headerLen] {
+		return p.c.WriteFrame(p.buf, len(reply), stall)
+	}
+	f := make([]byte, headerLen+len(reply))
+	copy(f[headerLen:], reply)
+	return p.c.WriteFrame(f, len(reply), stall)
+}
+
+// drop closes p's connection once its reader is done, waits for its
+// writer, and gives back what p took.
+func (l *Listener) drop(p *peer) {
+	l.mu.Lock()
+	if l.peers[p.addr] == p {
+		delete(l.peers, p.addr)
+	}
+	l.mu.Unlock()
+	p.qmu.Lock()
+	p.dead = true
+	p.qmu.Unlock()
+	p.c.Close()
+	p.writer.Wait()
+	taken := len(p.buf)
+	for _, b := range p.queue {
+		taken += cap(b)
+	}
+	for _, b := range p.spare {
+		taken += cap(b)
+	}
+	p.buf, p.queue, p.spare = nil, nil, nil
+	l.lim.Memory.Give(p.src, taken)
+	l.conns.Give(p.src)
+}
+
 // ReadFrom copies the next message of any connection into b (cut to b)
-// and returns its length and the connection's address.
+// and returns its length and the connection's address. With a Handler
+// set, it only waits for its deadline or Close.
 func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 	f, o := deadline.Wait(l.deadline, l.frames, l.closed)
 	switch o {
@@ -203,12 +425,15 @@ func (l *Listener) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 	case deadline.Closed:
 		return 0, netip.AddrPort{}, net.ErrClosed
 	}
-	n := copy(b, f.p.buf[:f.n])
+	n := copy(b, f.p.buf[headerLen:headerLen+f.n])
 	f.p.free <- struct{}{}
 	return n, f.p.addr, nil
 }
 
-// WriteTo sends b as one message on the connection of addr.
+// WriteTo sends b as one message on the connection of addr. It does not
+// wait for the write: b is copied to the connection's queue, and a writer
+// sends it. A peer whose queue holds Limits.QueueBytes already is not
+// reading: ErrSlowReader; a copy the budget cannot hold: ErrNoMemory.
 func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	l.mu.Lock()
 	p := l.peers[addr]
@@ -216,13 +441,85 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	if p == nil {
 		return 0, net.ErrClosed // the connection ended
 	}
-	return p.write(b)
+	if err := l.enqueue(p, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
-func (p *peer) write(b []byte) (int, error) {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	return p.c.Write(b)
+// maxSpare bounds the written buffers a connection keeps for reuse.
+const maxSpare = 4
+
+func (l *Listener) enqueue(p *peer, b []byte) error {
+	if len(b) > MaxMessage {
+		return ErrTooLarge
+	}
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	switch {
+	case p.dead:
+		return net.ErrClosed
+	case p.queued > 0 && p.queued+len(b) > l.lim.QueueBytes:
+		return ErrSlowReader
+	}
+	need := headerLen + len(b)
+	var f []byte
+	for i, s := range p.spare {
+		if cap(s) >= need {
+			f = s[:need]
+			p.spare = append(p.spare[:i], p.spare[i+1:]...)
+			break
+		}
+	}
+	if f == nil {
+		if l.lim.Memory.Take(p.src, need) != quota.OK {
+			return ErrNoMemory
+		}
+		f = make([]byte, need)
+	}
+	copy(f[headerLen:], b)
+	p.queue = append(p.queue, f)
+	p.queued += len(b)
+	if !p.writing {
+		p.writing = true
+		p.writer.Go(func() { l.flush(p) })
+	}
+	return nil
+}
+
+// flush writes p's queue until it is empty, or the connection fails (then
+// it closes it, and the reader ends).
+func (l *Listener) flush(p *peer) {
+	for {
+		p.qmu.Lock()
+		if len(p.queue) == 0 || p.dead {
+			p.writing = false
+			p.qmu.Unlock()
+			return
+		}
+		f := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		p.qmu.Unlock()
+		p.wmu.Lock()
+		err := p.c.WriteFrame(f, len(f)-headerLen, l.lim.SendTimeout)
+		p.wmu.Unlock()
+		p.qmu.Lock()
+		p.queued -= len(f) - headerLen
+		if len(p.spare) < maxSpare && !p.dead {
+			p.spare = append(p.spare, f)
+		} else {
+			l.lim.Memory.Give(p.src, cap(f))
+		}
+		p.qmu.Unlock()
+		if err != nil {
+			p.c.Close()
+			p.qmu.Lock()
+			p.writing = false
+			p.qmu.Unlock()
+			return
+		}
+	}
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.
@@ -246,6 +543,9 @@ func (l *Listener) Close() error {
 		l.mu.Lock()
 		for _, p := range l.peers {
 			p.c.Close()
+		}
+		for c := range l.refusing {
+			c.Close()
 		}
 		l.mu.Unlock()
 		l.wg.Wait()

@@ -49,6 +49,8 @@ type Conn struct {
 	wbuf    []byte
 	ahead   []byte // read ahead of the current message: ahead[as:ae] is unread
 	as, ae  int
+	got     int           // bytes of the body ReadFrame has of the message
+	wset    time.Time     // when WriteFrame last moved the write deadline
 	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
 	busy    *busyReader   // reads spin (SetBusyPoll); nil: they sleep
@@ -127,40 +129,18 @@ func (c *Conn) ConnectTime() time.Duration { return c.connect }
 // Read reads the next message into b and returns its length. A message
 // longer than b is read and dropped, and Read returns ErrTooLarge.
 func (c *Conn) Read(b []byte) (int, error) {
-	_, n, err := c.read(b, false)
-	return n, err
+	return c.read(b)
 }
 
-// ReadGrow reads the next message into buf, or into a new buffer when it
-// does not fit, and returns the buffer and the message's length.
-func (c *Conn) ReadGrow(buf []byte) ([]byte, int, error) { return c.read(buf, true) }
-
-func (c *Conn) read(b []byte, grow bool) ([]byte, int, error) {
-	for c.hdrN < headerLen {
-		n, err := c.readSome(c.hdr[c.hdrN:])
-		c.hdrN += n
-		if err != nil && c.hdrN < headerLen {
-			return b, 0, err
-		}
-		if c.hdrN == headerLen {
-			c.size = int(binary.BigEndian.Uint32(c.hdr[:]))
-			c.partial = c.partial[:0]
-		}
-	}
-	if c.size > MaxMessage {
-		// The peer does not speak this framing, or lies: the stream
-		// cannot be resynchronised.
-		return b, 0, fmt.Errorf("%w: a frame of %d bytes (the most is %d)", ErrTooLarge, c.size, MaxMessage)
+func (c *Conn) read(b []byte) (int, error) {
+	if err := c.readHeader(MaxMessage); err != nil {
+		return 0, err
 	}
 	if c.size > len(b) {
-		if grow {
-			b = make([]byte, c.size)
-		} else {
-			if err := c.discard(); err != nil {
-				return b, 0, err
-			}
-			return b, 0, fmt.Errorf("%w: %d bytes for a %d-byte buffer", ErrTooLarge, c.size, len(b))
+		if err := c.discard(); err != nil {
+			return 0, err
 		}
+		return 0, fmt.Errorf("%w: %d bytes for a %d-byte buffer", ErrTooLarge, c.size, len(b))
 	}
 	got := copy(b, c.partial)
 	for got < c.size {
@@ -170,11 +150,105 @@ func (c *Conn) read(b []byte, grow bool) ([]byte, int, error) {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.partial = append(c.partial[:0], b[:got]...)
 			}
-			return b, 0, err
+			return 0, err
 		}
 	}
 	c.hdrN = 0
-	return b, c.size, nil
+	return c.size, nil
+}
+
+// readHeader reads the current message's length, unless it has it, and
+// checks it against limit. A frame over the limit ends the stream: the
+// peer does not speak this framing, or lies, and the stream cannot be
+// resynchronised.
+func (c *Conn) readHeader(limit int) error {
+	for c.hdrN < headerLen {
+		n, err := c.readSome(c.hdr[c.hdrN:])
+		c.hdrN += n
+		if err != nil && c.hdrN < headerLen {
+			return err
+		}
+		if c.hdrN == headerLen {
+			c.size = int(binary.BigEndian.Uint32(c.hdr[:]))
+			c.partial, c.got = c.partial[:0], 0
+		}
+	}
+	if c.size > limit {
+		return fmt.Errorf("%w: a frame of %d bytes (the most is %d)", ErrTooLarge, c.size, limit)
+	}
+	return nil
+}
+
+// ReadFrame reads the next message into buf[FrameHeaderLen:], for a
+// reflector: buf grows as the message's bytes arrive, never ahead of them
+// (a peer's declared length costs nothing until it sends the bytes), by
+// asking grow for a larger buffer holding what buf holds; grow may refuse
+// with an error, which ReadFrame returns. A message longer than limit is
+// an error that ends the stream. A read cut by its deadline keeps what it
+// got in the buffer returned, which must be passed to the next ReadFrame.
+// The first FrameHeaderLen bytes of buf are left for a reply's framing
+// (see WriteFrame).
+func (c *Conn) ReadFrame(buf []byte, limit int, grow func(buf []byte, size int) ([]byte, error)) ([]byte, int, error) {
+	if err := c.readHeader(limit); err != nil {
+		return buf, 0, err
+	}
+	for c.got < c.size {
+		if headerLen+c.got >= len(buf) {
+			nb, err := grow(buf, min(headerLen+c.size, max(2*len(buf), headerLen+minFrameBuf)))
+			if err != nil {
+				return buf, 0, err
+			}
+			buf = nb
+		}
+		n, err := c.readSome(buf[headerLen+c.got : min(len(buf), headerLen+c.size)])
+		c.got += n
+		if err != nil && c.got < c.size {
+			return buf, 0, err
+		}
+	}
+	c.hdrN = 0
+	return buf, c.size, nil
+}
+
+// FrameHeaderLen is the room ReadFrame leaves before a message, for the
+// length of a reply built in its place.
+const FrameHeaderLen = headerLen
+
+// minFrameBuf is the smallest buffer ReadFrame grows to.
+const minFrameBuf = 512
+
+// WriteFrame sends buf[FrameHeaderLen:FrameHeaderLen+n] as one message,
+// writing its length into buf's first bytes: no copy. A write that makes
+// no progress for stall (0: no limit) fails with os.ErrDeadlineExceeded,
+// and the connection is then unusable (a message may be cut).
+func (c *Conn) WriteFrame(buf []byte, n int, stall time.Duration) error {
+	if n > MaxMessage {
+		return fmt.Errorf("%w: %d bytes (the most is %d)", ErrTooLarge, n, MaxMessage)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(n))
+	w := buf[:headerLen+n]
+	for {
+		if stall > 0 {
+			// Moving a deadline costs a timer update: move it only when a
+			// quarter of it has gone by, so it lies 3/4 to all of stall
+			// ahead.
+			if now := time.Now(); now.Sub(c.wset) > stall/4 {
+				if err := c.Conn.SetWriteDeadline(now.Add(stall)); err != nil {
+					return err
+				}
+				c.wset = now
+			}
+		}
+		k, err := c.Conn.Write(w)
+		w = w[k:]
+		if err == nil || len(w) == 0 {
+			return nil
+		}
+		if k == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		c.wset = time.Time{} // it moved: give it a new deadline
+	}
 }
 
 // readAhead is the most read in one call beyond what a message needs:

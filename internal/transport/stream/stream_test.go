@@ -171,7 +171,7 @@ func TestListener(t *testing.T) {
 			if network == "unix" {
 				addr = filepath.Join(t.TempDir(), "s")
 			}
-			l, err := Listen(network, addr, 0)
+			l, err := Listen(network, addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,11 +2,14 @@
 // abstract address of its own (Linux) so that the reflector can answer
 // it; the reflector names each peer it hears from with an address in
 // fd76:6c01::/32 standing for the peer's socket address, so that its
-// sessions and cookies work as they do over UDP.
+// sessions and cookies work as they do over UDP. It remembers at most
+// maxPeers peers.
 package unixgram
 
 import (
+	"container/list"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -45,17 +48,19 @@ type PacketConn struct {
 
 	mu    sync.Mutex
 	ids   map[string]netip.AddrPort // peer socket address → its stand-in
-	peers map[netip.AddrPort]*peer
+	peers map[netip.AddrPort]*list.Element
+	lru   list.List // of *peer, the most recently heard first
+	max   int
 	next  uint64
 }
 
 type peer struct {
-	addr *net.UnixAddr
-	seen time.Time
+	addr  *net.UnixAddr
+	stand netip.AddrPort
 }
 
-// maxPeers bounds the peers remembered; beyond it, those not heard from
-// for a minute are forgotten.
+// maxPeers bounds the peers remembered; beyond it, the one heard from
+// least recently is forgotten (its session's replies then cannot reach it).
 const maxPeers = 1 << 14
 
 // Listen opens a Unix datagram socket at path, which must be free (see
@@ -67,7 +72,7 @@ func Listen(path string) (*PacketConn, error) {
 	}
 	_ = c.SetReadBuffer(bufferSize)
 	_ = c.SetWriteBuffer(bufferSize)
-	return &PacketConn{c: c, path: path, ids: make(map[string]netip.AddrPort), peers: make(map[netip.AddrPort]*peer)}, nil
+	return &PacketConn{c: c, path: path, ids: make(map[string]netip.AddrPort), peers: make(map[netip.AddrPort]*list.Element), max: maxPeers}, nil
 }
 
 // ReadFrom reads one datagram and returns its length and its sender's
@@ -86,30 +91,27 @@ func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 
 // id returns the stand-in address of the peer at from.
 func (p *PacketConn) id(from *net.UnixAddr) netip.AddrPort {
-	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if a, ok := p.ids[from.Name]; ok {
-		p.peers[a].seen = now
+		p.lru.MoveToFront(p.peers[a])
 		return a
 	}
-	if len(p.peers) >= maxPeers {
-		for a, pe := range p.peers {
-			if now.Sub(pe.seen) > time.Minute {
-				delete(p.peers, a)
-				delete(p.ids, pe.addr.Name)
-			}
-		}
+	for len(p.peers) >= p.max {
+		old := p.lru.Remove(p.lru.Back()).(*peer)
+		delete(p.peers, old.stand)
+		delete(p.ids, old.addr.Name)
 	}
 	p.next++
+	// fd76:6c01:NNNN:NNNN:NNNN:NNNN:: with the peer's number N: each
+	// peer a /64 of its own, so a source of its own for the reflector's
+	// per-source limits (a datagram does not say which user sent it).
 	var ip [16]byte
 	ip[0], ip[1], ip[2], ip[3] = 0xfd, 0x76, 0x6c, 0x01
-	for i := range 8 {
-		ip[15-i] = byte(p.next >> (8 * i))
-	}
+	binary.BigEndian.PutUint64(ip[4:], p.next)
 	a := netip.AddrPortFrom(netip.AddrFrom16(ip), 0)
 	p.ids[from.Name] = a
-	p.peers[a] = &peer{addr: from, seen: now}
+	p.peers[a] = p.lru.PushFront(&peer{addr: from, stand: a})
 	return a
 }
 
@@ -119,12 +121,12 @@ var errNoPeer = errors.New("unixgram: no peer with that address")
 // WriteTo sends b to the peer addr stands for.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	p.mu.Lock()
-	pe := p.peers[addr]
+	e := p.peers[addr]
 	p.mu.Unlock()
-	if pe == nil {
+	if e == nil {
 		return 0, errNoPeer
 	}
-	return p.c.WriteToUnix(b, pe.addr)
+	return p.c.WriteToUnix(b, e.Value.(*peer).addr)
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volley-net/volley/internal/quota"
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/transport"
+)
+
+// limitFlags are the server's bounds on what peers may take: memory,
+// connections and sessions, in all and per source.
+type limitFlags struct {
+	memory             byteSize
+	conns, connsPerSrc int
+	sessionsPerSource  int
+	sendTimeout        time.Duration
+	handshakeTimeout   time.Duration
+}
+
+// Defaults: one source (an IPv4 address, an IPv6 /64, a Unix user) may
+// take half the memory and a sixteenth of the connections.
+const (
+	defaultMaxMemory = 64 << 20
+	defaultMaxConns  = 1024
+)
+
+func (l *limitFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	l.memory = defaultMaxMemory
+	fl.Var(&l.memory, "max-memory", "memory for peers' buffers, held replies and one-way histograms (K, M, G suffixes); one source may take half, and requests beyond it are refused with the reason")
+	fl.IntVar(&l.conns, "max-conns", defaultMaxConns, "most TCP and Unix stream connections at once, each listener; more are refused with the reason")
+	fl.IntVar(&l.connsPerSrc, "max-conns-per-source", defaultMaxConns/16, "most stream connections from one source (an IPv4 address, an IPv6 /64, a Unix user)")
+	fl.IntVar(&l.sessionsPerSource, "max-sessions-per-source", reflector.DefaultMaxSessionsPerSource, "most sessions of one source (an IPv4 address, an IPv6 /64, a Unix user), open or just closed")
+	fl.DurationVar(&l.sendTimeout, "send-timeout", 2*time.Second, "close a stream connection whose peer read nothing of its replies for this long")
+	fl.DurationVar(&l.handshakeTimeout, "handshake-timeout", 5*time.Second, "close a stream connection that opened no session this long after connecting (idle ones close after --idle-timeout)")
+}
+
+func (l *limitFlags) check() error {
+	switch {
+	case l.memory < 1<<20:
+		return usagef("--max-memory %d: want at least 1M", l.memory)
+	case l.conns < 1 || l.connsPerSrc < 1 || l.connsPerSrc > l.conns:
+		return usagef("--max-conns %d, --max-conns-per-source %d: want at least 1, and no more per source than in all", l.conns, l.connsPerSrc)
+	case l.sessionsPerSource < 1:
+		return usagef("--max-sessions-per-source %d: want at least 1", l.sessionsPerSource)
+	case l.sendTimeout <= 0 || l.handshakeTimeout <= 0:
+		return usagef("--send-timeout %s, --handshake-timeout %s: want positive durations", l.sendTimeout, l.handshakeTimeout)
+	}
+	return nil
+}
+
+// budget returns the budget the flags set, for every listener and
+// reflector of the server; it also tells the Go runtime to keep its heap
+// near what the budget allows.
+func (l *limitFlags) budget() *quota.Memory {
+	debug.SetMemoryLimit(int64(l.memory) + 64<<20)
+	return quota.NewMemory(int64(l.memory), int64(l.memory)/2)
+}
+
+// stream returns the stream listeners' limits.
+func (l *limitFlags) stream(idle time.Duration, mem *quota.Memory) transport.StreamLimits {
+	return transport.StreamLimits{MaxConns: l.conns, MaxConnsPerSource: l.connsPerSrc, IdleTimeout: idle,
+		SendTimeout: l.sendTimeout, HandshakeTimeout: l.handshakeTimeout, Memory: mem}
+}
+
+// releaseMemory gives memory the budget no longer holds back to the
+// system, once an attack or a burst of big requests has passed, until ctx
+// is done or the returned stop is called: the Go runtime returns it only
+// slowly by itself.
+func releaseMemory(ctx context.Context, mem *quota.Memory) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if now, peak := mem.Used(); peak-now >= 8<<20 {
+				debug.FreeOSMemory()
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}

@@ -1,0 +1,184 @@
+package reflector
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/quota"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// TestTokenDeadAfterSession: once a session is closed or idled out, its
+// cookie's token opens nothing again, however often it is replayed while
+// the cookie lives, even when the session's entry must make room for
+// others.
+func TestTokenDeadAfterSession(t *testing.T) {
+	for _, end := range []string{"close", "idle", "close, evicted"} {
+		t.Run(end, func(t *testing.T) {
+			clk := clock.NewFake(int64(1000 * time.Hour))
+			r, err := New(Config{Clock: clk, Secret: []byte("s"), IdleTimeout: time.Second, MaxSessions: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := handshake(t, r, clk, alice)
+			probe := func(seq uint64) []byte {
+				return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, ReplySize: 1000}, 64), alice, clk.Now())
+			}
+			if probe(1) == nil {
+				t.Fatal("first probe not answered")
+			}
+			switch end {
+			case "close", "close, evicted":
+				r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, 64), alice, clk.Now())
+			case "idle":
+				clk.Advance(2 * time.Second)
+				r.Sweep(clk.Now())
+			}
+			if end == "close, evicted" {
+				// Two new sessions need its room.
+				for _, a := range []netip.AddrPort{bob, netip.MustParseAddrPort("192.0.2.7:9")} {
+					tk := handshake(t, r, clk, a)
+					if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tk, Count: 99, Seq: 1}, 64), a, clk.Now()) == nil {
+						t.Fatalf("a new session from %s was refused", a)
+					}
+				}
+			}
+			opened := r.Stats().SessionsOpened
+			for i := range 5 {
+				clk.Advance(time.Second)
+				r.Sweep(clk.Now())
+				if reply := probe(uint64(10 + i)); reply != nil && decode(t, reply).Type == wire.TypeReply {
+					t.Fatalf("replay %d after %s answered with a reply", i, end)
+				}
+			}
+			if got := r.Stats().SessionsOpened; got != opened {
+				t.Fatalf("replays after %s opened %d sessions", end, got-opened)
+			}
+		})
+	}
+}
+
+// TestNoAmplification: a copy of a probe never earns more than it
+// brought, a keyed session answers each probe once, and a CloseAck is no
+// larger than its Close.
+func TestNoAmplification(t *testing.T) {
+	t.Run("copy", func(t *testing.T) {
+		r, clk := newTest(t)
+		tok := handshake(t, r, clk, alice)
+		ask := func() []byte {
+			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1, ReplySize: 60000}, 65536)
+			return r.Handle(p[:64], alice, clk.Now())
+		}
+		if n := len(ask()); n != 60000 {
+			t.Fatalf("first probe's reply is %d bytes, want the 60000 asked", n)
+		}
+		for range 3 {
+			if n := len(ask()); n > 64 {
+				t.Fatalf("a copy of a 64-byte probe got %d bytes", n)
+			}
+		}
+	})
+	t.Run("keyed copy", func(t *testing.T) {
+		clk := clock.NewFake(int64(1000 * time.Hour))
+		key := []byte("k")
+		r, err := New(Config{Clock: clk, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := wire.NewSigner(key)
+		signed := func(h wire.Header, size int) []byte {
+			h.Flags |= wire.FlagAuth
+			b := msg(t, h, size)
+			s.Sign(b)
+			return b
+		}
+		c := decode(t, r.Handle(signed(wire.Header{Type: wire.TypeHello, Seq: 7}, 80), alice, clk.Now()))
+		p := signed(wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 7, Seq: 1}, 80)
+		if r.Handle(append([]byte(nil), p...), alice, clk.Now()) == nil {
+			t.Fatal("signed probe not answered")
+		}
+		if r.Handle(append([]byte(nil), p...), alice, clk.Now()) != nil {
+			t.Fatal("a replayed signed probe was answered")
+		}
+		if got := r.Stats().Drops[DropReplayed]; got != 1 {
+			t.Fatalf("replayed drops = %d, want 1", got)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		r, clk := newTest(t)
+		tok := handshake(t, r, clk, alice)
+		for seq := uint64(1); seq <= 50; seq++ {
+			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now() - int64(seq)*1000}, 64), alice, clk.Now())
+		}
+		for range 3 {
+			b := make([]byte, 65536)
+			_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}).Encode(b)
+			if ack := r.Handle(b[:64], alice, clk.Now()); len(ack) > 64 {
+				t.Fatalf("a 64-byte Close got a %d-byte CloseAck", len(ack))
+			}
+		}
+	})
+}
+
+// TestSessionsPerSource: one source cannot take every session; another
+// source still gets one, and the refused Hello says why.
+func TestSessionsPerSource(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxSessions: 100, MaxSessionsPerSource: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(addr netip.AddrPort) wire.Header {
+		c := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeHello, Seq: 1}, 64), addr, clk.Now()))
+		if c.Type == wire.TypeCookie {
+			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 1}, 64), addr, clk.Now())
+		}
+		return c
+	}
+	for port := range 10 {
+		c := open(netip.AddrPortFrom(alice.Addr(), uint16(1000+port)))
+		if port < 4 && c.Type != wire.TypeCookie {
+			t.Fatalf("hello %d from alice: %+v, want a cookie", port, c)
+		}
+		if port >= 4 && (c.Type != wire.TypeError || wire.ErrorCode(c.Count) != wire.ErrorSourceSessions) {
+			t.Fatalf("hello %d from alice: %+v, want %q", port, c, wire.ErrorSourceSessions)
+		}
+	}
+	if c := open(bob); c.Type != wire.TypeCookie {
+		t.Fatalf("bob's hello: %+v, want a cookie", c)
+	}
+	if got := r.Stats().Sessions; got != 5 {
+		t.Fatalf("%d sessions, want alice's 4 and bob's", got)
+	}
+}
+
+// TestHeldMemory: held replies beyond the memory budget are dropped and
+// counted, and what they held is given back once they leave.
+func TestHeldMemory(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	mem := quota.NewMemory(1<<20, 1<<20)
+	r, err := New(Config{Clock: clk, Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	for seq := uint64(1); seq <= 40; seq++ {
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, ReplySize: 60000, HoldMicro: 1000}, 65536)
+		r.Handle(p[:64], alice, clk.Now())
+	}
+	st := r.Stats()
+	if st.Drops[DropMemory] == 0 || len(r.heldQ) == 0 || len(r.heldQ)+int(st.Drops[DropMemory]) != 40 {
+		t.Fatalf("%d held, %d memory drops; want some of each, 40 in all", len(r.heldQ), st.Drops[DropMemory])
+	}
+	if used, _ := mem.Used(); used > 1<<20 {
+		t.Fatalf("held replies take %d bytes of a 1 MiB budget", used)
+	}
+	clk.Advance(time.Second)
+	sent := 0
+	r.Due(clk.Now(), func(b []byte, addr netip.AddrPort) { sent++ })
+	if used, _ := mem.Used(); used != 0 || len(r.heldQ) != 0 {
+		t.Fatalf("after %d held replies left: %d bytes still taken", sent, used)
+	}
+}
