@@ -40,24 +40,24 @@ type DropReason int
 
 // The reasons a message is dropped.
 const (
-	DropShort    DropReason = iota // shorter than the header
-	DropMagic                      // not a volley message
-	DropVersion                    // a version this reflector does not speak
-	DropType                       // unknown type, or a type only reflectors send
-	DropToken                      // no session and not a valid cookie
-	DropAddress                    // a session's token from another address
-	DropClosed                     // a probe after its session was closed
-	DropOversize                   // larger than MaxMessage
-	DropRate                       // above the session's rate limit
-	DropHoldFull                   // too many replies already held
-	DropAuth                       // missing or wrong authentication tag
-	DropRefused                    // from an address --allow does not cover
-	DropSessions                   // a new session beyond MaxSessions
-	DropDuration                   // a probe after its session's longest duration
-	DropReplayed                   // a probe older than its session's replay window, or a keyed session's copy
-	DropSlowReader                 // a reply to a stream peer whose earlier replies wait unread
-	DropMemory                     // a reply or session the memory budget cannot hold
-	DropConns                      // a stream connection beyond the most, in all or from its source
+	DropShort      DropReason = iota // shorter than the header
+	DropMagic                        // not a volley message
+	DropVersion                      // a version this reflector does not speak
+	DropType                         // unknown type, or a type only reflectors send
+	DropToken                        // no session and not a valid cookie
+	DropAddress                      // a session's token from another address
+	DropClosed                       // a probe after its session was closed
+	DropOversize                     // larger than MaxMessage
+	DropRate                         // above the session's rate limit
+	DropHoldFull                     // too many replies already held
+	DropAuth                         // missing or wrong authentication tag
+	DropRefused                      // from an address --allow does not cover
+	DropSessions                     // a new session beyond MaxSessions
+	DropDuration                     // a probe after its session's longest duration
+	DropReplayed                     // a probe older than its session's replay window, or a keyed session's copy
+	DropSlowReader                   // a reply to a stream peer whose earlier replies wait unread
+	DropMemory                       // a reply or session the memory budget cannot hold
+	DropConns                        // a stream connection beyond the most, in all or from its source
 	NumDropReasons
 )
 
@@ -282,8 +282,8 @@ type Reflector struct {
 	// expire: such a token must not open a session again.
 	dead      map[uint64]deadToken
 	deadCount *quota.Counter
-	open     int
-	st       Stats
+	open      int
+	st        Stats
 
 	heldQ []held   // a min-heap by due time
 	free  [][]byte // buffers of replies sent after their hold
