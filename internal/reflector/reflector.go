@@ -304,6 +304,16 @@ type Reflector struct {
 	last    sentReply        // the probe reply Handle made last,
 	lastOK  bool             // if it made one
 	admit   bool             // the message Handle was given was a session's, or earned a Cookie
+
+	// A stream listener's connections do the costly part of their
+	// messages themselves, outside the lock (see streamHandler): the
+	// listener zeroes a reply's room, messages are checked and signed
+	// outside, and a held reply goes back to its connection to wait.
+	stream   bool
+	verified bool          // the message Handle is given was checked already:
+	forged   bool          // and its tag was missing or wrong
+	heldFor  time.Duration // the hold of the reply Handle returned, in stream mode
+	signers  sync.Pool     // of *wire.Signer, for the connections
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
@@ -460,8 +470,8 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return nil
 	}
-	if r.signer != nil {
-		if h.Flags&wire.FlagAuth == 0 || r.signer.Verify(pkt) != nil {
+	if r.signer != nil && (!r.verified || r.forged) {
+		if r.forged || h.Flags&wire.FlagAuth == 0 || r.signer.Verify(pkt) != nil {
 			r.st.Drops[DropAuth]++
 			if h.Type == wire.TypeHello {
 				return r.refuse(pkt, &h, wire.ErrorAuth)
@@ -564,7 +574,9 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		size = max(size, wire.HeaderLen+r.tagLen())
 		if n := len(pkt); size > n {
 			pkt = pkt[:size]
-			clear(pkt[n:]) // never echo what an earlier datagram left there
+			if !r.stream { // a stream listener zeroes the room itself
+				clear(pkt[n:]) // never echo what an earlier datagram left there
+			}
 		} else {
 			pkt = pkt[:size]
 		}
@@ -576,6 +588,15 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			rep.t3 = h.T3
 			r.last, r.lastOK = rep, true
 			return out
+		}
+		if r.stream {
+			// The connection holds it, and asks Send to stamp it.
+			if r.signer != nil {
+				h.Flags |= wire.FlagAuth
+			}
+			_ = h.Encode(pkt)
+			r.heldFor = time.Duration(rep.hold)
+			return pkt
 		}
 		r.hold(pkt, &h, s.src, t2+rep.hold, rep)
 		return nil
@@ -794,14 +815,15 @@ func (r *Reflector) refuse(pkt []byte, h *wire.Header, code wire.ErrorCode) []by
 	return pkt[:wire.HeaderLen]
 }
 
-// reply stamps T3 and encodes h into pkt.
+// reply stamps T3 and encodes h into pkt, and signs it (in stream mode,
+// the connection signs it).
 func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 	h.T3 = r.clk.Now()
 	if r.signer != nil {
 		h.Flags |= wire.FlagAuth
 	}
 	_ = h.Encode(pkt) // pkt is at least HeaderLen: it decoded
-	if r.signer != nil {
+	if r.signer != nil && !r.stream {
 		r.signer.Sign(pkt)
 	}
 	return pkt
@@ -939,14 +961,29 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		// Each connection answers on its own goroutine; this loop keeps
 		// the clock: held replies, intervals, the idle sweep.
 		handler = true
-		hc.SetHandler(streamHandler{r: r, conn: conn})
+		hc.SetHandler(newStreamHandler(r))
 		batch = 1
 	} else if hc, ok := conn.(interface{ SetHandler(transport.FuncHandler) }); ok {
-		// A bus's callers, each on its own goroutine, as above.
+		// A bus's callers, each on its own goroutine; held replies go
+		// out through this loop (the bus answers the call then). A
+		// reply held for sooner than the loop's deadline moves the
+		// deadline, under the lock the loop sets it under.
 		handler = true
-		sh := streamHandler{r: r, conn: conn}
 		hc.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
-			reply, _ := sh.Handle(msg, from)
+			now := r.clk.Now()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			before := r.NextDue()
+			r.lastOK = false
+			reply := r.Handle(msg, from, now)
+			if reply != nil {
+				r.st.PacketsOut++ // its caller sends it
+				r.st.BytesOut += uint64(len(reply))
+				r.sent(0)
+			}
+			if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
+				_ = conn.SetReadDeadline(r.clk.Time(due))
+			}
 			return reply
 		})
 		batch = 1
@@ -1118,34 +1155,99 @@ func (r *Reflector) nextTxID() uint32 {
 }
 
 // streamHandler answers a stream listener's connections, each on its own
-// goroutine, under the reflector's lock; the connections write their
-// replies after it is released.
-type streamHandler struct {
-	r    *Reflector
-	conn transport.PacketConn
-}
+// goroutine. What a message needs of the reflector's state is done under
+// its lock, and only that: checking and signing a tag, zeroing a large
+// reply's room and holding a reply happen on the connection's goroutines,
+// so that a peer's large messages cost other peers nothing, and the
+// connections write their replies after the lock is released.
+type streamHandler struct{ r *Reflector }
 
 var _ transport.Handler = streamHandler{}
 
-// Handle answers msg. A reply held for sooner than the Serve loop's
-// deadline moves the deadline, under the lock the loop sets it under.
-func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, bool) {
+// newStreamHandler puts r in stream mode.
+func newStreamHandler(r *Reflector) streamHandler {
+	r.stream = true
+	if len(r.cfg.Key) > 0 {
+		key := r.cfg.Key
+		r.signers.New = func() any { return wire.NewSigner(key) }
+	}
+	return streamHandler{r: r}
+}
+
+// verify reports whether msg carries a valid tag, or needs none.
+func (h streamHandler) verify(msg []byte) bool {
+	if h.r.signer == nil {
+		return true
+	}
+	s := h.r.signers.Get().(*wire.Signer)
+	defer h.r.signers.Put(s)
+	return wire.FlagsOf(msg)&wire.FlagAuth != 0 && s.Verify(msg) == nil
+}
+
+// sign signs msg when the reflector has a key and msg is flagged for it.
+func (h streamHandler) sign(msg []byte) {
+	if h.r.signer == nil || wire.FlagsOf(msg)&wire.FlagAuth == 0 {
+		return
+	}
+	s := h.r.signers.Get().(*wire.Signer)
+	s.Sign(msg)
+	h.r.signers.Put(s)
+}
+
+// Handle answers msg: the reply to send now, or one to send after hold.
+func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, bool) {
 	r := h.r
+	ok := h.verify(msg)
 	now := r.clk.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	before := r.NextDue()
-	r.lastOK = false
+	r.lastOK, r.heldFor = false, 0
+	r.verified, r.forged = true, !ok
+	// Unverified, Handle counts it, and answers a Hello with its
+	// refusal.
 	reply := r.Handle(msg, from, now)
-	if reply != nil {
+	hold, admit := r.heldFor, r.admit
+	if reply != nil && hold == 0 {
 		r.st.PacketsOut++ // its connection sends it
 		r.st.BytesOut += uint64(len(reply))
 		r.sent(0)
 	}
-	if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
-		_ = h.conn.SetReadDeadline(r.clk.Time(due))
+	r.verified, r.forged = false, false
+	r.mu.Unlock()
+	if reply != nil && hold == 0 {
+		h.sign(reply)
 	}
-	return reply, r.admit
+	return reply, hold, admit
+}
+
+// Send stamps a held reply's send time as its connection sends it, and
+// accounts it.
+func (h streamHandler) Send(reply []byte, to netip.AddrPort) {
+	r := h.r
+	var hd wire.Header
+	if hd.Decode(reply) != nil {
+		return
+	}
+	t3 := r.clk.Now()
+	wire.PutT3(reply, t3)
+	r.mu.Lock()
+	r.st.PacketsOut++
+	r.st.BytesOut += uint64(len(reply))
+	r.last = sentReply{addr: to, token: hd.Token, seq: hd.Seq, t2: hd.T2, t3: t3, hold: int64(hd.HoldMicro) * int64(time.Microsecond)}
+	r.lastOK = true
+	r.sent(0)
+	r.mu.Unlock()
+	h.sign(reply)
+}
+
+// Drop counts a held reply its connection could not keep.
+func (h streamHandler) Drop(why error) {
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	if errors.Is(why, transport.ErrNoMemory) {
+		h.r.st.Drops[DropMemory]++
+		return
+	}
+	h.r.st.Drops[DropSlowReader]++
 }
 
 // Room returns the room the reply to the probe msg needs, within the
@@ -1167,8 +1269,8 @@ func (h streamHandler) Refuse(msg []byte, from netip.AddrPort, why transport.Ref
 	if hd.Decode(msg) != nil {
 		return nil
 	}
+	ok := h.verify(msg)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	code := wire.ErrorMemory
 	switch why {
 	case transport.RefusedConns:
@@ -1180,12 +1282,17 @@ func (h streamHandler) Refuse(msg []byte, from netip.AddrPort, why transport.Ref
 	default:
 		r.st.Drops[DropMemory]++
 	}
-	if hd.Type == wire.TypeHello {
-		return r.refuse(msg, &hd, code)
+	var reply []byte
+	switch {
+	case hd.Type == wire.TypeHello:
+		reply = r.refuse(msg, &hd, code)
+	case ok:
+		e := wire.Header{Type: wire.TypeError, Token: hd.Token, Seq: hd.Seq, T1: hd.T1, Count: uint64(code)}
+		reply = r.reply(msg[:wire.HeaderLen+r.tagLen()], &e)
 	}
-	if r.signer != nil && r.signer.Verify(msg) != nil {
-		return nil
+	r.mu.Unlock()
+	if reply != nil {
+		h.sign(reply)
 	}
-	e := wire.Header{Type: wire.TypeError, Token: hd.Token, Seq: hd.Seq, T1: hd.T1, Count: uint64(code)}
-	return r.reply(msg[:wire.HeaderLen+r.tagLen()], &e)
+	return reply
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -118,12 +119,18 @@ const (
 type Handler interface {
 	// Handle answers msg from the peer at from: it returns the reply
 	// (or nil), which it may build in msg's memory up to its capacity,
-	// and whether the peer is admitted: its handshake is done, so that
-	// it may send messages of any size.
-	Handle(msg []byte, from netip.AddrPort) (reply []byte, admit bool)
+	// how long to hold it before it is sent (then Send is called as it
+	// goes), and whether the peer is admitted: its handshake is done, so
+	// that it may send messages of any size.
+	Handle(msg []byte, from netip.AddrPort) (reply []byte, hold time.Duration, admit bool)
+	// Send is called with a held reply (in the listener's memory) just
+	// before it is written, on the connection's writer; Drop with why a
+	// held reply was not kept (ErrSlowReader, ErrNoMemory).
+	Send(reply []byte, to netip.AddrPort)
+	Drop(why error)
 	// Room returns the capacity the reply to msg needs, when that is
 	// more than msg's length (0 otherwise). It is asked of admitted
-	// peers' messages only.
+	// peers' messages only; the listener zeroes that room.
 	Room(msg []byte) int
 	// Refuse returns the answer to msg, from a peer refused for why (or
 	// nil): the first message of a refused connection, or a message whose
@@ -157,14 +164,43 @@ type peer struct {
 	admitted bool
 	wmu      sync.Mutex // one write at a time: the reader's and the writer's
 
-	// The queue WriteTo fills and a writer goroutine drains.
+	// The queue WriteTo and held replies fill, and a writer goroutine
+	// drains, each reply when it is due.
 	qmu     sync.Mutex
-	queue   [][]byte // framed replies, oldest first
+	queue   queue    // framed replies, by due time
 	queued  int      // their bytes
+	arrived uint64   // replies queued so far
 	spare   [][]byte // written buffers to reuse
 	writing bool     // the writer runs
 	dead    bool     // the reader is gone: take nothing more
+	wake    chan struct{}
 	writer  sync.WaitGroup
+}
+
+// queued is a framed reply waiting for its writer.
+type queued struct {
+	due  time.Time
+	n    uint64 // its place in arrival order
+	buf  []byte
+	held bool // Handler.Send is to stamp it
+}
+
+// queue is a min-heap of replies by due time (container/heap), in
+// arrival order among equals.
+type queue []queued
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool {
+	return q[i].due.Before(q[j].due) || (q[i].due.Equal(q[j].due) && q[i].n < q[j].n)
+}
+func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)        { *q = append(*q, x.(queued)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = queued{}
+	*q = old[:len(old)-1]
+	return e
 }
 
 type frame struct {
@@ -230,7 +266,7 @@ func (l *Listener) accept() {
 			l.mu.Unlock()
 			continue
 		}
-		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{})}
+		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1)}
 		if l.busy.Load() {
 			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
 		}
@@ -351,24 +387,36 @@ func (l *Listener) read(p *peer) {
 			continue
 		}
 		if p.admitted {
-			if room := (*h).Room(msg); headerLen+room > len(p.buf) {
-				b, err := l.grow(p, headerLen+room)
-				if err != nil {
-					if reply := (*h).Refuse(msg, p.addr, RefusedMemory); reply == nil || p.write(reply, l.lim.SendTimeout) != nil {
-						return
+			if room := (*h).Room(msg); room > n {
+				if headerLen+room > len(p.buf) {
+					b, err := l.grow(p, headerLen+room)
+					if err != nil {
+						if reply := (*h).Refuse(msg, p.addr, RefusedMemory); reply == nil || p.write(reply, l.lim.SendTimeout) != nil {
+							return
+						}
+						continue
 					}
-					continue
+					p.buf = b
+					msg = p.buf[headerLen : headerLen+n]
 				}
-				p.buf = b
-				msg = p.buf[headerLen : headerLen+n]
+				// Never echo what an earlier message left there.
+				clear(p.buf[headerLen+n : headerLen+room])
 			}
 		}
-		reply, admit := (*h).Handle(msg, p.addr)
+		reply, hold, admit := (*h).Handle(msg, p.addr)
 		if admit && !p.admitted {
 			p.admitted = true
 			_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
 		}
-		if reply != nil {
+		switch {
+		case reply == nil:
+		case hold > 0:
+			// Its writer sends it when due; a peer that does not read
+			// loses it (the Handler hears nothing of it).
+			if err := l.enqueue(p, reply, last.Add(hold), true); err != nil {
+				(*h).Drop(err)
+			}
+		default:
 			if p.write(reply, l.lim.SendTimeout) != nil {
 				return
 			}
@@ -400,11 +448,15 @@ func (l *Listener) drop(p *peer) {
 	p.qmu.Lock()
 	p.dead = true
 	p.qmu.Unlock()
+	select {
+	case p.wake <- struct{}{}: // a writer waiting for a held reply
+	default:
+	}
 	p.c.Close()
 	p.writer.Wait()
 	taken := len(p.buf)
-	for _, b := range p.queue {
-		taken += cap(b)
+	for _, q := range p.queue {
+		taken += cap(q.buf)
 	}
 	for _, b := range p.spare {
 		taken += cap(b)
@@ -441,7 +493,7 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	if p == nil {
 		return 0, net.ErrClosed // the connection ended
 	}
-	if err := l.enqueue(p, b); err != nil {
+	if err := l.enqueue(p, b, time.Time{}, false); err != nil {
 		return 0, err
 	}
 	return len(b), nil
@@ -450,7 +502,9 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 // maxSpare bounds the written buffers a connection keeps for reuse.
 const maxSpare = 4
 
-func (l *Listener) enqueue(p *peer, b []byte) error {
+// enqueue copies b into p's queue, to be sent at due (at once when zero);
+// a held reply is given to Handler.Send as it goes.
+func (l *Listener) enqueue(p *peer, b []byte, due time.Time, held bool) error {
 	if len(b) > MaxMessage {
 		return ErrTooLarge
 	}
@@ -478,18 +532,31 @@ func (l *Listener) enqueue(p *peer, b []byte) error {
 		f = make([]byte, need)
 	}
 	copy(f[headerLen:], b)
-	p.queue = append(p.queue, f)
+	p.arrived++
+	heap.Push(&p.queue, queued{due: due, n: p.arrived, buf: f, held: held})
 	p.queued += len(b)
 	if !p.writing {
 		p.writing = true
 		p.writer.Go(func() { l.flush(p) })
+	} else {
+		select {
+		case p.wake <- struct{}{}: // it may be waiting for a later one
+		default:
+		}
 	}
 	return nil
 }
 
-// flush writes p's queue until it is empty, or the connection fails (then
-// it closes it, and the reader ends).
+// flush writes p's queue, each reply when it is due, until the queue is
+// empty, p's reader is gone, or the connection fails (then it closes it,
+// and the reader ends).
 func (l *Listener) flush(p *peer) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		p.qmu.Lock()
 		if len(p.queue) == 0 || p.dead {
@@ -497,10 +564,28 @@ func (l *Listener) flush(p *peer) {
 			p.qmu.Unlock()
 			return
 		}
-		f := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
+		if wait := time.Until(p.queue[0].due); wait > 0 {
+			p.qmu.Unlock()
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-timer.C:
+			case <-p.wake: // an earlier one came, or the reader left
+				timer.Stop()
+			}
+			continue
+		}
+		q := heap.Pop(&p.queue).(queued)
 		p.qmu.Unlock()
+		f := q.buf
+		if q.held {
+			if h := l.handler.Load(); h != nil {
+				(*h).Send(f[headerLen:], p.addr)
+			}
+		}
 		p.wmu.Lock()
 		err := p.c.WriteFrame(f, len(f)-headerLen, l.lim.SendTimeout)
 		p.wmu.Unlock()

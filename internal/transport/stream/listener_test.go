@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -20,9 +21,18 @@ type echoHandler struct {
 	room atomic.Int64
 }
 
-func (h *echoHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, bool) {
-	return msg, len(msg) > 0 && msg[0] == 'A'
+func (h *echoHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, bool) {
+	var hold time.Duration
+	if len(msg) > 2 && msg[1] == 'H' {
+		hold = time.Duration(msg[2]) * 10 * time.Millisecond
+	}
+	return msg, hold, len(msg) > 0 && msg[0] == 'A'
 }
+
+// Send marks a held reply as sent through it.
+func (h *echoHandler) Send(reply []byte, to netip.AddrPort) { reply[1] = 'S' }
+
+func (h *echoHandler) Drop(why error) {}
 
 func (h *echoHandler) Room(msg []byte) int { return int(h.room.Load()) }
 
@@ -251,5 +261,36 @@ func TestRoomBudget(t *testing.T) {
 	}
 	if used, _ := mem.Used(); used < 512<<10 {
 		t.Fatalf("budget used %d, want the reply's room", used)
+	}
+}
+
+// TestHeldReplies: a held reply leaves when it is due, after Send, by due
+// time whatever the order it came in, and never holds up a reply that
+// is not held.
+func TestHeldReplies(t *testing.T) {
+	l := listen(t, Limits{}, &echoHandler{})
+	c := dial(t, l)
+	roundTrip(t, c, "A admit")
+	start := time.Now()
+	for _, m := range []string{"AH\x0athird", "AH\x05second", "A-first"} {
+		if _, err := c.Write([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 64)
+	var got []string
+	for range 3 {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(buf[:n]))
+	}
+	want := []string{"A-first", "AS\x05second", "AS\x0athird"}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("the 100ms-held reply came after %s", took)
 	}
 }
