@@ -189,12 +189,12 @@ type queued struct {
 // arrival order among equals.
 type queue []queued
 
-func (q queue) Len() int           { return len(q) }
+func (q queue) Len() int { return len(q) }
 func (q queue) Less(i, j int) bool {
 	return q[i].due.Before(q[j].due) || (q[i].due.Equal(q[j].due) && q[i].n < q[j].n)
 }
-func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)        { *q = append(*q, x.(queued)) }
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(queued)) }
 func (q *queue) Pop() any {
 	old := *q
 	e := old[len(old)-1]
