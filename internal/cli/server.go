@@ -80,7 +80,16 @@ and beyond --max-sessions are refused with the reason. A probe of a session
 the reflector does not know (it restarted, or the session idled out) gets a
 "session unknown" answer no larger than the probe, at most 100 a second in
 all, so its client can reconnect at once. Malformed, unknown, unsigned,
-replayed and out-of-session messages are dropped and counted by reason.`,
+replayed and out-of-session messages are dropped and counted by reason.
+
+No peer can stall or starve another: memory (--max-memory), connections
+and sessions are bounded in all and per source (an IPv4 address, an IPv6
+/64, a Unix user), a stream connection must finish its handshake within
+--handshake-timeout sending small messages only, and a peer that does not
+read its replies loses them (slow-reader) or its connection after
+--send-timeout. A closed or idled-out session's token is dead at once, a
+copy of a probe never earns more than it brought, and a CloseAck is no
+larger than its Close.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "dping" {
