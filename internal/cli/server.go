@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -166,15 +165,14 @@ larger than its Close.`,
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
-			pcs, err := transport.ListenUDPWith(cmd.Context(), listen, workers, udpOpts)
+			ss, err := openServer(cmd.Context(), serverSetup{listen: listen, workers: workers, udp: udpOpts, tcp: tcp,
+				stream:   transport.ListenOptions{Socket: so, QuickAck: quickAck, Limits: streamLimits},
+				unixPath: unixPath, gramPath: unixgramPath, dbusBus: dbusBus, dbusName: dbusName, logPath: logPath})
 			if err != nil {
 				return err // a port in use is an error, not a usage error
 			}
-			defer func() {
-				for _, pc := range pcs {
-					pc.Close()
-				}
-			}()
+			defer ss.close()
+			pcs := ss.udp
 			busy := map[string]bool{}
 			if busyPoll != "" {
 				for _, k := range strings.Split(busyPoll, ",") {
@@ -203,77 +201,51 @@ larger than its Close.`,
 				}
 				spinners += len(pcs)
 			}
-			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
+			if busy["tcp"] && ss.tcp != nil {
+				if err := transport.SetBusyPoll(ss.tcp); err != nil {
+					return usagef("--busy-poll: %v", err)
+				}
+				spinners++ // a connection at a time, as ping-pong
+			}
+			if busy["unix"] && ss.unix != nil {
+				if err := transport.SetBusyPoll(ss.unix); err != nil {
+					return usagef("--busy-poll: %v", err)
+				}
+				spinners++
+			}
 			udpWorkers := len(pcs)
-			stamped := false
+			stamped, used := false, ""
 			if mode != tstamp.User {
-				used, err := enableStamps(pcs, mode)
-				if err != nil {
+				if used, err = enableStamps(pcs, mode); err != nil {
 					return err
 				}
 				stamped = used != "user"
-				if !quiet || mode != tstamp.Auto {
-					fmt.Fprintf(stdout, "timestamps: %s on UDP (TCP and Unix sockets: user-space times)\n", used)
-				}
 			}
-			var plog *probelog.Writer
-			if logPath != "" {
-				lw := io.Writer(stdout)
-				if logPath != "-" {
-					lf, err := os.Create(logPath)
-					if err != nil {
-						return usagef("--log: %v", err)
-					}
-					defer lf.Close()
-					lw = lf
-				}
-				if plog, err = probelog.NewWriter(lw, reflector.LogHeader); err != nil {
+			// All set up: only now say where the server listens.
+			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
+			if mode != tstamp.User && (!quiet || mode != tstamp.Auto) {
+				fmt.Fprintf(stdout, "timestamps: %s on UDP (TCP and Unix sockets: user-space times)\n", used)
+			}
+			plog := ss.log
+			if logPath == "-" {
+				if plog, err = probelog.NewWriter(stdout, reflector.LogHeader); err != nil {
 					return fmt.Errorf("--log %s: %w", logPath, err)
 				}
 			}
-			if tcp {
-				// The same address and port as UDP's.
-				tl, err := transport.ListenStreamWith("tcp", pcs[0].LocalAddr().String(), transport.ListenOptions{Socket: so, QuickAck: quickAck, Limits: streamLimits})
-				if err != nil {
-					return fmt.Errorf("%w (--tcp=false serves UDP alone)", err)
-				}
-				pcs = append(pcs, tl)
-				fmt.Fprintf(stdout, "listening on tcp://%s\n", tl.LocalAddr())
-				if busy["tcp"] {
-					if err := transport.SetBusyPoll(tl); err != nil {
-						return usagef("--busy-poll: %v", err)
-					}
-					spinners++ // a connection at a time, as ping-pong
-				}
+			if ss.tcp != nil {
+				pcs = append(pcs, ss.tcp)
+				fmt.Fprintf(stdout, "listening on tcp://%s\n", ss.tcp.LocalAddr())
 			}
-			if unixPath != "" {
-				ul, err := listenUnix(unixPath, streamLimits)
-				if err != nil {
-					return err
-				}
-				pcs = append(pcs, ul)
+			if ss.unix != nil {
+				pcs = append(pcs, ss.unix)
 				fmt.Fprintf(stdout, "listening on unix://%s\n", unixPath)
-				if busy["unix"] {
-					if err := transport.SetBusyPoll(ul); err != nil {
-						return usagef("--busy-poll: %v", err)
-					}
-					spinners++
-				}
 			}
-			if unixgramPath != "" {
-				gl, err := transport.ListenUnixgram(unixgramPath)
-				if err != nil {
-					return fmt.Errorf("--unixgram %w", err)
-				}
-				pcs = append(pcs, gl)
+			if ss.unixgram != nil {
+				pcs = append(pcs, ss.unixgram)
 				fmt.Fprintf(stdout, "listening on unixgram://%s\n", unixgramPath)
 			}
-			if dbusBus != "" {
-				dl, err := transport.ListenDBus(dbusBus, dbusName)
-				if err != nil {
-					return fmt.Errorf("--dbus %s: %w", dbusBus, err)
-				}
-				pcs = append(pcs, dl)
+			if ss.dbus != nil {
+				pcs = append(pcs, ss.dbus)
 				fmt.Fprintf(stdout, "listening on dbus %s as %s\n", dbusBus, dbusName)
 			}
 			if spinners > 0 {
@@ -525,17 +497,6 @@ func dropsText(s reflector.Stats) string {
 		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
 	}
 	return b.String()
-}
-
-// listenUnix listens on a Unix stream socket at path. A socket file left
-// by a crashed run is replaced; one a live process listens on is an error.
-// The file is removed when the listener closes.
-func listenUnix(path string, lim transport.StreamLimits) (transport.PacketConn, error) {
-	l, err := transport.ListenStreamWith("unix", path, transport.ListenOptions{Limits: lim})
-	if err != nil {
-		return nil, fmt.Errorf("--unix %w", err)
-	}
-	return l, nil
 }
 
 // enableStamps turns kernel (or hardware) stamps on for the UDP sockets,

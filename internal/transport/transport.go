@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,6 +134,7 @@ var (
 	_ Conn            = (*net.UDPConn)(nil)
 	_ Conn            = (*stream.Conn)(nil)
 	_ PacketConn      = (*stream.Listener)(nil)
+	_ PacketConn      = (*unixListener)(nil)
 	_ PacketConn      = (*unixgram.PacketConn)(nil)
 	_ BatchConn       = (*udp.Conn)(nil)
 	_ PacketConn      = (*udp.PacketConn)(nil)
@@ -367,16 +370,16 @@ func Granted(conn Conn) (result.Socket, error) {
 	return sockopt.Read(rc, network)
 }
 
-// ListenUnixgram opens a reflector's Unix datagram socket at path (a
-// stale socket file is replaced, a live one is an error; the file is
-// removed on Close).
+// ListenUnixgram opens a reflector's Unix datagram socket at path,
+// claimed as claimSocketPath says; Close removes the file if it is still
+// the one made here.
 func ListenUnixgram(path string) (PacketConn, error) {
 	if err := claimSocketPath("unixgram", path); err != nil {
 		return nil, err
 	}
 	c, err := unixgram.Listen(path)
 	if err != nil {
-		return nil, err
+		return nil, bindError(path, err)
 	}
 	return c, nil
 }
@@ -417,33 +420,166 @@ type ListenOptions struct {
 }
 
 // claimSocketPath readies path for a Unix socket of network ("unix" or
-// "unixgram"): a socket file left by a crashed run is removed; a path
-// that is not a socket, or that a live process listens on, is an error.
+// "unixgram"). A socket file that refuses connections (ECONNREFUSED:
+// nothing is bound to it, as a crashed run leaves it) is removed. Anything
+// else is left alone and is an error that names the path and what is
+// there: a file that is not a socket, a live socket of either type (a
+// socket of the other type answers EPROTOTYPE), one whose backlog is full,
+// a missing directory.
 func claimSocketPath(network, path string) error {
+	if strings.HasPrefix(path, "@") {
+		return nil // abstract: no file
+	}
+	if most := len(syscall.RawSockaddrUnix{}.Path); len(path) > most {
+		return fmt.Errorf("%s: %d bytes, longer than the %d a Unix socket's path may have", path, len(path), most)
+	}
 	fi, err := os.Lstat(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		dir := filepath.Dir(path)
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: the directory %s does not exist", path, dir)
+		}
 		return nil // free
 	}
-	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("%s: the path exists and is not a socket", path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, pathErr(err))
 	}
-	if c, err := net.DialTimeout(network, path, time.Second); err == nil {
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("%s: the path exists and is not a socket (%s)", path, fileKind(fi.Mode()))
+	}
+	c, err := net.DialTimeout(network, path, time.Second)
+	var ne net.Error
+	switch {
+	case err == nil:
 		c.Close()
-		return fmt.Errorf("%s: a live process listens there", path)
+		return fmt.Errorf("%s: a live process listens there (%s)", path, socketKinds[network])
+	case errors.Is(err, syscall.EPROTOTYPE):
+		return fmt.Errorf("%s: a live process listens there (%s)", path, otherSocketKind(network, path))
+	case network == "unix" && (errors.Is(err, syscall.EAGAIN) || errors.As(err, &ne) && ne.Timeout()):
+		return fmt.Errorf("%s: a live process listens there (%s with a full backlog)", path, socketKinds[network])
+	case !errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%s: a socket that cannot be connected to, left alone: %w", path, pathErr(err))
 	}
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("%s: remove the stale socket: %w", path, err)
+	// Nothing is bound to it. Remove it, unless another process has
+	// replaced it meanwhile.
+	if now, err := os.Lstat(path); err != nil || !os.SameFile(fi, now) {
+		return fmt.Errorf("%s: another process replaced the socket file while it was checked", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: remove the stale socket file: %w", path, pathErr(err))
 	}
 	return nil
+}
+
+// socketKinds names the Unix socket of each network.
+var socketKinds = map[string]string{
+	"unix":       "a Unix stream socket",
+	"unixgram":   "a Unix datagram socket",
+	"unixpacket": "a Unix seqpacket socket",
+}
+
+// otherSocketKind names the live socket at path that is not of network's
+// type, by connecting to it as each other type.
+func otherSocketKind(network, path string) string {
+	for _, n := range []string{"unix", "unixgram", "unixpacket"} {
+		if n == network {
+			continue
+		}
+		c, err := net.DialTimeout(n, path, time.Second)
+		if err == nil {
+			c.Close()
+			return socketKinds[n]
+		}
+		if n == "unix" && errors.Is(err, syscall.EAGAIN) {
+			return socketKinds[n] + " with a full backlog"
+		}
+	}
+	if network == "unix" {
+		return "a Unix socket that is not a stream one"
+	}
+	return "a Unix socket that is not a datagram one"
+}
+
+// fileKind names the type of a file that is not a socket.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a file of type " + m.Type().String()
+}
+
+// pathErr strips what names the path again (the operation and the path
+// of an fs.PathError or a net.OpError) from err, for messages that name
+// the path themselves.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &oe):
+		return oe.Err
+	}
+	return err
+}
+
+// bindError is a failure to make a Unix socket at path: "PATH: bind: ...".
+func bindError(path string, err error) error {
+	return fmt.Errorf("%s: %w", path, pathErr(err))
+}
+
+// listenUnix listens on a Unix stream socket at path, claimed as
+// claimSocketPath says. Close removes the socket file if it is still the
+// one made here (same device and inode), before it stops listening: while
+// it listens, nothing that checks first replaces the file.
+func listenUnix(path string, lim StreamLimits) (PacketConn, error) {
+	if err := claimSocketPath("unix", path); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, bindError(path, err)
+	}
+	ln.SetUnlinkOnClose(false) // unixListener.Close removes it, if still its own
+	l := &unixListener{Listener: stream.Serve(ln, lim), path: path}
+	if fi, err := os.Lstat(path); err == nil && !strings.HasPrefix(path, "@") {
+		l.file = fi
+	}
+	return l, nil
+}
+
+// unixListener is a stream.Listener on a Unix socket file it removes.
+type unixListener struct {
+	*stream.Listener
+	path string
+	file os.FileInfo // the socket file made; nil: none (abstract)
+}
+
+// Close removes the socket file, unless another has taken its place, and
+// closes the listener.
+func (l *unixListener) Close() error {
+	if l.file != nil {
+		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.file) {
+			_ = os.Remove(l.path)
+		}
+	}
+	return l.Listener.Close()
 }
 
 // ListenStreamWith is ListenStream as o says; a Unix socket's path is
 // claimed as claimSocketPath says.
 func ListenStreamWith(network, addr string, o ListenOptions) (PacketConn, error) {
 	if network == "unix" {
-		if err := claimSocketPath(network, addr); err != nil {
-			return nil, err
-		}
+		return listenUnix(addr, o.Limits)
 	}
 	lc := &net.ListenConfig{}
 	var after func(net.Conn) func(msg []byte)

@@ -155,7 +155,7 @@ func ListenSharedWith(ctx context.Context, addr string, n int, control func(netw
 			for _, p := range out {
 				p.Close()
 			}
-			return nil, fmt.Errorf("listen on udp %s: %w", addr, err)
+			return nil, err // "listen udp ADDR: bind: ...": it names the network and address
 		}
 		c := pc.(*net.UDPConn)
 		p := &PacketConn{c: c}

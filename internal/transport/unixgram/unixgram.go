@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,6 +46,7 @@ func Dial(path string) (*net.UnixConn, error) {
 type PacketConn struct {
 	c    *net.UnixConn
 	path string
+	file os.FileInfo // the socket file Listen made; nil: none (abstract)
 
 	mu    sync.Mutex
 	ids   map[string]netip.AddrPort // peer socket address → its stand-in
@@ -64,7 +66,8 @@ type peer struct {
 const maxPeers = 1 << 14
 
 // Listen opens a Unix datagram socket at path, which must be free (see
-// transport.ListenUnixgram for a stale file). Close removes the file.
+// transport.ListenUnixgram for a stale file). Close removes the file it
+// made, and only that one.
 func Listen(path string) (*PacketConn, error) {
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
@@ -72,7 +75,11 @@ func Listen(path string) (*PacketConn, error) {
 	}
 	_ = c.SetReadBuffer(bufferSize)
 	_ = c.SetWriteBuffer(bufferSize)
-	return &PacketConn{c: c, path: path, ids: make(map[string]netip.AddrPort), peers: make(map[netip.AddrPort]*list.Element), max: maxPeers}, nil
+	p := &PacketConn{c: c, path: path, ids: make(map[string]netip.AddrPort), peers: make(map[netip.AddrPort]*list.Element), max: maxPeers}
+	if fi, err := os.Lstat(path); err == nil && !strings.HasPrefix(path, "@") {
+		p.file = fi
+	}
+	return p, nil
 }
 
 // ReadFrom reads one datagram and returns its length and its sender's
@@ -138,9 +145,15 @@ func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
 // MaxMessage returns the largest message the socket carries.
 func (p *PacketConn) MaxMessage() int { return MaxMessage }
 
-// Close closes the socket and removes its file.
+// Close removes the socket's file, unless another has taken its place
+// (same device and inode), and closes the socket. The file goes first:
+// while the socket is bound, nothing that checks before replacing a socket
+// file (as transport.ListenUnixgram does) takes the path.
 func (p *PacketConn) Close() error {
-	err := p.c.Close()
-	os.Remove(p.path)
-	return err
+	if p.file != nil {
+		if fi, err := os.Lstat(p.path); err == nil && os.SameFile(fi, p.file) {
+			_ = os.Remove(p.path)
+		}
+	}
+	return p.c.Close()
 }
