@@ -16,19 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// shortDir returns a new directory under /tmp, short enough for Unix
-// socket paths (t.TempDir's can pass their 108-byte limit).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+	"github.com/volley-net/volley/internal/testsock"
+)
 
 // setupRun runs `volley server args...`, which is to fail while it sets
 // up. It waits at most 15 s for the server to exit, or 2 s once it has
@@ -106,7 +96,7 @@ func checkSetupFails(t *testing.T, r run, want ...string) {
 // what failed and exits non-zero, without a "listening" line first (a
 // script waiting for one would take the server to be up).
 func TestSetupFails(t *testing.T) {
-	dir := shortDir(t)
+	dir := testsock.ShortDir(t)
 	// TCP has a port that UDP has free; UDP has one.
 	var tcpHeld net.Listener
 	for range 20 {
@@ -172,87 +162,6 @@ func TestSetupFails(t *testing.T) {
 	}
 }
 
-// fullBacklog listens on a Unix stream socket at path with a backlog of
-// one connection, and fills it.
-func fullBacklog(t *testing.T, path string) net.Listener {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.FileListener(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	for range 8 {
-		c, err := net.Dial("unix", path)
-		if errors.Is(err, syscall.EAGAIN) {
-			return ln
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-	}
-	t.Fatal("the backlog never filled")
-	return nil
-}
-
-// stillWorks checks that the socket at path answers as it did: a stream
-// listener accepts, a datagram socket receives.
-func stillWorks(t *testing.T, path string, live any) {
-	t.Helper()
-	switch l := live.(type) {
-	case *net.UnixListener:
-		// Take what waits (a filled backlog), then a new connection.
-		for {
-			l.SetDeadline(time.Now().Add(100 * time.Millisecond))
-			c, err := l.Accept()
-			if err != nil {
-				break
-			}
-			c.Close()
-		}
-		c, err := net.Dial("unix", path)
-		if err != nil {
-			t.Fatalf("the listener at %s no longer takes connections: %v", path, err)
-		}
-		c.Close()
-		l.SetDeadline(time.Now().Add(5 * time.Second))
-		if c, err := l.Accept(); err != nil {
-			t.Fatalf("the listener at %s no longer accepts: %v", path, err)
-		} else {
-			c.Close()
-		}
-	case *net.UnixConn:
-		c, err := net.Dial("unixgram", path)
-		if err != nil {
-			t.Fatalf("the datagram socket at %s is gone: %v", path, err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte("still there?")); err != nil {
-			t.Fatal(err)
-		}
-		l.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := l.Read(make([]byte, 64)); err != nil {
-			t.Fatalf("the datagram socket at %s no longer receives: %v", path, err)
-		}
-	case []byte:
-		if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, l) {
-			t.Fatalf("the file at %s now holds %q (%v), want %q", path, b, err, l)
-		}
-	}
-}
-
 // TestUnixSocketInUse: --unix and --unixgram replace a socket file only
 // when connecting to it is refused (nothing is bound to it). A live
 // socket of either type, one with a full backlog, or a file that is not a
@@ -284,7 +193,7 @@ func TestUnixSocketInUse(t *testing.T) {
 		{"live stream socket at --unixgram", "--unixgram", listenStream, "a live process listens there (a Unix stream socket)"},
 		{"live datagram socket at --unix", "--unix", listenGram, "a live process listens there (a Unix datagram socket)"},
 		{"live datagram socket at --unixgram", "--unixgram", listenGram, "a live process listens there (a Unix datagram socket)"},
-		{"full backlog at --unix", "--unix", func(t *testing.T, p string) any { return fullBacklog(t, p).(*net.UnixListener) },
+		{"full backlog at --unix", "--unix", func(t *testing.T, p string) any { return testsock.FullBacklog(t, p).(*net.UnixListener) },
 			"a live process listens there (a Unix stream socket with a full backlog)"},
 		{"regular file at --unix", "--unix", func(t *testing.T, p string) any {
 			if err := os.WriteFile(p, []byte("keep me"), 0o600); err != nil {
@@ -301,15 +210,15 @@ func TestUnixSocketInUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(shortDir(t), "s")
+			path := filepath.Join(testsock.ShortDir(t), "s")
 			live := tt.make(t, path)
 			checkSetupFails(t, setupRun(t, "--listen", "127.0.0.1:0", tt.flag, path), tt.flag+" "+path+": "+tt.want)
-			stillWorks(t, path, live)
+			testsock.StillWorks(t, path, live)
 		})
 	}
 
 	t.Run("stale socket files are replaced", func(t *testing.T) {
-		dir := shortDir(t)
+		dir := testsock.ShortDir(t)
 		sock, gram := filepath.Join(dir, "u.sock"), filepath.Join(dir, "g.sock")
 		// Socket files nothing is bound to, as a crashed server leaves
 		// them; each of the other type, which is no matter.
@@ -343,7 +252,7 @@ func TestUnixSocketInUse(t *testing.T) {
 	})
 
 	t.Run("files that took the sockets' place are kept", func(t *testing.T) {
-		dir := shortDir(t)
+		dir := testsock.ShortDir(t)
 		sock, gram := filepath.Join(dir, "u.sock"), filepath.Join(dir, "g.sock")
 		srv := startServer(t, "127.0.0.1:0", "-q", "--tcp=false", "--unix", sock, "--unixgram", gram)
 		srv.waitFor(t, "listening on unixgram://")
@@ -362,7 +271,7 @@ func TestUnixSocketInUse(t *testing.T) {
 			if _, err := os.Lstat(p); err != nil {
 				t.Fatalf("the server removed %s, which another process had made: %v", p, err)
 			}
-			stillWorks(t, p, others[i])
+			testsock.StillWorks(t, p, others[i])
 		}
 	})
 }

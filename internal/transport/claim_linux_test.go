@@ -7,57 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/volley-net/volley/internal/testsock"
 )
-
-// shortDir returns a new directory under /tmp, short enough for Unix
-// socket paths (t.TempDir's can pass the 108-byte limit).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// fullBacklog listens on a Unix stream socket at path with a backlog of
-// one connection and fills it. The returned listener accepts.
-func fullBacklog(t *testing.T, path string) net.Listener {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.FileListener(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	for range 8 {
-		c, err := net.Dial("unix", path)
-		if errors.Is(err, syscall.EAGAIN) {
-			return ln
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-	}
-	t.Fatal("the backlog never filled")
-	return nil
-}
 
 // stale leaves a socket file of network at path that nothing is bound to.
 func stale(t *testing.T, network, path string) {
@@ -76,43 +29,6 @@ func stale(t *testing.T, network, path string) {
 		t.Fatal(err)
 	}
 	c.Close()
-}
-
-// works checks that the live socket at path still answers: a stream
-// listener accepts, a datagram socket receives.
-func works(t *testing.T, path string, live any) {
-	t.Helper()
-	switch l := live.(type) {
-	case net.Listener:
-		for {
-			// Take what waits (the claim's own connections, the filled
-			// backlog), then a new connection.
-			l.(interface{ SetDeadline(time.Time) error }).SetDeadline(time.Now().Add(100 * time.Millisecond))
-			c, err := l.Accept()
-			if err != nil {
-				break
-			}
-			c.Close()
-		}
-		c, err := net.Dial("unix", path)
-		if err != nil {
-			t.Fatalf("the listener at %s no longer takes connections: %v", path, err)
-		}
-		c.Close()
-	case *net.UnixConn:
-		c, err := net.Dial("unixgram", path)
-		if err != nil {
-			t.Fatalf("the datagram socket at %s is gone: %v", path, err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte("hi")); err != nil {
-			t.Fatal(err)
-		}
-		l.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := l.Read(make([]byte, 8)); err != nil {
-			t.Fatalf("the datagram socket at %s no longer receives: %v", path, err)
-		}
-	}
 }
 
 // TestClaimSocketPath: only a socket file that refuses connections is
@@ -161,9 +77,9 @@ func TestClaimSocketPath(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			return c
 		}, "a live process listens there (a Unix datagram socket)"},
-		{"live stream socket, backlog full", "unix", func(t *testing.T, p string) any { return fullBacklog(t, p) },
+		{"live stream socket, backlog full", "unix", func(t *testing.T, p string) any { return testsock.FullBacklog(t, p) },
 			"a live process listens there (a Unix stream socket with a full backlog)"},
-		{"live stream socket, backlog full, for a datagram one", "unixgram", func(t *testing.T, p string) any { return fullBacklog(t, p) },
+		{"live stream socket, backlog full, for a datagram one", "unixgram", func(t *testing.T, p string) any { return testsock.FullBacklog(t, p) },
 			"a live process listens there (a Unix stream socket with a full backlog)"},
 		{"regular file", "unix", func(t *testing.T, p string) any {
 			if err := os.WriteFile(p, []byte("keep"), 0o600); err != nil {
@@ -180,7 +96,7 @@ func TestClaimSocketPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(shortDir(t), "s")
+			path := filepath.Join(testsock.ShortDir(t), "s")
 			live := tt.make(t, path)
 			before, _ := os.Lstat(path)
 			err := claimSocketPath(tt.network, path)
@@ -199,11 +115,11 @@ func TestClaimSocketPath(t *testing.T) {
 			if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
 				t.Fatalf("%s was not left as it was: %v", path, err)
 			}
-			works(t, path, live)
+			testsock.StillWorks(t, path, live)
 		})
 	}
 	t.Run("missing directory", func(t *testing.T) {
-		dir := filepath.Join(shortDir(t), "none")
+		dir := filepath.Join(testsock.ShortDir(t), "none")
 		path := filepath.Join(dir, "s")
 		if err := claimSocketPath("unix", path); err == nil || err.Error() != path+": the directory "+dir+" does not exist" {
 			t.Errorf("claimSocketPath(unix, %s) = %v, want the directory named", path, err)
@@ -228,7 +144,7 @@ func TestRemoveOwnSocketFile(t *testing.T) {
 			return ListenUnixgram(path)
 		}
 		t.Run(network, func(t *testing.T) {
-			path := filepath.Join(shortDir(t), "s")
+			path := filepath.Join(testsock.ShortDir(t), "s")
 			pc, err := listen(path)
 			if err != nil {
 				t.Fatal(err)
