@@ -168,22 +168,8 @@ func TestSetupFails(t *testing.T) {
 // socket is an error naming the path and what is there, and is left
 // working; and the server removes on exit only the socket files it made.
 func TestUnixSocketInUse(t *testing.T) {
-	listenStream := func(t *testing.T, p string) any {
-		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	listenGram := func(t *testing.T, p string) any {
-		c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	listenStream := func(t *testing.T, p string) any { return testsock.Stream(t, p) }
+	listenGram := func(t *testing.T, p string) any { return testsock.Gram(t, p) }
 	tests := []struct {
 		name string
 		flag string

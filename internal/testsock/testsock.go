@@ -74,3 +74,25 @@ func StillWorks(t testing.TB, path string, live any) {
 		}
 	}
 }
+
+// Stream listens on a Unix stream socket at path until the test ends.
+func Stream(t testing.TB, path string) any {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Gram binds a Unix datagram socket at path until the test ends.
+func Gram(t testing.TB, path string) any {
+	t.Helper()
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

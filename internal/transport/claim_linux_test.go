@@ -45,38 +45,10 @@ func TestClaimSocketPath(t *testing.T) {
 		{"stale stream socket", "unix", func(t *testing.T, p string) any { stale(t, "unix", p); return nil }, ""},
 		{"stale datagram socket", "unixgram", func(t *testing.T, p string) any { stale(t, "unixgram", p); return nil }, ""},
 		{"stale datagram socket for a stream", "unix", func(t *testing.T, p string) any { stale(t, "unixgram", p); return nil }, ""},
-		{"live stream socket", "unix", func(t *testing.T, p string) any {
-			l, err := net.Listen("unix", p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
-			return l
-		}, "a live process listens there (a Unix stream socket)"},
-		{"live stream socket for a datagram one", "unixgram", func(t *testing.T, p string) any {
-			l, err := net.Listen("unix", p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
-			return l
-		}, "a live process listens there (a Unix stream socket)"},
-		{"live datagram socket", "unixgram", func(t *testing.T, p string) any {
-			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			return c
-		}, "a live process listens there (a Unix datagram socket)"},
-		{"live datagram socket for a stream one", "unix", func(t *testing.T, p string) any {
-			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			return c
-		}, "a live process listens there (a Unix datagram socket)"},
+		{"live stream socket", "unix", func(t *testing.T, p string) any { return testsock.Stream(t, p) }, "a live process listens there (a Unix stream socket)"},
+		{"live stream socket for a datagram one", "unixgram", func(t *testing.T, p string) any { return testsock.Stream(t, p) }, "a live process listens there (a Unix stream socket)"},
+		{"live datagram socket", "unixgram", func(t *testing.T, p string) any { return testsock.Gram(t, p) }, "a live process listens there (a Unix datagram socket)"},
+		{"live datagram socket for a stream one", "unix", func(t *testing.T, p string) any { return testsock.Gram(t, p) }, "a live process listens there (a Unix datagram socket)"},
 		{"live stream socket, backlog full", "unix", func(t *testing.T, p string) any { return testsock.FullBacklog(t, p) },
 			"a live process listens there (a Unix stream socket with a full backlog)"},
 		{"live stream socket, backlog full, for a datagram one", "unixgram", func(t *testing.T, p string) any { return testsock.FullBacklog(t, p) },
