@@ -197,38 +197,49 @@ func TestStreamMemory(t *testing.T) {
 }
 
 // TestIdleConnections (point 4): idle connections cannot lock others
-// out. Beyond the per-source cap a client is told why (not "port
-// unreachable"), another source still gets in, and idle connections are
-// closed after the handshake timeout.
+// out. Those that never finish their handshake make room for a new
+// client at the per-source cap and are closed after the handshake
+// timeout; those that finished it and idle count until the idle timeout,
+// and beyond the cap a client is told why (not "port unreachable");
+// another source still gets in.
 func TestIdleConnections(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", "-i", "0", "--max-conns-per-source", "8", "--handshake-timeout", "2s")
+	srv := startServer(t, "127.0.0.1:0", "-i", "0", "--max-conns-per-source", "8", "--handshake-timeout", "2s", "--idle-timeout", "3s")
 	srv.waitFor(t, "listening on tcp")
-	var idle []net.Conn
+	var silent []net.Conn
 	for range 8 {
 		c, err := net.Dial("tcp", srv.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		idle = append(idle, c)
+		silent = append(silent, c)
 	}
 	time.Sleep(100 * time.Millisecond) // let the listener count them
+	if r := volleyRun(t, "client", "tcp://"+srv.addr, "-n", "10"); r.code != 0 {
+		t.Fatalf("a client at the per-source cap of silent connections: exit %d, stderr %q; want it let in", r.code, r.stderr)
+	}
+	for i, c := range silent {
+		if !closedWithin(c, 10*time.Second) {
+			t.Fatalf("silent connection %d still open after the handshake timeout", i)
+		}
+	}
+	// Connections that finished their handshake and idle.
+	for range 8 {
+		p := dialStream(t, "tcp", srv.addr)
+		if c := p.handshake(); c.Type != wire.TypeCookie {
+			t.Fatalf("Hello answered with %+v", c)
+		}
+	}
 	r := volleyRun(t, "client", "tcp://"+srv.addr, "-n", "10")
 	if r.code == 0 || !strings.Contains(r.stderr, "too many connections from your address") {
 		t.Fatalf("a client beyond the per-source cap: exit %d, stderr %q; want the reason", r.code, r.stderr)
 	}
-	_, port, _ := net.SplitHostPort(srv.addr)
 	// Another source: the server listens on 127.0.0.1 only, so reach it
 	// from 127.0.0.2 by binding there.
-	r = volleyRun(t, "client", "tcp://"+srv.addr, "--bind", "127.0.0.2", "-n", "10")
-	if r.code != 0 {
-		t.Fatalf("a client from another source (port %s): exit %d: %s", port, r.code, r.stderr)
+	if r := volleyRun(t, "client", "tcp://"+srv.addr, "--bind", "127.0.0.2", "-n", "10"); r.code != 0 {
+		t.Fatalf("a client from another source: exit %d: %s", r.code, r.stderr)
 	}
-	for i, c := range idle {
-		if !closedWithin(c, 10*time.Second) {
-			t.Fatalf("idle connection %d still open after the handshake timeout", i)
-		}
-	}
+	time.Sleep(4 * time.Second) // past the idle timeout
 	legit(t, "tcp://"+srv.addr, 50)
 	stopWithin(t, srv, 5*time.Second)
 }

@@ -43,7 +43,7 @@ type Listener struct {
 
 	mu       sync.Mutex
 	peers    map[netip.AddrPort]*peer
-	refusing map[net.Conn]struct{} // connections being told why they are refused
+	refusing map[net.Conn]time.Time // connections being told why they are refused, since when
 	nextID   uint64
 
 	deadline *deadline.Deadline
@@ -161,7 +161,9 @@ type peer struct {
 	src      netip.Prefix
 	free     chan struct{} // ReadFrom took the message
 	buf      []byte        // the message read, after FrameHeaderLen bytes
-	admitted bool
+	admitted atomic.Bool // its handshake is done
+	accepted time.Time   // when the listener took it
+	counted  atomic.Bool // it holds a place in Listener.conns
 	wmu      sync.Mutex // one write at a time: the reader's and the writer's
 
 	// The queue WriteTo and held replies fill, and a writer goroutine
@@ -232,7 +234,7 @@ func serve(ln net.Listener, lim Limits, afterRead func(net.Conn) func(msg []byte
 	lim = lim.withDefaults()
 	l := &Listener{ln: ln, lim: lim, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
 		conns: quota.NewCounter(lim.MaxConns, lim.MaxConnsPerSource),
-		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]struct{}), deadline: deadline.New()}
+		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]time.Time), deadline: deadline.New()}
 	l.wg.Go(l.accept)
 	return l
 }
@@ -254,19 +256,13 @@ func (l *Listener) accept() {
 		l.mu.Lock()
 		addr := l.peerAddr(c)
 		src := quota.Source(addr)
-		var why Refusal
-		switch l.conns.Take(src) {
-		case quota.Total:
-			why = RefusedConns
-		case quota.PerSource:
-			why = RefusedSourceConns
-		}
-		if why != 0 {
+		if why := l.place(src); why != 0 {
 			l.refuse(c, addr, why)
 			l.mu.Unlock()
 			continue
 		}
-		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1)}
+		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1), accepted: time.Now()}
+		p.counted.Store(true)
 		if l.busy.Load() {
 			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
 		}
@@ -279,16 +275,72 @@ func (l *Listener) accept() {
 	}
 }
 
+// place takes a place for a connection from src, making room at a cap by
+// closing the connection that has waited longest without finishing its
+// handshake (of src, at src's cap): a legitimate client's handshake takes
+// a round trip, so idle or slow connections cannot keep it out. It
+// returns why there is no place. l.mu is held.
+func (l *Listener) place(src netip.Prefix) Refusal {
+	for {
+		switch l.conns.Take(src) {
+		case quota.OK:
+			return 0
+		case quota.Total:
+			if !l.evict(netip.Prefix{}) {
+				return RefusedConns
+			}
+		case quota.PerSource:
+			if !l.evict(src) {
+				return RefusedSourceConns
+			}
+		}
+	}
+}
+
+// evict closes the connection of src (any, when src is not valid) that
+// has waited longest without being admitted, and gives its place back at
+// once. It reports whether it found one. l.mu is held.
+func (l *Listener) evict(src netip.Prefix) bool {
+	var old *peer
+	for _, p := range l.peers {
+		if !p.admitted.Load() && (!src.IsValid() || p.src == src) && (old == nil || p.accepted.Before(old.accepted)) {
+			old = p
+		}
+	}
+	if old == nil {
+		return false
+	}
+	delete(l.peers, old.addr)
+	if old.counted.CompareAndSwap(true, false) {
+		l.conns.Give(old.src)
+	}
+	old.c.Close() // its reader ends, and gives back the rest
+	return true
+}
+
 // refuse tells the peer of c why it is refused: it reads the peer's first
 // message (a Hello) and answers it as the Handler says, within a second.
 // l.mu is held.
 func (l *Listener) refuse(c net.Conn, addr netip.AddrPort, why Refusal) {
 	h := l.handler.Load()
-	if h == nil || len(l.refusing) >= maxRefusing {
+	if h == nil {
 		c.Close()
 		return
 	}
-	l.refusing[c] = struct{}{}
+	if len(l.refusing) >= maxRefusing {
+		// Those that sent nothing yet make room: the newest is likelier
+		// a client that will.
+		var old net.Conn
+		var at time.Time
+		for rc, since := range l.refusing {
+			if old == nil || since.Before(at) {
+				old, at = rc, since
+			}
+		}
+		delete(l.refusing, old)
+		old.Close()
+	}
+	l.refusing[c] = time.Now()
 	l.wg.Go(func() {
 		defer func() {
 			l.mu.Lock()
@@ -349,14 +401,14 @@ func (l *Listener) read(p *peer) {
 	var last time.Time // when the last message came
 	for {
 		limit := l.lim.HandshakeMessage
-		if p.admitted {
+		if p.admitted.Load() {
 			limit = MaxMessage
 		}
 		var n int
 		var err error
 		p.buf, n, err = p.c.ReadFrame(p.buf, limit, grow)
 		if err != nil {
-			if p.admitted && errors.Is(err, os.ErrDeadlineExceeded) {
+			if p.admitted.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 				if idle := time.Since(last); idle < l.lim.IdleTimeout && p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout)) == nil {
 					continue // it sent since the deadline was set
 				}
@@ -370,8 +422,8 @@ func (l *Listener) read(p *peer) {
 		}
 		h := l.handler.Load()
 		if h == nil {
-			if !p.admitted {
-				p.admitted = true
+			if !p.admitted.Load() {
+				p.admitted.Store(true)
 				_ = p.c.SetReadDeadline(time.Time{})
 			}
 			select {
@@ -386,7 +438,7 @@ func (l *Listener) read(p *peer) {
 			}
 			continue
 		}
-		if p.admitted {
+		if p.admitted.Load() {
 			if room := (*h).Room(msg); room > n {
 				if headerLen+room > len(p.buf) {
 					b, err := l.grow(p, headerLen+room)
@@ -404,8 +456,8 @@ func (l *Listener) read(p *peer) {
 			}
 		}
 		reply, hold, admit := (*h).Handle(msg, p.addr)
-		if admit && !p.admitted {
-			p.admitted = true
+		if admit && !p.admitted.Load() {
+			p.admitted.Store(true)
 			_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
 		}
 		switch {
@@ -463,7 +515,9 @@ func (l *Listener) drop(p *peer) {
 	}
 	p.buf, p.queue, p.spare = nil, nil, nil
 	l.lim.Memory.Give(p.src, taken)
-	l.conns.Give(p.src)
+	if p.counted.CompareAndSwap(true, false) {
+		l.conns.Give(p.src)
+	}
 }
 
 // ReadFrom copies the next message of any connection into b (cut to b)
