@@ -295,6 +295,7 @@ type Reflector struct {
 	// listener's connections call Handle on their own goroutines.
 	mu      sync.Mutex
 	unknown bucket // ErrorSession answers
+	hellos  *quota.Rates
 
 	// Replies sent: see stamps.go.
 	resp    responses
@@ -315,6 +316,13 @@ type Reflector struct {
 	heldFor  time.Duration // the hold of the reply Handle returned, in stream mode
 	signers  sync.Pool     // of *wire.Signer, for the connections
 }
+
+// Hellos a source may send: a client sends one a session (and a few while
+// it reconnects), so more are a flood, dropped unanswered ("rate").
+const (
+	helloRate  = 100
+	helloBurst = 200
+)
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
 // sessions, per second: a client needs one to learn the reflector
@@ -396,6 +404,7 @@ func New(cfg Config) (*Reflector, error) {
 		mac:      hmac.New(sha256.New, cfg.Secret),
 		sessions: make(map[uint64]*session),
 		bySource: quota.NewCounter(0, cfg.MaxSessionsPerSource),
+		hellos:   quota.NewRates(helloRate, helloBurst),
 		dead:     make(map[uint64]deadToken),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
@@ -468,6 +477,11 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		default:
 			r.st.Drops[DropType]++
 		}
+		return nil
+	}
+	if h.Type == wire.TypeHello && !r.hellos.Take(quota.Source(addr), t2) {
+		// A flood: not worth a tag's check, nor an answer.
+		r.st.Drops[DropRate]++
 		return nil
 	}
 	if r.signer != nil && (!r.verified || r.forged) {
