@@ -112,8 +112,14 @@ left out of every figure; --duration and --count count after them.
 Loss is split into the way up and the way down using the reflector's count of
 probes received, carried in every reply and exact at the end of the session.
 
-Exit status: 0 done (also when stopped by SIGINT), 1 error (partial results are
-still printed), 2 usage error, a wrong or missing key, or no reflector answering.`,
+Every write to the reflector has a deadline: one that does not finish within
+max(3 x --timeout, 3s), or within max(--timeout, 1s) of the end of the run or
+of a signal (a stream reflector that stopped reading), ends the run with an
+error and the partial results.
+
+Exit status: 0 done (also when stopped by SIGINT, SIGTERM or SIGHUP), 1 error
+(partial results are still printed), 2 usage error, a wrong or missing key, or
+no reflector answering.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("client takes one TARGET, got %d: %s", len(args), strings.Join(args, " "))

@@ -81,6 +81,12 @@ var (
 	ErrNoResults = errors.New("the reflector's one-way results did not arrive")
 	// ErrConfig: the configuration cannot be run.
 	ErrConfig = errors.New("bad configuration")
+	// ErrStalled: a write to the reflector did not finish in time: a
+	// stream reflector stopped reading, and the socket buffers are full.
+	ErrStalled = errors.New("the reflector stopped reading")
+	// ErrBroken: a stream connection cannot go on, such as one whose
+	// reflector sent a frame longer than a stream carries.
+	ErrBroken = errors.New("the stream from the reflector broke")
 )
 
 // Config says what to measure. Zero fields take the defaults above.
@@ -504,6 +510,13 @@ type run struct {
 	cur, total *acc
 	res        *result.Result
 
+	// Writes: see write.go.
+	wg         *writeGuard  // the receiver's
+	writeEndBy atomic.Int64 // no probe is written after this (0: not known yet)
+	stream     bool         // a TCP or Unix stream: an error on it is the end of it
+	broken     bool         // a write was cut, or a read failed: nothing more goes over the connection
+	senderErr  error        // the open-loop sender's write that stalled; read after senderDone
+
 	nextReport int64 // end of the current interval (0: none)
 	grant      result.Grant
 	// collect, in a parallel run, takes each interval (its index, its
@@ -547,7 +560,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if cfg.Log != nil {
 		r.log = newProbeLog(cfg.Log, 1)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
 	if err := r.start(ctx); err != nil {
 		return nil, err
@@ -578,6 +591,9 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
 	}
+	network := conn.RemoteAddr().Network()
+	r.stream = network == "tcp" || network == "unix"
+	r.wg = newWriteGuard(r)
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
 	}
@@ -683,10 +699,22 @@ func (r *run) execute(ctx context.Context) error {
 	if r.open {
 		// The sender is done, or must be now; take in its last probes.
 		r.stopSender.Store(true)
+		if err != nil {
+			// The run is over: a write the sender is blocked in (the
+			// reflector stopped reading) must not hold it.
+			r.endWrites(r.clk.Now())
+		}
 		r.senderWG.Wait()
 		r.drain()
+		if r.senderErr != nil {
+			// Its write was cut: part of a message may have gone.
+			r.broken = true
+			if err == nil {
+				err = r.senderErr
+			}
+		}
 	}
-	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
+	if r.broken || errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
 		r.res.ReflectorCount = "last-reply"
 	} else {
 		r.close()
@@ -713,6 +741,9 @@ func (r *run) handshake(ctx context.Context) error {
 	for try := 1; try <= r.cfg.HandshakeTries; try++ {
 		hello.T1 = r.clk.Now()
 		r.encode(&hello, r.buf)
+		if err := r.wg.within(hello.T1, r.cfg.Timeout, true); err != nil {
+			return err
+		}
 		if _, err := r.conn.Write(r.buf); err != nil {
 			return r.noReflector(err)
 		}
@@ -875,6 +906,9 @@ func (r *run) loop(ctx context.Context) error {
 				if r.senderGone.Load() { // only without Reconnect
 					return r.gone(nil)
 				}
+				if r.senderErr != nil {
+					return r.stalled(r.senderErr)
+				}
 			}
 		case ctx.Err() != nil:
 			r.stopSending("interrupted")
@@ -903,6 +937,9 @@ func (r *run) loop(ctx context.Context) error {
 		for !r.open && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(); err != nil {
+				if errors.Is(err, ErrStalled) {
+					return r.stalled(err)
+				}
 				if transport.IsRefused(err) {
 					if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 						return err
@@ -995,6 +1032,13 @@ func (r *run) loop(ctx context.Context) error {
 				}
 			case errors.Is(err, net.ErrClosed):
 				return err
+			case r.stream:
+				// A stream's read fails for the stream, not for a
+				// message: one that says so again at every read (a
+				// frame longer than a stream carries) would spin.
+				r.stopSending("reflector-broken")
+				r.broken = true
+				return fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
 			default:
 				r.cur.counts.Errors++
 			}
@@ -1190,7 +1234,13 @@ func (r *run) send() error {
 		txID = r.stamps.sock.NextTxID()
 	}
 	r.encode(&h, buf)
+	if err := r.wg.probe(now, r.sendUntil); err != nil {
+		return err
+	}
 	if _, err := r.conn.Write(buf); err != nil {
+		if isStall(err) {
+			return r.stallError(len(buf), now, r.clk.Now())
+		}
 		return err
 	}
 	r.track(seq, now, 0, entry)
@@ -1416,14 +1466,21 @@ func (r *run) close() {
 	}
 	buf := r.buf[:wire.HeaderLen+tag]
 	var in wire.Header
-	for try := 0; try < r.cfg.HandshakeTries; try++ {
+	tries, wait := r.cfg.HandshakeTries, min(r.cfg.Timeout, time.Second)
+	if r.stream {
+		tries = 1 // a stream does not lose the close: sending it again is no use
+	}
+	for try := 0; try < tries; try++ {
 		h.Seq = uint64(try + 1)
 		h.T1 = r.clk.Now()
 		r.encode(&h, buf)
+		if err := r.wg.within(h.T1, wait, false); err != nil {
+			return
+		}
 		if _, err := r.conn.Write(buf); err != nil {
 			return
 		}
-		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(min(r.cfg.Timeout, time.Second)))); err != nil {
+		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(wait))); err != nil {
 			return
 		}
 		for {

@@ -346,6 +346,7 @@ func BenchmarkProbePath(b *testing.B) {
 	}
 	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
 		ring: make([]slot, 4096), mask: 4095, cur: newAcc(), total: newAcc(), res: &result.Result{}}
+	r.wg = newWriteGuard(r)
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
 	_ = hello.Encode(r.buf)

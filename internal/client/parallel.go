@@ -41,7 +41,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		if cfg.Log != nil {
 			r.log = newProbeLog(cfg.Log, i+1)
 		}
-		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+		stop := context.AfterFunc(ctx, r.interrupt)
 		defer stop()
 		if err := r.start(ctx); err != nil {
 			return nil, fmt.Errorf("flow %d: %w", i+1, err)

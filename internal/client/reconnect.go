@@ -173,6 +173,7 @@ func (r *run) reconnectStep(now int64) error {
 	hello := r.hello(r.recon.nonce)
 	hello.T1 = now
 	r.encode(&hello, r.buf)
+	_ = r.wg.within(now, min(r.cfg.Timeout, helloEvery), true)
 	_, _ = r.conn.Write(r.buf) // an unreachable port is why we are here
 	return nil
 }
