@@ -198,11 +198,19 @@ type Config struct {
 	// Socket, when set, is copied into the result's configuration: the
 	// socket options as the kernel applied them.
 	Socket *result.Socket
-	// OnStart, if set, receives the configuration as run once the session
-	// is open, before the first probe.
-	OnStart func(result.Config)
+	// OnStart, if set, receives the result as the run opens, once the
+	// session is open and before the first probe: the configuration as
+	// run and the start time, no intervals or summary yet. It must not
+	// keep res.
+	OnStart func(res *result.Result)
 	// OnInterval, if set, receives each interval as it ends.
 	OnInterval func(result.Interval)
+	// StreamIntervals hands the intervals to OnInterval only: the
+	// result's Intervals stays empty, so that a run of any length holds
+	// none of them (a day at 1s intervals would hold 86,400). Writers that
+	// print each interval as it ends, JSON included (report.JSONStream),
+	// need no more.
+	StreamIntervals bool
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -501,7 +509,8 @@ type run struct {
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
-	fastest              []exchange        // each interval's fastest exchange, for the clock's drift
+	drift                driftFit          // over each interval's fastest exchange, for the clock's drift
+	intervals            int               // intervals ended so far
 	recon                *reconnect        // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
@@ -566,7 +575,7 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 		return nil, err
 	}
 	if cfg.OnStart != nil {
-		cfg.OnStart(r.res.Config)
+		cfg.OnStart(r.res)
 	}
 	err = r.execute(ctx)
 	return r.res, err
@@ -1434,16 +1443,19 @@ func (r *run) flush(end int64, u uint64) {
 		if r.tcp != nil {
 			iv.TCP = r.tcpInterval(false)
 		}
-		r.res.Intervals = append(r.res.Intervals, iv)
+		if !r.cfg.StreamIntervals {
+			r.res.Intervals = append(r.res.Intervals, iv)
+		}
 		if r.cfg.OnInterval != nil {
 			r.cfg.OnInterval(iv)
 		}
 		if r.collect != nil {
-			r.collect(len(r.res.Intervals)-1, r.cur, iv.Start, iv.End)
+			r.collect(r.intervals, r.cur, iv.Start, iv.End)
 		}
+		r.intervals++
 	}
 	if r.cur.best.has {
-		r.fastest = append(r.fastest, r.cur.best)
+		r.drift.add(r.cur.best)
 	}
 	r.total.merge(r.cur)
 	r.cur.reset(end)
@@ -1555,7 +1567,7 @@ func (r *run) finish() error {
 		return r.finishOneWay()
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
-	r.res.ClockOffset = clockOffset(r.total.best, r.fastest, sum.Up, sum.Down)
+	r.res.ClockOffset = clockOffset(r.total.best, &r.drift, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
 	return nil
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -196,6 +199,93 @@ func TestBrokenStream(t *testing.T) {
 					t.Errorf("error %q, stopped %q, counts %+v: want %q, reflector-broken, the 10 replies and no error counted", err, res.Stopped, s, want)
 				}
 			})
+		})
+	}
+}
+
+// TestStreamIntervals: with StreamIntervals the intervals go to
+// OnInterval only, and the result holds none, one flow or several.
+func TestStreamIntervals(t *testing.T) {
+	for _, flows := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d flows", flows), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var conns []transport.Conn
+				for range flows {
+					c := newMemConn(t)
+					c.delay = 100 * time.Microsecond
+					conns = append(conns, c)
+				}
+				var seen []result.Interval
+				cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, StreamIntervals: true,
+					OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+				res, err := RunFlows(context.Background(), cfg, conns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Intervals) != 0 || len(seen) != 4 {
+					t.Fatalf("%d intervals kept, %d handed over: want none and 4", len(res.Intervals), len(seen))
+				}
+				var sent uint64
+				for _, iv := range seen {
+					sent += iv.Counts.Sent
+				}
+				if sent != res.Summary.Counts.Sent {
+					t.Errorf("intervals handed over add up to %d sent, summary says %d", sent, res.Summary.Counts.Sent)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkIntervalMemory: what each interval a run has ended keeps in
+// memory (retained-B/interval), with the intervals kept in the result
+// (a library's Run) and streamed (the command line, every format). An
+// interval has a figure in every distribution, kernel ones included, as
+// in a UDP run with kernel stamps.
+func BenchmarkIntervalMemory(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		name := "kept"
+		if stream {
+			name = "streamed"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg, err := Config{Duration: time.Hour, StreamIntervals: stream, OnInterval: func(result.Interval) {}}.withDefaults()
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := newRun(cfg, &echoConn{})
+			r.res = &result.Result{Intervals: []result.Interval{}}
+			r.segs = []segment{{first: 1}}
+			r.startMeasuring(r.clk.Now())
+			interval := func() {
+				a := r.cur
+				for i := range a.d {
+					a.d[i].Record(int64(20 * time.Microsecond))
+				}
+				for _, d := range a.kernel() {
+					d.Record(int64(15 * time.Microsecond))
+				}
+				a.counts.Sent, a.counts.Received = 1000, 1000
+				a.best.add(1, 2, 3, 4)
+				r.flush(r.clk.Now(), 0)
+			}
+			interval() // the first makes the kernel distributions, once
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				interval()
+				n++
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), "retained-B/interval")
+			if stream != (len(r.res.Intervals) == 0) {
+				b.Fatalf("%d intervals kept", len(r.res.Intervals))
+			}
+			runtime.KeepAlive(r)
 		})
 	}
 }
