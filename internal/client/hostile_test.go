@@ -289,3 +289,34 @@ func BenchmarkIntervalMemory(b *testing.B) {
 		})
 	}
 }
+
+// deadlineConn is a memConn that counts the write deadlines set on it.
+type deadlineConn struct {
+	*memConn
+	set atomic.Int64
+}
+
+func (c *deadlineConn) SetWriteDeadline(time.Time) error { c.set.Add(1); return nil }
+
+// TestWriteDeadlineCost: a run does not set a write deadline per probe,
+// but a few in all: the probe path stays as cheap as it was.
+func TestWriteDeadlineCost(t *testing.T) {
+	for _, cfg := range []Config{{Duration: 3 * time.Second}, {Duration: 3 * time.Second, Rate: 2000, sleep: time.Sleep}} {
+		t.Run(fmt.Sprintf("rate %v", cfg.Rate), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := &deadlineConn{memConn: newMemConn(t)}
+				c.delay = 250 * time.Microsecond
+				res, err := Run(context.Background(), cfg, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The Hello's, the first probe's, one when half the
+				// silence time has gone, one at the end's cap, the
+				// close's.
+				if sent, n := res.Summary.Counts.Sent, c.set.Load(); sent < 5000 || n > 5 {
+					t.Errorf("%d write deadlines set for %d probes, want at most 5", n, sent)
+				}
+			})
+		})
+	}
+}

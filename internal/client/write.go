@@ -57,8 +57,9 @@ func endGrace(cfg *Config) int64 { return int64(max(cfg.Timeout, time.Second)) }
 
 // probe sets the deadline for a probe's write starting at now, in a run
 // that stops sending at sendUntil (0: not known yet), unless the one set
-// last is no later than needed and far enough away: a deadline per probe
-// would cost a timer update each, this costs one per half limit.
+// last is no later than needed and either far enough away or the end
+// itself: a deadline per probe would cost a timer update each, this costs
+// one per half limit.
 func (g *writeGuard) probe(now, sendUntil int64) error {
 	if g.conn == nil {
 		return nil
@@ -70,7 +71,7 @@ func (g *writeGuard) probe(now, sendUntil int64) error {
 	if e := g.endBy.Load(); e != 0 {
 		want = min(want, e)
 	}
-	if g.set != 0 && g.set <= want && g.set-now >= g.limit/2 {
+	if g.set != 0 && g.set <= want && (g.set == want || g.set-now >= g.limit/2) {
 		return nil
 	}
 	return g.setDeadline(want, true)
