@@ -112,8 +112,14 @@ left out of every figure; --duration and --count count after them.
 Loss is split into the way up and the way down using the reflector's count of
 probes received, carried in every reply and exact at the end of the session.
 
-Exit status: 0 done (also when stopped by SIGINT), 1 error (partial results are
-still printed), 2 usage error, a wrong or missing key, or no reflector answering.`,
+Every write to the reflector has a deadline: one that does not finish within
+max(3 x --timeout, 3s), or within max(--timeout, 1s) of the end of the run or
+of a signal (a stream reflector that stopped reading), ends the run with an
+error and the partial results.
+
+Exit status: 0 done (also when stopped by SIGINT, SIGTERM or SIGHUP), 1 error
+(partial results are still printed), 2 usage error, a wrong or missing key, or
+no reflector answering.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("client takes one TARGET, got %d: %s", len(args), strings.Join(args, " "))
@@ -457,10 +463,29 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			werr = err
 		}
 	}
+	// What the client adds to the result, at its start and its end.
+	complete := func(res *result.Result) {
+		res.Version = Version()
+		res.Config.Target = t.String()
+		res.Config.InProcess = inProcess
+	}
+	// Every format writes each interval as it ends (JSON's one document
+	// too): the run keeps none, and its memory stays flat however long
+	// it runs.
+	cfg.StreamIntervals = true
+	var js *report.JSONStream
 	switch f.format {
+	case "json":
+		js = report.NewJSONStream(stdout)
+		cfg.OnStart = func(res *result.Result) {
+			opening := *res
+			complete(&opening)
+			write(js.Begin(&opening))
+		}
+		cfg.OnInterval = func(iv result.Interval) { write(js.Interval(iv)) }
 	case "text":
 		if !f.quiet {
-			cfg.OnStart = func(c result.Config) { write(report.WriteTextHeader(stdout, c)) }
+			cfg.OnStart = func(res *result.Result) { write(report.WriteTextHeader(stdout, res.Config)) }
 			first := true
 			cfg.OnInterval = func(iv result.Interval) {
 				if first {
@@ -475,11 +500,11 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	case "iperf":
 		if !f.quiet {
 			var mss uint32
-			cfg.OnStart = func(c result.Config) {
-				if c.TCP != nil {
-					mss = c.TCP.MSS
+			cfg.OnStart = func(res *result.Result) {
+				if res.Config.TCP != nil {
+					mss = res.Config.TCP.MSS
 				}
-				write(report.WriteIperfHeader(stdout, c))
+				write(report.WriteIperfHeader(stdout, res.Config))
 			}
 			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
 		}
@@ -526,9 +551,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		}
 		return runErr
 	}
-	res.Version = Version()
-	res.Config.Target = t.String()
-	res.Config.InProcess = inProcess
+	complete(res)
 	switch f.format {
 	case "text":
 		write(report.WriteSummary(stdout, res))
@@ -536,7 +559,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			write(report.WriteHistogram(stdout, res.Histogram))
 		}
 	case "json":
-		write(report.WriteJSON(stdout, res))
+		write(js.End(res))
 	case "jsonl":
 		write(report.WriteJSONLResult(stdout, res))
 	case "iperf":

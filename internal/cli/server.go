@@ -66,8 +66,8 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 The first line on stdout is "listening on udp://ADDRESS" with the bound
 address, so --listen 127.0.0.1:0 can be used by scripts. A line per interval
 follows (unless --quiet): packets/s and Mbit/s in and out, open sessions, and
-packets dropped by reason. On SIGINT or SIGTERM the reflector prints its totals
-and exits 0.
+packets dropped by reason. On SIGINT, SIGTERM or SIGHUP the reflector prints
+its totals and exits 0.
 
 The reflector never amplifies: until a client has echoed the cookie that
 proves it receives at its address, the reflector answers only with a cookie

@@ -81,6 +81,12 @@ var (
 	ErrNoResults = errors.New("the reflector's one-way results did not arrive")
 	// ErrConfig: the configuration cannot be run.
 	ErrConfig = errors.New("bad configuration")
+	// ErrStalled: a write to the reflector did not finish in time: a
+	// stream reflector stopped reading, and the socket buffers are full.
+	ErrStalled = errors.New("the reflector stopped reading")
+	// ErrBroken: a stream connection cannot go on, such as one whose
+	// reflector sent a frame longer than a stream carries.
+	ErrBroken = errors.New("the stream from the reflector broke")
 )
 
 // Config says what to measure. Zero fields take the defaults above.
@@ -192,11 +198,19 @@ type Config struct {
 	// Socket, when set, is copied into the result's configuration: the
 	// socket options as the kernel applied them.
 	Socket *result.Socket
-	// OnStart, if set, receives the configuration as run once the session
-	// is open, before the first probe.
-	OnStart func(result.Config)
+	// OnStart, if set, receives the result as the run opens, once the
+	// session is open and before the first probe: the configuration as
+	// run and the start time, no intervals or summary yet. It must not
+	// keep res.
+	OnStart func(res *result.Result)
 	// OnInterval, if set, receives each interval as it ends.
 	OnInterval func(result.Interval)
+	// StreamIntervals hands the intervals to OnInterval only: the
+	// result's Intervals stays empty, so that a run of any length holds
+	// none of them (a day at 1s intervals would hold 86,400). Writers that
+	// print each interval as it ends, JSON included (report.JSONStream),
+	// need no more.
+	StreamIntervals bool
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -495,7 +509,8 @@ type run struct {
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
-	fastest              []exchange        // each interval's fastest exchange, for the clock's drift
+	drift                driftFit          // over each interval's fastest exchange, for the clock's drift
+	intervals            int               // intervals ended so far
 	recon                *reconnect        // looking for a new session
 	reportedU, reportedD uint64
 	finalCount           uint64 // the reflector's count from its CloseAck
@@ -503,6 +518,13 @@ type run struct {
 
 	cur, total *acc
 	res        *result.Result
+
+	// Writes: see write.go.
+	wg         *writeGuard  // the receiver's
+	writeEndBy atomic.Int64 // no probe is written after this (0: not known yet)
+	stream     bool         // a TCP or Unix stream: an error on it is the end of it
+	broken     bool         // a write was cut, or a read failed: nothing more goes over the connection
+	senderErr  error        // the open-loop sender's write that stalled; read after senderDone
 
 	nextReport int64 // end of the current interval (0: none)
 	grant      result.Grant
@@ -547,13 +569,13 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if cfg.Log != nil {
 		r.log = newProbeLog(cfg.Log, 1)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.OnStart != nil {
-		cfg.OnStart(r.res.Config)
+		cfg.OnStart(r.res)
 	}
 	err = r.execute(ctx)
 	return r.res, err
@@ -578,6 +600,9 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
 	}
+	network := conn.RemoteAddr().Network()
+	r.stream = network == "tcp" || network == "unix"
+	r.wg = newWriteGuard(r)
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
 	}
@@ -683,10 +708,22 @@ func (r *run) execute(ctx context.Context) error {
 	if r.open {
 		// The sender is done, or must be now; take in its last probes.
 		r.stopSender.Store(true)
+		if err != nil {
+			// The run is over: a write the sender is blocked in (the
+			// reflector stopped reading) must not hold it.
+			r.endWrites(r.clk.Now())
+		}
 		r.senderWG.Wait()
 		r.drain()
+		if r.senderErr != nil {
+			// Its write was cut: part of a message may have gone.
+			r.broken = true
+			if err == nil {
+				err = r.senderErr
+			}
+		}
 	}
-	if errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
+	if r.broken || errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
 		r.res.ReflectorCount = "last-reply"
 	} else {
 		r.close()
@@ -714,6 +751,9 @@ func (r *run) handshake(ctx context.Context) error {
 		hello.T1 = r.clk.Now()
 		msg := r.helloMsg()
 		r.encode(&hello, msg)
+		if err := r.wg.within(hello.T1, r.cfg.Timeout, true); err != nil {
+			return err
+		}
 		if _, err := r.conn.Write(msg); err != nil {
 			return r.noReflector(err)
 		}
@@ -786,7 +826,7 @@ func (r *run) hello(nonce uint64) wire.Header {
 // alone, since a reflector takes only small messages from a connection
 // before its handshake.
 func (r *run) helloMsg() []byte {
-	if n := r.conn.RemoteAddr().Network(); n == "tcp" || n == "unix" {
+	if r.stream {
 		return r.buf[:min(len(r.buf), wire.HeaderLen+wire.TagLen)]
 	}
 	return r.buf
@@ -824,8 +864,12 @@ func (r *run) gone(err error) error {
 
 func (r *run) noReflector(err error) error {
 	if transport.IsRefused(err) {
-		if r.conn.RemoteAddr().Network() == "dbus" {
+		switch {
+		case r.conn.RemoteAddr().Network() == "dbus":
 			return fmt.Errorf("%w at %s: no connection on the bus has that name", ErrNoReflector, r.peer)
+		case r.stream:
+			// It took the connection, then closed it: something listens.
+			return fmt.Errorf("%w at %s: it closed the connection without answering (%v)", ErrNoReflector, r.peer, err)
 		}
 		return fmt.Errorf("%w at %s: port unreachable (nothing listens there)", ErrNoReflector, r.peer)
 	}
@@ -888,6 +932,9 @@ func (r *run) loop(ctx context.Context) error {
 				if r.senderGone.Load() { // only without Reconnect
 					return r.gone(nil)
 				}
+				if r.senderErr != nil {
+					return r.stalled(r.senderErr)
+				}
 			}
 		case ctx.Err() != nil:
 			r.stopSending("interrupted")
@@ -916,6 +963,9 @@ func (r *run) loop(ctx context.Context) error {
 		for !r.open && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(); err != nil {
+				if errors.Is(err, ErrStalled) {
+					return r.stalled(err)
+				}
 				if transport.IsRefused(err) {
 					if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 						return err
@@ -1008,6 +1058,13 @@ func (r *run) loop(ctx context.Context) error {
 				}
 			case errors.Is(err, net.ErrClosed):
 				return err
+			case r.stream:
+				// A stream's read fails for the stream, not for a
+				// message: one that says so again at every read (a
+				// frame longer than a stream carries) would spin.
+				r.stopSending("reflector-broken")
+				r.broken = true
+				return fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
 			default:
 				r.cur.counts.Errors++
 			}
@@ -1203,7 +1260,13 @@ func (r *run) send() error {
 		txID = r.stamps.sock.NextTxID()
 	}
 	r.encode(&h, buf)
+	if err := r.wg.probe(now, r.sendUntil); err != nil {
+		return err
+	}
 	if _, err := r.conn.Write(buf); err != nil {
+		if isStall(err) {
+			return r.stallError(len(buf), now, r.clk.Now())
+		}
 		return err
 	}
 	r.track(seq, now, 0, entry)
@@ -1397,16 +1460,19 @@ func (r *run) flush(end int64, u uint64) {
 		if r.tcp != nil {
 			iv.TCP = r.tcpInterval(false)
 		}
-		r.res.Intervals = append(r.res.Intervals, iv)
+		if !r.cfg.StreamIntervals {
+			r.res.Intervals = append(r.res.Intervals, iv)
+		}
 		if r.cfg.OnInterval != nil {
 			r.cfg.OnInterval(iv)
 		}
 		if r.collect != nil {
-			r.collect(len(r.res.Intervals)-1, r.cur, iv.Start, iv.End)
+			r.collect(r.intervals, r.cur, iv.Start, iv.End)
 		}
+		r.intervals++
 	}
 	if r.cur.best.has {
-		r.fastest = append(r.fastest, r.cur.best)
+		r.drift.add(r.cur.best)
 	}
 	r.total.merge(r.cur)
 	r.cur.reset(end)
@@ -1442,14 +1508,21 @@ func (r *run) close() {
 		buf = make([]byte, size) // once a run
 	}
 	var in wire.Header
-	for try := 0; try < r.cfg.HandshakeTries; try++ {
+	tries, wait := r.cfg.HandshakeTries, min(r.cfg.Timeout, time.Second)
+	if r.stream {
+		tries = 1 // a stream does not lose the close: sending it again is no use
+	}
+	for try := 0; try < tries; try++ {
 		h.Seq = uint64(try + 1)
 		h.T1 = r.clk.Now()
 		r.encode(&h, buf)
+		if err := r.wg.within(h.T1, wait, false); err != nil {
+			return
+		}
 		if _, err := r.conn.Write(buf); err != nil {
 			return
 		}
-		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(min(r.cfg.Timeout, time.Second)))); err != nil {
+		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(wait))); err != nil {
 			return
 		}
 		for {
@@ -1524,7 +1597,7 @@ func (r *run) finish() error {
 		return r.finishOneWay()
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
-	r.res.ClockOffset = clockOffset(r.total.best, r.fastest, sum.Up, sum.Down)
+	r.res.ClockOffset = clockOffset(r.total.best, &r.drift, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
 	return nil
 }

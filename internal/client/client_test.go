@@ -346,6 +346,7 @@ func BenchmarkProbePath(b *testing.B) {
 	}
 	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
 		ring: make([]slot, 4096), mask: 4095, cur: newAcc(), total: newAcc(), res: &result.Result{}}
+	r.wg = newWriteGuard(r)
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
 	_ = hello.Encode(r.buf)
@@ -944,11 +945,20 @@ func TestClockShift(t *testing.T) {
 func TestClockDrift(t *testing.T) {
 	best := exchange{has: true, delay: 1000, theta: 0}
 	slow := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 200}, {has: true, at: 2e9, theta: 400}}
-	if c := clockOffset(best, slow, result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-0.2) > 1e-9 || len(c.Warnings) != 0 {
+	if c := clockOffset(best, fitOf(slow), result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-0.2) > 1e-9 || len(c.Warnings) != 0 {
 		t.Fatalf("drift %v ppm, warnings %v; want 0.2 ppm and none", c.DriftPPM, c.Warnings)
 	}
 	fast := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 500_000}}
-	if c := clockOffset(best, fast, result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-500) > 1e-6 || len(c.Warnings) != 1 {
+	if c := clockOffset(best, fitOf(fast), result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-500) > 1e-6 || len(c.Warnings) != 1 {
 		t.Fatalf("drift %v ppm, warnings %v; want 500 ppm and a warning", c.DriftPPM, c.Warnings)
 	}
+}
+
+// fitOf fits the exchanges es as a run's intervals would.
+func fitOf(es []exchange) *driftFit {
+	var f driftFit
+	for _, e := range es {
+		f.add(e)
+	}
+	return &f
 }

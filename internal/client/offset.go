@@ -39,29 +39,50 @@ func (e *exchange) merge(o exchange) {
 // does not fit the whole run.
 const maxDriftPPM = 100
 
+// driftFit fits the offset over time by least squares, from each
+// interval's fastest exchange, in constant memory: a run of a day at 1s
+// intervals keeps four sums, not 86,400 exchanges.
+type driftFit struct {
+	n                float64
+	t0               int64 // the first exchange's time (T4)
+	st, so, stt, sto float64
+}
+
+// add takes an interval's fastest exchange.
+func (f *driftFit) add(e exchange) {
+	if f.n == 0 {
+		f.t0 = e.at
+	}
+	t, o := float64(e.at-f.t0)/1e9, float64(e.theta)
+	f.n++
+	f.st, f.so, f.stt, f.sto = f.st+t, f.so+o, f.stt+t*t, f.sto+t*o
+}
+
+// ppm returns the drift the fit found, in parts per million (0 from
+// fewer than two exchanges).
+func (f *driftFit) ppm() float64 {
+	if f.n < 2 {
+		return 0
+	}
+	if den := f.n*f.stt - f.st*f.st; den > 0 {
+		return (f.n*f.sto - f.st*f.so) / den / 1e3 // ns per s is ppb: /1e3 for ppm
+	}
+	return 0
+}
+
 // clockOffset estimates the offset from best, the run's fastest exchange,
-// its drift from each interval's fastest, and the up and down delays
-// corrected by it.
-func clockOffset(best exchange, intervals []exchange, up, down result.Latency) *result.ClockOffset {
+// its drift from the fit over each interval's fastest, and the up and
+// down delays corrected by it.
+func clockOffset(best exchange, drift *driftFit, up, down result.Latency) *result.ClockOffset {
 	if !best.has {
 		return nil
 	}
 	c := &result.ClockOffset{
-		Offset: time.Duration(best.theta),
-		Bound:  time.Duration(best.delay / 2),
-		Up:     shift(up, -best.theta),
-		Down:   shift(down, best.theta),
-	}
-	// Least squares of offset over time, from each interval's fastest.
-	if n := float64(len(intervals)); n >= 2 {
-		var st, so, stt, sto float64
-		for _, e := range intervals {
-			t, o := float64(e.at-intervals[0].at)/1e9, float64(e.theta)
-			st, so, stt, sto = st+t, so+o, stt+t*t, sto+t*o
-		}
-		if den := n*stt - st*st; den > 0 {
-			c.DriftPPM = (n*sto - st*so) / den / 1e3 // ns per s is ppb: /1e3 for ppm
-		}
+		Offset:   time.Duration(best.theta),
+		Bound:    time.Duration(best.delay / 2),
+		Up:       shift(up, -best.theta),
+		Down:     shift(down, best.theta),
+		DriftPPM: drift.ppm(),
 	}
 	if math.Abs(c.DriftPPM) > maxDriftPPM {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the offset drifted %.0f ppm over the run: one offset does not fit it, and the corrected delays are approximate", c.DriftPPM))

@@ -127,18 +127,33 @@ func (r *run) sender(ctx context.Context, start int64) {
 		}
 		return false
 	}
+	g := newWriteGuard(r) // the receiver's is its own
 	// flush sends what came due together; false when the reflector's port
-	// is unreachable and the run cannot go on.
+	// is unreachable, or a write did not finish in time, and the run
+	// cannot go on.
 	flush := func() bool {
-		errs, refused := ob.flush(r.cfg.Reconnect == 0)
+		if len(ob.msgs) == 0 {
+			return true
+		}
+		start := r.clk.Now()
+		if err := g.probe(start, sendUntil); err != nil {
+			r.sendErrors.Add(uint64(len(ob.msgs)))
+			ob.msgs = ob.msgs[:0]
+			return true
+		}
+		errs, refused, stalled := ob.flush(r.cfg.Reconnect == 0)
 		if errs > 0 {
 			r.sendErrors.Add(errs)
 		}
-		if refused {
+		switch {
+		case refused:
 			r.senderGone.Store(true)
 			reason = "reflector-gone"
+		case stalled > 0:
+			r.senderErr = r.stallError(stalled, start, r.clk.Now())
+			reason = "reflector-stalled"
 		}
-		return !refused
+		return !refused && stalled == 0
 	}
 	defer func() { _ = flush() }() // the probes already handed over
 	for !stopped() {
@@ -259,10 +274,11 @@ func (b *outBatch) add(out []byte) bool {
 	return len(b.msgs) == cap(b.msgs)
 }
 
-// flush sends the queued probes, and returns how many failed and whether
-// the peer's port was unreachable; when stopOnRefused, the probes after
-// that are not sent.
-func (b *outBatch) flush(stopOnRefused bool) (errs uint64, refused bool) {
+// flush sends the queued probes, and returns how many failed, whether the
+// peer's port was unreachable, and the size of a probe whose write was cut
+// by its deadline (0: none). When stopOnRefused, the probes after an
+// unreachable port are not sent; after a cut write, none are.
+func (b *outBatch) flush(stopOnRefused bool) (errs uint64, refused bool, stalled int) {
 	ms := b.msgs
 	b.msgs = b.msgs[:0]
 	for len(ms) > 0 {
@@ -277,13 +293,16 @@ func (b *outBatch) flush(stopOnRefused bool) (errs uint64, refused bool) {
 			ms = ms[sent:]
 			continue
 		}
+		if isStall(err) {
+			return errs + uint64(len(ms)-sent), false, ms[sent].N
+		}
 		if transport.IsRefused(err) && stopOnRefused {
-			return errs + uint64(len(ms)-sent), true
+			return errs + uint64(len(ms)-sent), true, 0
 		}
 		errs++
 		ms = ms[sent+1:]
 	}
-	return errs, false
+	return errs, false, 0
 }
 
 // meanGap is the mean time between probes of an open-loop run.

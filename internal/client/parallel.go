@@ -28,9 +28,10 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	if err != nil {
 		return nil, err
 	}
-	col := &collector{want: len(conns), pct: cfg.Percentiles, onInterval: cfg.OnInterval}
+	col := &collector{want: len(conns), pct: cfg.Percentiles, onInterval: cfg.OnInterval, keep: !cfg.StreamIntervals}
 	flowCfg := cfg
 	flowCfg.OnInterval, flowCfg.OnStart = nil, nil
+	flowCfg.StreamIntervals = true // a flow's go to the collector
 	runs := make([]*run, len(conns))
 	for i, c := range conns {
 		fc := flowCfg
@@ -41,7 +42,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		if cfg.Log != nil {
 			r.log = newProbeLog(cfg.Log, i+1)
 		}
-		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+		stop := context.AfterFunc(ctx, r.interrupt)
 		defer stop()
 		if err := r.start(ctx); err != nil {
 			return nil, fmt.Errorf("flow %d: %w", i+1, err)
@@ -51,7 +52,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	res := *runs[0].res
 	res.Config.Parallel = len(conns)
 	if cfg.OnStart != nil {
-		cfg.OnStart(res.Config)
+		cfg.OnStart(&res)
 	}
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
@@ -123,6 +124,7 @@ type collector struct {
 	want       int
 	pct        []float64
 	onInterval func(result.Interval)
+	keep       bool // keep the total intervals for the result (not StreamIntervals)
 	pending    []*pendingInterval
 	emitted    int
 	out        []result.Interval
@@ -158,7 +160,9 @@ func (c *collector) add(k int, a *acc, start, end time.Duration) {
 func (c *collector) emit(p *pendingInterval) {
 	iv := p.acc.interval(p.acc.start, p.acc.start+int64(p.end-p.start), c.pct)
 	iv.Start, iv.End = p.start, p.end
-	c.out = append(c.out, iv)
+	if c.keep {
+		c.out = append(c.out, iv)
+	}
 	c.emitted++
 	if c.onInterval != nil {
 		c.onInterval(iv)
@@ -166,7 +170,7 @@ func (c *collector) emit(p *pendingInterval) {
 }
 
 // finish emits what is left, from flows that had fewer intervals, and
-// returns every total interval.
+// returns every total interval (none when they are not kept).
 func (c *collector) finish() []result.Interval {
 	c.mu.Lock()
 	defer c.mu.Unlock()

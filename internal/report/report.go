@@ -1,5 +1,6 @@
 // Package report renders result.Result as text, JSON and JSON lines. It
-// does no network I/O and keeps no state between calls.
+// does no network I/O, and keeps no state between calls but a
+// JSONStream's, which writes one document over a run.
 package report
 
 import (

@@ -221,3 +221,64 @@ func TestGoldenStamps(t *testing.T) {
 	}
 	golden(t, "stamps.json", b.Bytes())
 }
+
+// TestJSONStream: the document written over a run, interval by interval,
+// is WriteJSON's to the byte: the golden files hold for both.
+func TestJSONStream(t *testing.T) {
+	noIntervals := fixture()
+	noIntervals.Intervals = []result.Interval{}
+	stamped := stampedFixture()
+	stamped.Intervals[1].Kernel = stamped.Summary.Kernel
+	stamped.Intervals[0].TCP = &result.TCPInterval{Retransmits: 1, Cwnd: 10, RTT: time.Millisecond}
+	for _, tt := range []struct {
+		name   string
+		res    *result.Result
+		golden string
+	}{
+		{"golden", fixture(), "result.json"},
+		{"stamps", stampedFixture(), "stamps.json"},
+		{"no intervals", noIntervals, ""},
+		{"kernel and tcp intervals", stamped, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := WriteJSON(&want, tt.res); err != nil {
+				t.Fatal(err)
+			}
+			if tt.golden != "" {
+				golden(t, tt.golden, want.Bytes())
+			}
+			// As a run writes it: the opening from the result as it opens,
+			// then each interval, then the rest from the final result,
+			// which holds no intervals.
+			var got bytes.Buffer
+			s := NewJSONStream(&got)
+			opening := *tt.res
+			opening.Intervals, opening.Summary, opening.Histogram = nil, result.Interval{}, nil
+			if err := s.Begin(&opening); err != nil {
+				t.Fatal(err)
+			}
+			for _, iv := range tt.res.Intervals {
+				if err := s.Interval(iv); err != nil {
+					t.Fatal(err)
+				}
+			}
+			final := *tt.res
+			final.Intervals = nil
+			if err := s.End(&final); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("streamed document differs from WriteJSON's; got:\n%s\nwant:\n%s", got.Bytes(), want.Bytes())
+			}
+			// End alone writes the whole document.
+			got.Reset()
+			if err := NewJSONStream(&got).End(tt.res); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("End alone: got:\n%s\nwant:\n%s", got.Bytes(), want.Bytes())
+			}
+		})
+	}
+}

@@ -32,9 +32,12 @@ type Result struct {
 	ReflectorCount string `json:"reflector_count"`
 	// Stopped says why the run ended: "duration", "count", "interrupted",
 	// "threshold", "reflector-silent", "reflector-gone",
-	// "reflector-restarted" (it no longer knew the session) or
+	// "reflector-restarted" (it no longer knew the session),
 	// "reflector-ended" (it refused to go on, for example at its longest
-	// session duration).
+	// session duration), "reflector-stalled" (a write to it did not
+	// finish in time: it stopped reading) or "reflector-broken" (its
+	// stream could not be read on, such as a frame longer than a stream
+	// carries).
 	Stopped string `json:"stopped"`
 	// ClockOffset is the reflector's clock offset, estimated from the
 	// exchanges, and the one-way delays corrected by it (round-trip runs
