@@ -57,10 +57,14 @@ func (l *limitFlags) check() error {
 
 // budget returns the budget the flags set, for every listener and
 // reflector of the server; it also tells the Go runtime to keep its memory
-// near what the budget allows (a quarter more, for garbage a buffer's
-// growth leaves, and 16 MiB for the rest), collecting sooner than it would.
+// near what the budget allows, and 16 MiB for the rest: it collects the
+// garbage a buffer's growth leaves sooner than it would.
 func (l *limitFlags) budget() *quota.Memory {
-	debug.SetMemoryLimit(int64(l.memory)*5/4 + 16<<20)
+	debug.SetMemoryLimit(int64(l.memory) + 16<<20)
+	// A buffer that grows leaves the one it outgrew: collect when the
+	// heap has grown by a quarter, not doubled. The reflector's own
+	// paths allocate nothing, so this costs nothing until peers make it.
+	debug.SetGCPercent(25)
 	return quota.NewMemory(int64(l.memory), int64(l.memory)/2)
 }
 

@@ -396,7 +396,9 @@ func (l *Listener) read(p *peer) {
 	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
 	grow := func(buf []byte, size int) ([]byte, error) {
 		p.buf = buf
-		return l.grow(p, size)
+		b, err := l.grow(p, size)
+		p.buf = b // not the one it outgrew: that is garbage now
+		return b, err
 	}
 	var last time.Time // when the last message came
 	for {
