@@ -381,3 +381,63 @@ func TestSessionsPerSource(t *testing.T) {
 	}
 	stopWithin(t, srv, 5*time.Second)
 }
+
+// TestStalledGramPeer (point 1, Unix datagrams): a peer whose socket is
+// full (it reads nothing) costs only its own replies: a legitimate client
+// of the same socket loses nothing, and SIGTERM still stops the server.
+func TestStalledGramPeer(t *testing.T) {
+	dir, err := os.MkdirTemp("", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	gram := filepath.Join(dir, "g")
+	srv := startServer(t, "127.0.0.1:0", "-i", "0", "--unixgram", gram)
+	srv.waitFor(t, "listening on unixgram")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: fmt.Sprintf("@volley-stalled-%d", os.Getpid()), Net: "unixgram"})
+	if err != nil {
+		t.Skipf("skipping: no abstract Unix addresses here: %v", err)
+	}
+	defer c.Close()
+	c.SetReadBuffer(4096)
+	to := &net.UnixAddr{Name: gram, Net: "unixgram"}
+	send := func(h wire.Header) {
+		if _, err := c.WriteToUnix(encode(t, h, wire.HeaderLen), to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(wire.Header{Type: wire.TypeHello, Seq: 7})
+	buf := make([]byte, 65536)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err := c.ReadFromUnix(buf)
+	var cookie wire.Header
+	if err != nil || cookie.Decode(buf[:n]) != nil || cookie.Type != wire.TypeCookie {
+		t.Fatalf("answer to a Hello: %v %+v", err, cookie)
+	}
+	// Probes asking for 60000-byte replies, read by no one, through the
+	// legitimate client's run.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for seq := uint64(1); seq <= 20000; seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			send(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 7, Seq: seq, ReplySize: 60000})
+			if seq%100 == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	legit(t, "unixgram://"+gram, 200)
+	close(stop)
+	<-done
+	stopWithin(t, srv, 5*time.Second)
+	if out := srv.output(); !strings.Contains(out, "slow-reader") {
+		t.Errorf("the server's totals count no slow-reader drops:\n%s", out)
+	}
+}

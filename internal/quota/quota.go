@@ -8,7 +8,6 @@
 package quota
 
 import (
-	"hash/maphash"
 	"net/netip"
 	"sync"
 )
@@ -150,43 +149,4 @@ func (m *Memory) Limit() int64 {
 		return 0
 	}
 	return m.limit
-}
-
-// Rates holds a token bucket per source, for events a source may cause at
-// most so often (a reflector's Hellos). Sources share the buckets of a
-// fixed table, by a keyed hash, so that it never grows and no source can
-// choose another's bucket. It is not safe for concurrent use.
-type Rates struct {
-	rate, burst float64
-	seed        maphash.Seed
-	b           [rateSlots]struct {
-		tokens float64
-		at     int64
-	}
-}
-
-const rateSlots = 4096
-
-// NewRates returns a table that lets each source cause rate events a
-// second, burst at once.
-func NewRates(rate, burst float64) *Rates {
-	return &Rates{rate: rate, burst: burst, seed: maphash.MakeSeed()}
-}
-
-// Take reports whether src may cause an event at now (Unix ns), and counts
-// it if so.
-func (r *Rates) Take(src netip.Prefix, now int64) bool {
-	a := src.Addr().As16()
-	b := &r.b[maphash.Bytes(r.seed, a[:])%rateSlots]
-	if b.at == 0 {
-		b.tokens = r.burst
-	} else {
-		b.tokens = min(r.burst, b.tokens+float64(now-b.at)*r.rate/1e9)
-	}
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }

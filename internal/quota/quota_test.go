@@ -3,7 +3,6 @@ package quota
 import (
 	"net/netip"
 	"testing"
-	"time"
 )
 
 var (
@@ -58,28 +57,5 @@ func TestMemory(t *testing.T) {
 	var none *Memory
 	if none.Take(a, 1<<40) != OK {
 		t.Fatal("a nil budget refused")
-	}
-}
-
-func TestRates(t *testing.T) {
-	r := NewRates(10, 5)
-	now := int64(time.Hour)
-	n := 0
-	for range 20 {
-		if r.Take(a, now) {
-			n++
-		}
-	}
-	if n != 5 {
-		t.Fatalf("%d of 20 at once, want the burst of 5", n)
-	}
-	if !r.Take(b, now) {
-		t.Fatal("another source was refused")
-	}
-	if r.Take(a, now+int64(50*time.Millisecond)) {
-		t.Fatal("a token came back after 50ms at 10/s")
-	}
-	if !r.Take(a, now+int64(150*time.Millisecond)) {
-		t.Fatal("no token after 150ms at 10/s")
 	}
 }

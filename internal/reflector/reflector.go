@@ -295,7 +295,6 @@ type Reflector struct {
 	// listener's connections call Handle on their own goroutines.
 	mu      sync.Mutex
 	unknown bucket // ErrorSession answers
-	hellos  *quota.Rates
 
 	// Replies sent: see stamps.go.
 	resp    responses
@@ -316,13 +315,6 @@ type Reflector struct {
 	heldFor  time.Duration // the hold of the reply Handle returned, in stream mode
 	signers  sync.Pool     // of *wire.Signer, for the connections
 }
-
-// Hellos a source may send: a client sends one a session (and a few while
-// it reconnects), so more are a flood, dropped unanswered ("rate").
-const (
-	helloRate  = 100
-	helloBurst = 200
-)
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
 // sessions, per second: a client needs one to learn the reflector
@@ -404,7 +396,6 @@ func New(cfg Config) (*Reflector, error) {
 		mac:      hmac.New(sha256.New, cfg.Secret),
 		sessions: make(map[uint64]*session),
 		bySource: quota.NewCounter(0, cfg.MaxSessionsPerSource),
-		hellos:   quota.NewRates(helloRate, helloBurst),
 		dead:     make(map[uint64]deadToken),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
@@ -477,11 +468,6 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		default:
 			r.st.Drops[DropType]++
 		}
-		return nil
-	}
-	if h.Type == wire.TypeHello && !r.hellos.Take(quota.Source(addr), t2) {
-		// A flood: not worth a tag's check, nor an answer.
-		r.st.Drops[DropRate]++
 		return nil
 	}
 	if r.signer != nil && (!r.verified || r.forged) {
@@ -1012,7 +998,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		id := r.nextTxID()
 		if _, err := conn.WriteTo(b, to); err != nil {
 			switch {
-			case errors.Is(err, transport.ErrSlowReader):
+			case transport.IsSlowReader(err):
 				r.st.Drops[DropSlowReader]++
 			case errors.Is(err, transport.ErrNoMemory):
 				r.st.Drops[DropMemory]++
@@ -1096,7 +1082,11 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 				break
 			}
 			// Skip the one that failed; send the rest.
-			r.st.SendErrors++
+			if transport.IsSlowReader(err) {
+				r.st.Drops[DropSlowReader]++
+			} else {
+				r.st.SendErrors++
+			}
 			pending, preps = pending[sent+1:], preps[sent+1:]
 		}
 		out, reps = out[:0], reps[:0]

@@ -81,12 +81,14 @@ const (
 	RefusedMemory      = stream.RefusedMemory
 )
 
-// Errors of a stream listener's WriteTo: its peer does not read, or the
-// memory budget cannot hold the reply.
-var (
-	ErrSlowReader = stream.ErrSlowReader
-	ErrNoMemory   = stream.ErrNoMemory
-)
+// ErrNoMemory: a stream listener's memory budget cannot hold a reply.
+var ErrNoMemory = stream.ErrNoMemory
+
+// IsSlowReader reports whether err says a reply was dropped because its
+// peer does not read (a stream's queue, or a Unix datagram socket, full).
+func IsSlowReader(err error) bool {
+	return errors.Is(err, stream.ErrSlowReader) || errors.Is(err, unixgram.ErrSlowReader)
+}
 
 // TCPConn is a Conn over TCP, which can say how long it took to connect
 // and what the kernel knows of it.

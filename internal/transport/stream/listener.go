@@ -161,10 +161,10 @@ type peer struct {
 	src      netip.Prefix
 	free     chan struct{} // ReadFrom took the message
 	buf      []byte        // the message read, after FrameHeaderLen bytes
-	admitted atomic.Bool // its handshake is done
-	accepted time.Time   // when the listener took it
-	counted  atomic.Bool // it holds a place in Listener.conns
-	wmu      sync.Mutex // one write at a time: the reader's and the writer's
+	admitted atomic.Bool   // its handshake is done
+	accepted time.Time     // when the listener took it
+	counted  atomic.Bool   // it holds a place in Listener.conns
+	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
 	// The queue WriteTo and held replies fill, and a writer goroutine
 	// drains, each reply when it is due.

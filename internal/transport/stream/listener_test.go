@@ -294,3 +294,21 @@ func TestHeldReplies(t *testing.T) {
 		t.Fatalf("the 100ms-held reply came after %s", took)
 	}
 }
+
+// TestEmptyMessage: a message of no bytes, before or after the
+// handshake, is the Handler's to judge; it crashes nothing.
+func TestEmptyMessage(t *testing.T) {
+	l := listen(t, Limits{}, &echoHandler{})
+	for _, admit := range []bool{false, true} {
+		c := dial(t, l)
+		if admit {
+			roundTrip(t, c, "A admit")
+		}
+		if _, err := c.Conn.Write([]byte{0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		if got := roundTrip(t, c, "A after"); got != "" && got != "A after" {
+			t.Fatalf("after an empty message: %q", got)
+		}
+	}
+}

@@ -192,6 +192,14 @@ func (c *Conn) ReadFrame(buf []byte, limit int, grow func(buf []byte, size int) 
 	if err := c.readHeader(limit); err != nil {
 		return buf, 0, err
 	}
+	if len(buf) < headerLen {
+		// Room for the framing even of an empty message.
+		nb, err := grow(buf, headerLen+min(c.size, minFrameBuf))
+		if err != nil {
+			return buf, 0, err
+		}
+		buf = nb
+	}
 	for c.got < c.size {
 		if headerLen+c.got >= len(buf) {
 			nb, err := grow(buf, min(headerLen+c.size, max(2*len(buf), headerLen+minFrameBuf)))

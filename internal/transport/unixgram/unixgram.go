@@ -54,11 +54,14 @@ type PacketConn struct {
 	lru   list.List // of *peer, the most recently heard first
 	max   int
 	next  uint64
+
+	sender sender // see send
 }
 
 type peer struct {
 	addr  *net.UnixAddr
 	stand netip.AddrPort
+	sa    any // its address for a raw send, made once (see send)
 }
 
 // maxPeers bounds the peers remembered; beyond it, the one heard from
@@ -125,7 +128,13 @@ func (p *PacketConn) id(from *net.UnixAddr) netip.AddrPort {
 // errNoPeer: WriteTo was given an address that stands for no peer.
 var errNoPeer = errors.New("unixgram: no peer with that address")
 
-// WriteTo sends b to the peer addr stands for.
+// ErrSlowReader: the peer's socket is full, it does not read its
+// replies; the reply is dropped rather than waited for.
+var ErrSlowReader = errors.New("unixgram: the peer does not read its replies")
+
+// WriteTo sends b to the peer addr stands for. It never waits: a peer
+// whose socket is full (it does not read) makes every sender to it wait
+// otherwise, the reflector's other peers included.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	p.mu.Lock()
 	e := p.peers[addr]
@@ -133,7 +142,7 @@ func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	if e == nil {
 		return 0, errNoPeer
 	}
-	return p.c.WriteToUnix(b, e.Value.(*peer).addr)
+	return p.send(b, e.Value.(*peer))
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.
