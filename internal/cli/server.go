@@ -15,6 +15,7 @@ import (
 
 	"github.com/volley-net/volley/internal/ifstats"
 	"github.com/volley-net/volley/internal/probelog"
+	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/stats"
@@ -265,6 +266,7 @@ larger than its Close.`,
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
 				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
 				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxSessionsPerSource: lim.sessionsPerSource,
+				SourceSessions: quota.NewCounter(0, lim.sessionsPerSource), // one count for every transport
 				MaxDuration: maxDuration, MaxTotalRate: maxTotalRate, Log: plog, Memory: mem}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1

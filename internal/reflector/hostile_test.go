@@ -182,3 +182,23 @@ func TestHeldMemory(t *testing.T) {
 		t.Fatalf("after %d held replies left: %d bytes still taken", sent, used)
 	}
 }
+
+// TestFullAtFirstProbe: two clients of one source both get a cookie while
+// there is room for one more session; the second's first probe, finding
+// it taken, is told why instead of going unanswered.
+func TestFullAtFirstProbe(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxSessionsPerSource: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := netip.AddrPortFrom(alice.Addr(), 1), netip.AddrPortFrom(alice.Addr(), 2)
+	t1, t2 := handshake(t, r, clk, one), handshake(t, r, clk, two)
+	if h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t1, Count: 99, Seq: 1}, 64), one, clk.Now())); h.Type != wire.TypeReply {
+		t.Fatalf("first client's probe: %+v", h)
+	}
+	h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t2, Count: 99, Seq: 1}, 64), two, clk.Now()))
+	if h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSourceSessions || h.Token != t2 || h.Seq != 1 {
+		t.Fatalf("second client's probe: %+v, want %q for its token and seq", h, wire.ErrorSourceSessions)
+	}
+}

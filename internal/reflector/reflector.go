@@ -181,6 +181,10 @@ type Config struct {
 	// closed (default DefaultMaxSessions), and MaxSessionsPerSource those
 	// of one source (quota.Source; default DefaultMaxSessionsPerSource).
 	MaxSessions, MaxSessionsPerSource int
+	// SourceSessions, when set, counts the sessions of each source across
+	// several reflectors (a server's transports), for
+	// MaxSessionsPerSource; each reflector counts its own otherwise.
+	SourceSessions *quota.Counter
 	// Memory is the budget held replies and one-way sessions' histograms
 	// are taken from (nil: no limit); the stream listener's buffers come
 	// from it too.
@@ -303,7 +307,8 @@ type Reflector struct {
 	rxStamp int64            // kernel receive stamp of the message Handle is given
 	last    sentReply        // the probe reply Handle made last,
 	lastOK  bool             // if it made one
-	admit   bool             // the message Handle was given was a session's, or earned a Cookie
+	admit   bool             // the message Handle was given was a session's,
+	cookied bool             // or earned a Cookie
 
 	// A stream listener's connections do the costly part of their
 	// messages themselves, outside the lock (see streamHandler): the
@@ -390,12 +395,15 @@ func New(cfg Config) (*Reflector, error) {
 			return nil, fmt.Errorf("make cookie secret: %w", err)
 		}
 	}
+	if cfg.SourceSessions == nil {
+		cfg.SourceSessions = quota.NewCounter(0, cfg.MaxSessionsPerSource)
+	}
 	r := &Reflector{
 		cfg:      cfg,
 		clk:      cfg.Clock,
 		mac:      hmac.New(sha256.New, cfg.Secret),
 		sessions: make(map[uint64]*session),
-		bySource: quota.NewCounter(0, cfg.MaxSessionsPerSource),
+		bySource: cfg.SourceSessions,
 		dead:     make(map[uint64]deadToken),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
@@ -449,7 +457,7 @@ func (r *Reflector) Limits() (maxSize int, maxHold time.Duration, maxRate float6
 // sent by Due. Handle never allocates except to open a session or to hold
 // a reply for the first time.
 func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
-	r.admit = false
+	r.admit, r.cookied = false, false
 	r.st.PacketsIn++
 	r.st.BytesIn += uint64(len(pkt))
 	if len(pkt) > r.cfg.MaxMessage {
@@ -493,7 +501,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropSessions]++
 			return r.refuse(pkt, &h, wire.ErrorSourceSessions)
 		}
-		r.admit = true
+		r.cookied = true
 		// Stateless: answer with a cookie no larger than the Hello, and
 		// the grants within the limits.
 		size, hold := r.grant(&h, r.cfg.MaxSize)
@@ -503,9 +511,16 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
-		s, known := r.session(h.Token, h.Count, addr, t2)
+		s, known, full := r.session(h.Token, h.Count, addr, t2)
 		if s == nil {
-			if !known {
+			switch {
+			case full != 0 && h.Type == wire.TypeProbe:
+				// Its Hello found room, but others took it since: say
+				// so, no larger than the probe (a valid cookie shows
+				// its sender receives at its address).
+				e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(full)}
+				return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
+			case !known:
 				return r.unknownSession(pkt, &h, t2)
 			}
 			return nil
@@ -832,46 +847,47 @@ func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
 // session finds the session for token, opening it when token is a valid
 // cookie for addr and nonce. It counts and returns nil when the message
 // must be dropped; known is false when the token is neither a session's
-// nor a valid cookie.
-func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) (s *session, known bool) {
+// nor a valid cookie, and full says which limit left no room for a new
+// session (0: none did).
+func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64) (s *session, known bool, full wire.ErrorCode) {
 	s = r.sessions[token]
 	if s == nil {
 		ok, dead := r.validCookie(token, addr, nonce, now)
 		if !ok {
 			r.st.Drops[DropToken]++
-			return nil, false
+			return nil, false, 0
 		}
 		if d, gone := r.dead[token]; gone {
 			r.st.Drops[DropClosed]++
 			// An idled-out session's client may still be told.
-			return nil, !d.swept
+			return nil, !d.swept, 0
 		}
 		if !r.allowed(addr) {
 			r.st.Drops[DropRefused]++
-			return nil, true
+			return nil, true, 0
 		}
 		src := quota.Source(addr)
 		if len(r.sessions) >= r.cfg.MaxSessions && !r.evictClosed(netip.Prefix{}, now) {
 			r.st.Drops[DropSessions]++
-			return nil, true
+			return nil, true, wire.ErrorSessions
 		}
 		if r.bySource.Take(src) != quota.OK {
 			if !r.evictClosed(src, now) || r.bySource.Take(src) != quota.OK {
 				r.st.Drops[DropSessions]++
-				return nil, true
+				return nil, true, wire.ErrorSourceSessions
 			}
 		}
 		s = &session{addr: addr, src: src, opened: now, dead: dead}
 		r.sessions[token] = s
 		r.open++
 		r.st.SessionsOpened++
-		return s, true
+		return s, true, 0
 	}
 	if s.addr != addr {
 		r.st.Drops[DropAddress]++
-		return nil, true
+		return nil, true, 0
 	}
-	return s, true
+	return s, true, 0
 }
 
 // evictClosed forgets one closed session (kept only to answer a repeated
@@ -1199,7 +1215,7 @@ func (h streamHandler) sign(msg []byte) {
 }
 
 // Handle answers msg: the reply to send now, or one to send after hold.
-func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, bool) {
+func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, transport.Admission) {
 	r := h.r
 	ok := h.verify(msg)
 	now := r.clk.Now()
@@ -1209,7 +1225,13 @@ func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Dur
 	// Unverified, Handle counts it, and answers a Hello with its
 	// refusal.
 	reply := r.Handle(msg, from, now)
-	hold, admit := r.heldFor, r.admit
+	hold, admit := r.heldFor, transport.AdmitNone
+	switch {
+	case r.admit:
+		admit = transport.AdmitSession
+	case r.cookied:
+		admit = transport.AdmitLarge
+	}
 	if reply != nil && hold == 0 {
 		r.st.PacketsOut++ // its connection sends it
 		r.st.BytesOut += uint64(len(reply))

@@ -67,6 +67,17 @@ type Handler = stream.Handler
 // of its caller; see dbus.Listener.SetHandler.
 type FuncHandler = dbus.Handler
 
+// Admission says how far a stream listener's Handler lets a peer in; see
+// stream.Admission.
+type Admission = stream.Admission
+
+// The steps of a stream peer's admission.
+const (
+	AdmitNone    = stream.AdmitNone
+	AdmitLarge   = stream.AdmitLarge
+	AdmitSession = stream.AdmitSession
+)
+
 // StreamLimits bound what a stream listener's peers may take; see
 // stream.Limits.
 type StreamLimits = stream.Limits

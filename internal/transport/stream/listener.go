@@ -69,8 +69,10 @@ type Limits struct {
 	// this long: its peer does not read (default 2s).
 	SendTimeout time.Duration
 	// QueueBytes bounds the bytes of replies waiting for a peer's writer
-	// (WriteTo); beyond it, replies are refused with ErrSlowReader
-	// (default 4 MiB; a reply is always taken when none waits).
+	// (held replies, WriteTo); beyond it, or while a write has made no
+	// progress for a quarter of SendTimeout, replies are refused with
+	// ErrSlowReader (default 16 MiB; a reply is always taken when none
+	// waits). The memory budget bounds them too.
 	QueueBytes int
 	// Memory is the budget buffers and queued replies are taken from
 	// (nil: no limit).
@@ -91,7 +93,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxConns, 1000)
 	def(&l.MaxConnsPerSource, 64)
 	def(&l.HandshakeMessage, 1024)
-	def(&l.QueueBytes, MaxMessage)
+	def(&l.QueueBytes, 4*MaxMessage)
 	defDur(&l.HandshakeTimeout, 5*time.Second)
 	defDur(&l.IdleTimeout, 30*time.Second)
 	defDur(&l.SendTimeout, 2*time.Second)
@@ -114,15 +116,27 @@ const (
 	RefusedMemory                         // the memory budget cannot hold the reply asked for
 )
 
+// Admission says how far a Handler lets a peer in.
+type Admission int
+
+// The steps of a peer's admission. Until AdmitLarge, a peer may send only
+// Limits.HandshakeMessage bytes at a time; until AdmitSession, it must get
+// there within Limits.HandshakeTimeout and may be closed to make room for
+// another (see Listener).
+const (
+	AdmitNone    Admission = iota // nothing shown yet
+	AdmitLarge                    // its handshake is done: messages of any size
+	AdmitSession                  // it is in a session: idle timeout, and kept
+)
+
 // Handler answers the messages of a listener's connections, each on its
 // connection's goroutine, so it must be safe for concurrent use.
 type Handler interface {
 	// Handle answers msg from the peer at from: it returns the reply
 	// (or nil), which it may build in msg's memory up to its capacity,
 	// how long to hold it before it is sent (then Send is called as it
-	// goes), and whether the peer is admitted: its handshake is done, so
-	// that it may send messages of any size.
-	Handle(msg []byte, from netip.AddrPort) (reply []byte, hold time.Duration, admit bool)
+	// goes), and how far the peer is admitted.
+	Handle(msg []byte, from netip.AddrPort) (reply []byte, hold time.Duration, admit Admission)
 	// Send is called with a held reply (in the listener's memory) just
 	// before it is written, on the connection's writer; Drop with why a
 	// held reply was not kept (ErrSlowReader, ErrNoMemory).
@@ -161,7 +175,8 @@ type peer struct {
 	src      netip.Prefix
 	free     chan struct{} // ReadFrom took the message
 	buf      []byte        // the message read, after FrameHeaderLen bytes
-	admitted atomic.Bool   // its handshake is done
+	large    bool          // it may send messages of any size (AdmitLarge)
+	admitted atomic.Bool   // it is in a session (AdmitSession)
 	accepted time.Time     // when the listener took it
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
@@ -169,12 +184,13 @@ type peer struct {
 	// The queue WriteTo and held replies fill, and a writer goroutine
 	// drains, each reply when it is due.
 	qmu     sync.Mutex
-	queue   queue    // framed replies, by due time
-	queued  int      // their bytes
-	arrived uint64   // replies queued so far
-	spare   [][]byte // written buffers to reuse
-	writing bool     // the writer runs
-	dead    bool     // the reader is gone: take nothing more
+	queue   queue     // framed replies, by due time
+	queued  int       // their bytes
+	arrived uint64    // replies queued so far
+	spare   [][]byte  // written buffers to reuse
+	writing bool      // the writer runs
+	stuck   time.Time // when the writer's write began, while it lasts
+	dead    bool      // the reader is gone: take nothing more
 	wake    chan struct{}
 	writer  sync.WaitGroup
 }
@@ -403,7 +419,7 @@ func (l *Listener) read(p *peer) {
 	var last time.Time // when the last message came
 	for {
 		limit := l.lim.HandshakeMessage
-		if p.admitted.Load() {
+		if p.large {
 			limit = MaxMessage
 		}
 		var n int
@@ -425,6 +441,7 @@ func (l *Listener) read(p *peer) {
 		h := l.handler.Load()
 		if h == nil {
 			if !p.admitted.Load() {
+				p.large = true
 				p.admitted.Store(true)
 				_ = p.c.SetReadDeadline(time.Time{})
 			}
@@ -440,7 +457,7 @@ func (l *Listener) read(p *peer) {
 			}
 			continue
 		}
-		if p.admitted.Load() {
+		if p.large {
 			if room := (*h).Room(msg); room > n {
 				if headerLen+room > len(p.buf) {
 					b, err := l.grow(p, headerLen+room)
@@ -458,7 +475,10 @@ func (l *Listener) read(p *peer) {
 			}
 		}
 		reply, hold, admit := (*h).Handle(msg, p.addr)
-		if admit && !p.admitted.Load() {
+		if admit >= AdmitLarge {
+			p.large = true
+		}
+		if admit == AdmitSession && !p.admitted.Load() {
 			p.admitted.Store(true)
 			_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
 		}
@@ -569,7 +589,8 @@ func (l *Listener) enqueue(p *peer, b []byte, due time.Time, held bool) error {
 	switch {
 	case p.dead:
 		return net.ErrClosed
-	case p.queued > 0 && p.queued+len(b) > l.lim.QueueBytes:
+	case p.queued > 0 && p.queued+len(b) > l.lim.QueueBytes,
+		p.queued > 0 && !p.stuck.IsZero() && time.Since(p.stuck) > l.lim.SendTimeout/4:
 		return ErrSlowReader
 	}
 	need := headerLen + len(b)
@@ -635,6 +656,7 @@ func (l *Listener) flush(p *peer) {
 			continue
 		}
 		q := heap.Pop(&p.queue).(queued)
+		p.stuck = time.Now()
 		p.qmu.Unlock()
 		f := q.buf
 		if q.held {
@@ -646,6 +668,7 @@ func (l *Listener) flush(p *peer) {
 		err := p.c.WriteFrame(f, len(f)-headerLen, l.lim.SendTimeout)
 		p.wmu.Unlock()
 		p.qmu.Lock()
+		p.stuck = time.Time{}
 		p.queued -= len(f) - headerLen
 		if len(p.spare) < maxSpare && !p.dead {
 			p.spare = append(p.spare, f)

@@ -14,19 +14,26 @@ import (
 	"github.com/volley-net/volley/internal/quota"
 )
 
-// echoHandler answers every message with itself (or with reply, when
-// set), admits a peer whose message starts with 'A', and answers
-// refusals with "no" and the reason.
+// echoHandler answers every message with itself, admits a peer to a
+// session when its message starts with 'A' and to large messages when it
+// starts with 'L', and answers refusals with "no" and the reason.
 type echoHandler struct {
 	room atomic.Int64
 }
 
-func (h *echoHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, bool) {
+func (h *echoHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, Admission) {
 	var hold time.Duration
 	if len(msg) > 2 && msg[1] == 'H' {
 		hold = time.Duration(msg[2]) * 10 * time.Millisecond
 	}
-	return msg, hold, len(msg) > 0 && msg[0] == 'A'
+	admit := AdmitNone
+	switch {
+	case len(msg) > 0 && msg[0] == 'A':
+		admit = AdmitSession
+	case len(msg) > 0 && msg[0] == 'L':
+		admit = AdmitLarge
+	}
+	return msg, hold, admit
 }
 
 // Send marks a held reply as sent through it.
@@ -182,6 +189,19 @@ func TestHandshakeLimits(t *testing.T) {
 		if got := roundTrip(t, c, msg); got != msg {
 			t.Fatalf("echo of %d bytes = %d bytes", len(msg), len(got))
 		}
+	})
+	t.Run("large, no session", func(t *testing.T) {
+		// Past its handshake but in no session: large messages, and the
+		// handshake timeout still.
+		c := dial(t, l)
+		if got := roundTrip(t, c, "L small"); got != "L small" {
+			t.Fatalf("echo = %q", got)
+		}
+		msg := "L" + string(make([]byte, 1000))
+		if got := roundTrip(t, c, msg); got != msg {
+			t.Fatalf("echo of %d bytes = %d bytes", len(msg), len(got))
+		}
+		waitClosed(t, c, 5*time.Second)
 	})
 	t.Run("declared length", func(t *testing.T) {
 		c := dial(t, l)
