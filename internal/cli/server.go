@@ -267,7 +267,7 @@ larger than its Close.`,
 				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
 				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxSessionsPerSource: lim.sessionsPerSource,
 				SourceSessions: quota.NewCounter(0, lim.sessionsPerSource), // one count for every transport
-				MaxDuration: maxDuration, MaxTotalRate: maxTotalRate, Log: plog, Memory: mem}
+				MaxDuration:    maxDuration, MaxTotalRate: maxTotalRate, Log: plog, Memory: mem}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
