@@ -383,6 +383,12 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	if err != nil {
 		return err
 	}
+	// Scheduling is checked before any socket is opened, so that a bad
+	// --cpu is a usage error and not hidden behind a failed dial.
+	thread, err := f.sched.plan(cmd, stderr)
+	if err != nil {
+		return err
+	}
 	inProcess := target == ""
 	var wg sync.WaitGroup
 	if inProcess {
@@ -508,10 +514,6 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			}
 			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
 		}
-	}
-	thread, err := f.sched.plan(cmd, stderr)
-	if err != nil {
-		return err
 	}
 	if thread != nil {
 		cfg.Thread = func(flow int, role string) error { return thread(flow, fmt.Sprintf("flow %d %s", flow, role)) }

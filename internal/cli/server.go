@@ -166,6 +166,13 @@ larger than its Close.`,
 			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
 			udpOpts := so
 			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
+			// Scheduling is checked (and --mlock done) before anything is
+			// opened or printed; its notes go to stderr, so that stdout
+			// still begins with the address.
+			thread, err := sf.plan(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			ss, err := openServer(cmd.Context(), serverSetup{listen: listen, workers: workers, udp: udpOpts, tcp: tcp,
 				stream:   transport.ListenOptions{Socket: so, QuickAck: quickAck, Limits: streamLimits},
 				unixPath: unixPath, gramPath: unixgramPath, dbusBus: dbusBus, dbusName: dbusName, logPath: logPath})
@@ -301,10 +308,6 @@ larger than its Close.`,
 					printf("%.2f-%.2fs %s%s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s), nic)
 					at += s.Elapsed
 				}
-			}
-			thread, err := sf.plan(cmd, stdout)
-			if err != nil {
-				return err
 			}
 			totals := make([]reflector.Stats, len(pcs))
 			errs := make([]error, len(pcs))

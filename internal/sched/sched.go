@@ -24,18 +24,22 @@ type Plan struct {
 // Empty reports whether p changes nothing.
 func (p Plan) Empty() bool { return len(p.CPUs) == 0 && p.Realtime == 0 && !p.SetNice }
 
+// maxCPU bounds a CPU number in a list, so that a typo such as 0-9999999
+// cannot make a list that size; no kernel numbers CPUs this high.
+const maxCPU = 1<<16 - 1
+
 // ParseCPUs parses a CPU list such as "0", "0,2" or "0-3,6".
 func ParseCPUs(s string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
+		if err != nil || a < 0 || a > maxCPU {
 			return nil, fmt.Errorf("bad CPU %q in %q (want a list such as 0,2-3)", part, s)
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxCPU {
 				return nil, fmt.Errorf("bad CPU range %q in %q (want a list such as 0,2-3)", part, s)
 			}
 		}
@@ -45,6 +49,36 @@ func ParseCPUs(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// FormatCPUs writes cpus, ascending, as a list that ParseCPUs reads:
+// runs of three or more as ranges ("0-3,6").
+func FormatCPUs(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		switch {
+		case j == i:
+			fmt.Fprint(&b, cpus[i])
+		case j == i+1:
+			fmt.Fprintf(&b, "%d,%d", cpus[i], cpus[j])
+		default:
+			fmt.Fprintf(&b, "%d-%d", cpus[i], cpus[j])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// Allowed returns the CPUs the process may run on (its affinity when it
+// started, as runtime.NumCPU counts them), ascending; ErrUnsupported
+// where the platform does not say.
+func Allowed() ([]int, error) { return allowed() }
 
 // Apply applies p to the calling thread, the thread-th measuring thread
 // (from 0), and says what it applied.

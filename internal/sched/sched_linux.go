@@ -2,6 +2,7 @@ package sched
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -11,6 +12,27 @@ func pin(cpu int) error {
 	var set unix.CPUSet
 	set.Set(cpu)
 	return unix.SchedSetaffinity(0, &set) // 0: the calling thread
+}
+
+// startCPUs and startErr are the process's CPUs as it started, before
+// any thread of it was pinned (a pinned thread that ends may be the main
+// thread, which the runtime keeps).
+var startCPUs, startErr = affinity()
+
+func allowed() ([]int, error) { return startCPUs, startErr }
+
+func affinity() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var out []int
+	for c := range len(set) * int(unsafe.Sizeof(set[0])) * 8 {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func realtime(prio int) error {
@@ -24,7 +46,14 @@ func nice(n int) error {
 	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
 }
 
-func mlockall() error { return unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE) }
+func mlockall() error {
+	err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
+	if errors.Is(err, unix.ENOMEM) {
+		// Without CAP_IPC_LOCK the kernel says ENOMEM for a limit.
+		return fmt.Errorf("%w: more memory than RLIMIT_MEMLOCK (ulimit -l) allows without CAP_IPC_LOCK", err)
+	}
+	return err
+}
 
 func explain(err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {

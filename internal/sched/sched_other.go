@@ -6,6 +6,7 @@ import "errors"
 
 func pin(int) error           { return errors.ErrUnsupported }
 func realtime(int) error      { return errors.ErrUnsupported }
+func allowed() ([]int, error) { return nil, errors.ErrUnsupported }
 func nice(int) error          { return errors.ErrUnsupported }
 func mlockall() error         { return errors.ErrUnsupported }
 func explain(err error) error { return err }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"testing"
@@ -39,5 +40,32 @@ func TestPin(t *testing.T) {
 	}
 	if what := <-done; what != "CPU 0" {
 		t.Fatalf("Apply said %q, want \"CPU 0\"", what)
+	}
+}
+
+func TestFormatCPUs(t *testing.T) {
+	for _, tt := range []struct {
+		in   []int
+		want string
+	}{{nil, ""}, {[]int{0}, "0"}, {[]int{0, 1}, "0,1"}, {[]int{0, 1, 2, 3, 6}, "0-3,6"}, {[]int{1, 3, 4, 5, 7, 8}, "1,3-5,7,8"}} {
+		got := FormatCPUs(tt.in)
+		if got != tt.want {
+			t.Errorf("FormatCPUs(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+		if back, err := ParseCPUs(got); len(tt.in) > 0 && (err != nil || !slices.Equal(back, tt.in)) {
+			t.Errorf("ParseCPUs(FormatCPUs(%v)) = %v, %v", tt.in, back, err)
+		}
+	}
+}
+
+// TestAllowed: the CPUs the process may run on are as many as the
+// runtime counts.
+func TestAllowed(t *testing.T) {
+	cpus, err := Allowed()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil || len(cpus) != runtime.NumCPU() {
+		t.Fatalf("Allowed() = %v, %v; want %d CPUs", cpus, err, runtime.NumCPU())
 	}
 }
