@@ -197,11 +197,11 @@ func TestStreamMemory(t *testing.T) {
 }
 
 // TestIdleConnections (point 4): idle connections cannot lock others
-// out. Those that never finish their handshake make room for a new
-// client at the per-source cap and are closed after the handshake
-// timeout; those that finished it and idle count until the idle timeout,
-// and beyond the cap a client is told why (not "port unreachable");
-// another source still gets in.
+// out. Those with no session make room for a new client at the
+// per-source cap and are closed after the handshake timeout; those in a
+// session and idle count until the idle timeout, and beyond the cap a
+// client is told why (not "port unreachable"); another source still gets
+// in.
 func TestIdleConnections(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-i", "0", "--max-conns-per-source", "8", "--handshake-timeout", "2s", "--idle-timeout", "3s")
 	srv.waitFor(t, "listening on tcp")
@@ -223,11 +223,17 @@ func TestIdleConnections(t *testing.T) {
 			t.Fatalf("silent connection %d still open after the handshake timeout", i)
 		}
 	}
-	// Connections that finished their handshake and idle.
+	// Connections in a session, idle.
 	for range 8 {
 		p := dialStream(t, "tcp", srv.addr)
 		if c := p.handshake(); c.Type != wire.TypeCookie {
 			t.Fatalf("Hello answered with %+v", c)
+		}
+		if err := p.send(wire.Header{Type: wire.TypeProbe, Token: p.token, Count: p.nonce, Seq: 1}, wire.HeaderLen); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := p.recv(); err != nil || h.Type != wire.TypeReply {
+			t.Fatalf("first probe answered with %+v, %v", h, err)
 		}
 	}
 	r := volleyRun(t, "client", "tcp://"+srv.addr, "-n", "10")
