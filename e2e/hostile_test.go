@@ -214,7 +214,7 @@ func TestIdleConnections(t *testing.T) {
 		defer c.Close()
 		silent = append(silent, c)
 	}
-	time.Sleep(100 * time.Millisecond) // let the listener count them
+	time.Sleep(1200 * time.Millisecond) // past the second a connection may wait unquestioned
 	if r := volleyRun(t, "client", "tcp://"+srv.addr, "-n", "10"); r.code != 0 {
 		t.Fatalf("a client at the per-source cap of silent connections: exit %d, stderr %q; want it let in", r.code, r.stderr)
 	}

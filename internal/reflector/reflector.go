@@ -286,8 +286,11 @@ type Reflector struct {
 	// expire: such a token must not open a session again.
 	dead      map[uint64]deadToken
 	deadCount *quota.Counter
-	open      int
-	st        Stats
+	// In stream mode, the session of each connection (its latest), so
+	// that it ends with the connection.
+	byAddr map[netip.AddrPort]uint64
+	open   int
+	st     Stats
 
 	heldQ []held   // a min-heap by due time
 	free  [][]byte // buffers of replies sent after their hold
@@ -405,6 +408,7 @@ func New(cfg Config) (*Reflector, error) {
 		sessions: make(map[uint64]*session),
 		bySource: cfg.SourceSessions,
 		dead:     make(map[uint64]deadToken),
+		byAddr:   make(map[netip.AddrPort]uint64),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
 	}
@@ -879,6 +883,9 @@ func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64)
 		}
 		s = &session{addr: addr, src: src, opened: now, dead: dead}
 		r.sessions[token] = s
+		if r.stream {
+			r.byAddr[addr] = token
+		}
 		r.open++
 		r.st.SessionsOpened++
 		return s, true, 0
@@ -919,6 +926,9 @@ func (r *Reflector) forget(tok uint64, s *session, now int64) bool {
 	}
 	r.bySource.Give(s.src)
 	delete(r.sessions, tok)
+	if r.byAddr[s.addr] == tok {
+		delete(r.byAddr, s.addr)
+	}
 	return true
 }
 
@@ -1263,6 +1273,22 @@ func (h streamHandler) Send(reply []byte, to netip.AddrPort) {
 	r.sent(0)
 	r.mu.Unlock()
 	h.sign(reply)
+}
+
+// Gone ends the session of a connection that closed: no other connection
+// can go on with it, so its place is free at once.
+func (h streamHandler) Gone(from netip.AddrPort) {
+	r := h.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tok, ok := r.byAddr[from]
+	if !ok {
+		return
+	}
+	if s := r.sessions[tok]; s != nil && !r.forget(tok, s, r.clk.Now()) && !s.closed {
+		s.closed, s.swept = true, true // the dead tokens are full: swept later
+		r.open--
+	}
 }
 
 // Drop counts a held reply its connection could not keep.

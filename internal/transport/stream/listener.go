@@ -68,12 +68,6 @@ type Limits struct {
 	// SendTimeout closes a connection whose write made no progress for
 	// this long: its peer does not read (default 2s).
 	SendTimeout time.Duration
-	// QueueBytes bounds the bytes of replies waiting for a peer's writer
-	// (held replies, WriteTo); beyond it, or while a write has made no
-	// progress for a quarter of SendTimeout, replies are refused with
-	// ErrSlowReader (default 16 MiB; a reply is always taken when none
-	// waits). The memory budget bounds them too.
-	QueueBytes int
 	// Memory is the budget buffers and queued replies are taken from
 	// (nil: no limit).
 	Memory *quota.Memory
@@ -93,7 +87,6 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxConns, 1000)
 	def(&l.MaxConnsPerSource, 64)
 	def(&l.HandshakeMessage, 1024)
-	def(&l.QueueBytes, 4*MaxMessage)
 	defDur(&l.HandshakeTimeout, 5*time.Second)
 	defDur(&l.IdleTimeout, 30*time.Second)
 	defDur(&l.SendTimeout, 2*time.Second)
@@ -142,6 +135,9 @@ type Handler interface {
 	// held reply was not kept (ErrSlowReader, ErrNoMemory).
 	Send(reply []byte, to netip.AddrPort)
 	Drop(why error)
+	// Gone says the connection of from has closed: its sessions cannot
+	// go on (another connection has another address).
+	Gone(from netip.AddrPort)
 	// Room returns the capacity the reply to msg needs, when that is
 	// more than msg's length (0 otherwise). It is asked of admitted
 	// peers' messages only; the listener zeroes that room.
@@ -177,7 +173,7 @@ type peer struct {
 	buf      []byte        // the message read, after FrameHeaderLen bytes
 	large    bool          // it may send messages of any size (AdmitLarge)
 	admitted atomic.Bool   // it is in a session (AdmitSession)
-	accepted time.Time     // when the listener took it
+	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
@@ -277,7 +273,8 @@ func (l *Listener) accept() {
 			l.mu.Unlock()
 			continue
 		}
-		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1), accepted: time.Now()}
+		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1)}
+		p.since.Store(time.Now().UnixNano())
 		p.counted.Store(true)
 		if l.busy.Load() {
 			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
@@ -313,13 +310,19 @@ func (l *Listener) place(src netip.Prefix) Refusal {
 	}
 }
 
+// evictAge is how long a connection waits without a session before it may
+// be closed to make room: a client's handshake takes a round trip, so one
+// that came at the same moment as the newcomer is not taken for idle.
+const evictAge = time.Second
+
 // evict closes the connection of src (any, when src is not valid) that
 // has waited longest without being admitted, and gives its place back at
 // once. It reports whether it found one. l.mu is held.
 func (l *Listener) evict(src netip.Prefix) bool {
 	var old *peer
+	young := time.Now().Add(-evictAge).UnixNano()
 	for _, p := range l.peers {
-		if !p.admitted.Load() && (!src.IsValid() || p.src == src) && (old == nil || p.accepted.Before(old.accepted)) {
+		if !p.admitted.Load() && p.since.Load() < young && (!src.IsValid() || p.src == src) && (old == nil || p.since.Load() < old.since.Load()) {
 			old = p
 		}
 	}
@@ -416,7 +419,7 @@ func (l *Listener) read(p *peer) {
 		p.buf = b // not the one it outgrew: that is garbage now
 		return b, err
 	}
-	var last time.Time // when the last message came
+	var last time.Time // when the last message of a session came
 	for {
 		limit := l.lim.HandshakeMessage
 		if p.large {
@@ -433,7 +436,7 @@ func (l *Listener) read(p *peer) {
 			}
 			return // the peer left, idled out, or broke the framing or a limit
 		}
-		last = time.Now()
+		now := time.Now()
 		msg := p.buf[headerLen : headerLen+n]
 		if p.after != nil {
 			p.after(msg)
@@ -445,6 +448,7 @@ func (l *Listener) read(p *peer) {
 				p.admitted.Store(true)
 				_ = p.c.SetReadDeadline(time.Time{})
 			}
+			last = now
 			select {
 			case l.frames <- frame{p: p, n: n}:
 			case <-l.closed:
@@ -478,16 +482,31 @@ func (l *Listener) read(p *peer) {
 		if admit >= AdmitLarge {
 			p.large = true
 		}
-		if admit == AdmitSession && !p.admitted.Load() {
-			p.admitted.Store(true)
-			_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
+		switch {
+		case admit == AdmitSession:
+			// Only a session's messages keep a connection: a Hello a
+			// second, or probes of a dead session, do not.
+			last = now
+			if !p.admitted.Load() {
+				p.admitted.Store(true)
+				_ = p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout))
+			}
+		case p.admitted.Load():
+			// Out of its session (it closed it, or lost it): as a new
+			// connection, it has the handshake timeout to open another,
+			// and makes room for others meanwhile.
+			p.admitted.Store(false)
+			p.since.Store(now.UnixNano())
+			_ = p.c.SetReadDeadline(now.Add(l.lim.HandshakeTimeout))
 		}
 		switch {
 		case reply == nil:
 		case hold > 0:
 			// Its writer sends it when due; a peer that does not read
 			// loses it (the Handler hears nothing of it).
-			if err := l.enqueue(p, reply, last.Add(hold), true); err != nil {
+			// Due from now, when the Handler's receive time is past: a
+			// hold is never cut short.
+			if err := l.enqueue(p, reply, time.Now().Add(hold), true); err != nil {
 				(*h).Drop(err)
 			}
 		default:
@@ -540,6 +559,9 @@ func (l *Listener) drop(p *peer) {
 	if p.counted.CompareAndSwap(true, false) {
 		l.conns.Give(p.src)
 	}
+	if h := l.handler.Load(); h != nil {
+		(*h).Gone(p.addr)
+	}
 }
 
 // ReadFrom copies the next message of any connection into b (cut to b)
@@ -589,8 +611,10 @@ func (l *Listener) enqueue(p *peer, b []byte, due time.Time, held bool) error {
 	switch {
 	case p.dead:
 		return net.ErrClosed
-	case p.queued > 0 && p.queued+len(b) > l.lim.QueueBytes,
-		p.queued > 0 && !p.stuck.IsZero() && time.Since(p.stuck) > l.lim.SendTimeout/4:
+	case p.queued > 0 && !p.stuck.IsZero() && time.Since(p.stuck) > l.lim.SendTimeout/4:
+		// A write to it has made no progress for a while: it does not
+		// read. (Replies waiting out their holds are bounded by the
+		// memory budget.)
 		return ErrSlowReader
 	}
 	need := headerLen + len(b)

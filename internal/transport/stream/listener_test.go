@@ -41,6 +41,8 @@ func (h *echoHandler) Send(reply []byte, to netip.AddrPort) { reply[1] = 'S' }
 
 func (h *echoHandler) Drop(why error) {}
 
+func (h *echoHandler) Gone(from netip.AddrPort) {}
+
 func (h *echoHandler) Room(msg []byte) int { return int(h.room.Load()) }
 
 func (h *echoHandler) Refuse(msg []byte, from netip.AddrPort, why Refusal) []byte {
@@ -108,7 +110,7 @@ func waitClosed(t *testing.T, c *Conn, within time.Duration) {
 // without progress its connection is closed, and its memory given back.
 func TestSlowReaderStallsNoOne(t *testing.T) {
 	mem := quota.NewMemory(64<<20, 64<<20)
-	l := listen(t, Limits{SendTimeout: 300 * time.Millisecond, QueueBytes: 1 << 20, Memory: mem}, &echoHandler{})
+	l := listen(t, Limits{SendTimeout: 300 * time.Millisecond, Memory: mem}, &echoHandler{})
 	stalled := dial(t, l)
 	if got := roundTrip(t, stalled, "A stalled"); got != "A stalled" {
 		t.Fatalf("echo = %q", got)
@@ -331,4 +333,28 @@ func TestEmptyMessage(t *testing.T) {
 			t.Fatalf("after an empty message: %q", got)
 		}
 	}
+}
+
+// TestOutOfSession: only a session's messages keep a connection. One
+// that leaves its session has the handshake timeout to open another,
+// however often it sends other messages, and makes room meanwhile.
+func TestOutOfSession(t *testing.T) {
+	l := listen(t, Limits{HandshakeTimeout: 300 * time.Millisecond, IdleTimeout: 10 * time.Second}, &echoHandler{})
+	c := dial(t, l)
+	roundTrip(t, c, "A in a session")
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		if _, err := c.Write([]byte("L out of it")); err != nil {
+			return // closed
+		}
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 64)); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("no answer, and not closed")
+			}
+			return // closed: what it should be
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("a connection out of its session, sending every 100ms, still open after 3s with a 300ms handshake timeout")
 }
