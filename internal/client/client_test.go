@@ -1032,3 +1032,33 @@ func TestWindDownAnswered(t *testing.T) {
 		checkTotals(t, res)
 	})
 }
+
+// TestCollectorBounded: a flow far behind the others (its intervals skipped
+// in stalls) does not make the collector hold an interval per step it is
+// behind, and every count still lands in some total interval.
+func TestCollectorBounded(t *testing.T) {
+	var got []result.Interval
+	c := &collector{want: 2, onInterval: func(iv result.Interval) { got = append(got, iv) }}
+	one := func(k int) {
+		a := newAcc()
+		a.counts.Sent = 1
+		c.add(k, a, time.Duration(k)*time.Second, time.Duration(k+1)*time.Second)
+	}
+	for k := range 100 {
+		one(k) // flow 1
+		if len(c.pending) > maxPending {
+			t.Fatalf("after interval %d: %d pending, want at most %d", k, len(c.pending), maxPending)
+		}
+	}
+	for k := range 10 {
+		one(k) // flow 2, far behind
+	}
+	c.finish()
+	var sent uint64
+	for _, iv := range got {
+		sent += iv.Counts.Sent
+	}
+	if sent != 110 {
+		t.Fatalf("total intervals add up to %d sent, want 110", sent)
+	}
+}
