@@ -487,18 +487,23 @@ type run struct {
 	ring []slot
 	mask uint64
 
-	seq         uint64 // last sequence number sent
-	warmupLast  uint64 // last warm-up sequence number (0: none yet)
-	warm        bool   // still warming up
-	origin      int64  // end of warm-up: time zero of the results
-	sendUntil   int64  // stop sending at this time (0: no limit yet)
-	sendEnd     int64  // when sending stopped: the summary's rates are over [origin, sendEnd]
-	sending     bool
-	inflight    int
-	oldest      uint64 // lowest sequence number that may be outstanding
-	lastHeard   int64
-	highestRecv uint64
-	prev        struct { // the last probe received, for IPDV
+	seq        uint64 // last sequence number sent
+	warmupLast uint64 // last warm-up sequence number (0: none yet)
+	warm       bool   // still warming up
+	origin     int64  // end of warm-up: time zero of the results
+	sendUntil  int64  // stop sending at this time (0: no limit yet)
+	sendEnd    int64  // when sending stopped: the summary's rates are over [origin, sendEnd]
+	sending    bool
+	// The wind-down: once sending stops, the run waits for the probes in
+	// flight until drainBy, and closes the session by endBy at the latest.
+	drainBy, endBy int64
+	inflight       int
+	oldest         uint64 // lowest sequence number that may be outstanding
+	lastHeard      int64
+	// lastLostSent is when the latest probe declared lost was sent.
+	lastLostSent int64
+	highestRecv  uint64
+	prev         struct { // the last probe received, for IPDV
 		seq           uint64
 		rtt, up, down int64
 	}
@@ -947,8 +952,8 @@ func (r *run) loop(ctx context.Context) error {
 		case r.sendUntil != 0 && now >= r.sendUntil:
 			r.stopSending("duration")
 		}
-		if !r.sending && r.inflight == 0 {
-			return nil
+		if !r.sending && (r.inflight == 0 || now >= r.drainBy) {
+			return nil // what is still in flight is lost
 		}
 		if r.recon != nil {
 			if err := r.reconnectStep(now); err != nil {
@@ -1020,6 +1025,9 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if r.warm && cfg.WarmupDuration > 0 && !r.open {
 			want = min(want, warmUntil)
+		}
+		if !r.sending {
+			want = min(want, r.drainBy)
 		}
 		if deadline <= now || want < deadline {
 			deadline = want
@@ -1174,6 +1182,30 @@ func (r *run) stopSending(reason string) {
 	if r.open {
 		r.stopSender.Store(true)
 	}
+	r.beginWindDown()
+}
+
+// beginWindDown sets when the run's wind-down must end: max(Timeout, 1s)
+// after the end of sending (its deadline, when it had one and is past it)
+// or a signal. The probes in flight may have the first half of that, the
+// close the rest. A reflector that answered nothing recently (nothing for
+// a timeout, and a probe sent since then went unanswered) is not waited
+// for: what it still has in flight is lost.
+func (r *run) beginWindDown() {
+	if r.endBy != 0 {
+		return
+	}
+	now := r.clk.Now()
+	from := now
+	if r.sendUntil != 0 {
+		from = min(from, r.sendUntil)
+	}
+	grace := endGrace(&r.cfg)
+	r.endBy = from + grace
+	r.drainBy = max(from+grace/2, now)
+	if now-r.lastHeard >= int64(r.cfg.Timeout) && r.lastLostSent > r.lastHeard {
+		r.drainBy = now
+	}
 }
 
 // burstOpen reports whether a closed-loop run may send now: without bursts
@@ -1317,6 +1349,7 @@ func (r *run) loseInFlight() uint64 {
 func (r *run) lose(s *slot) {
 	s.state = stateLost
 	r.inflight--
+	r.lastLostSent = max(r.lastLostSent, s.sent)
 	if r.measured(s.seq) {
 		r.cur.counts.Lost++
 		r.segs[r.segOf(s.seq)].lost++
@@ -1508,21 +1541,28 @@ func (r *run) close() {
 		buf = make([]byte, size) // once a run
 	}
 	var in wire.Header
-	tries, wait := r.cfg.HandshakeTries, min(r.cfg.Timeout, time.Second)
+	// The tries share what is left of the wind-down: each waits at most
+	// min(Timeout, 1s), and the last ends by endBy.
+	r.beginWindDown()
+	tries, most := r.cfg.HandshakeTries, int64(min(r.cfg.Timeout, time.Second))
 	if r.stream {
 		tries = 1 // a stream does not lose the close: sending it again is no use
 	}
 	for try := 0; try < tries; try++ {
 		h.Seq = uint64(try + 1)
 		h.T1 = r.clk.Now()
+		wait := min(most, (r.endBy-h.T1)/int64(tries-try))
+		if wait <= 0 {
+			return
+		}
 		r.encode(&h, buf)
-		if err := r.wg.within(h.T1, wait, false); err != nil {
+		if err := r.wg.within(h.T1, time.Duration(wait), false); err != nil {
 			return
 		}
 		if _, err := r.conn.Write(buf); err != nil {
 			return
 		}
-		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + int64(wait))); err != nil {
+		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + wait)); err != nil {
 			return
 		}
 		for {

@@ -962,3 +962,103 @@ func fitOf(es []exchange) *driftFit {
 	}
 	return &f
 }
+
+// TestWindDownSilent: a reflector that goes silent does not hold the end of
+// a run: waiting for the probes in flight and closing the session (its
+// retries included) take max(Timeout, 1s) after the deadline or a signal,
+// together.
+func TestWindDownSilent(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cfg     Config
+		signal  time.Duration // 0: none
+		within  time.Duration // after the deadline or the signal
+		stopped string
+	}{
+		{"deadline", Config{Duration: 2 * time.Second}, 0, time.Second, "duration"},
+		{"deadline window", Config{Duration: 2 * time.Second, Window: 8, Timeout: 3 * time.Second}, 0, 3 * time.Second, "duration"},
+		{"deadline open loop", Config{Duration: 2 * time.Second, SendInterval: 10 * time.Millisecond, sleep: time.Sleep}, 0, time.Second, "duration"},
+		{"signal", Config{Duration: time.Hour}, 1500 * time.Millisecond, time.Second, "interrupted"},
+		{"signal window", Config{Duration: time.Hour, Window: 8, Timeout: 3 * time.Second}, 1500 * time.Millisecond, 3 * time.Second, "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newMemConn(t)
+				c.delay = time.Millisecond
+				start := time.Now()
+				c.dead = func() bool { return time.Since(start) > 500*time.Millisecond }
+				ctx := context.Background()
+				if tt.signal > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.signal)
+					defer cancel()
+				}
+				res, err := Run(ctx, tt.cfg, c)
+				took := time.Since(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				end := tt.signal
+				if end == 0 {
+					end = tt.cfg.Duration + 2*c.delay // after the handshake
+				}
+				if took > end+tt.within {
+					t.Errorf("Run took %v, want at most %v", took, end+tt.within)
+				}
+				if res.Stopped != tt.stopped || res.ReflectorCount != "last-reply" || res.Summary.Counts.Lost == 0 {
+					t.Errorf("stopped %q, count from %q, counts %+v: want %s, last-reply and losses", res.Stopped, res.ReflectorCount, res.Summary.Counts, tt.stopped)
+				}
+				checkTotals(t, res)
+			})
+		})
+	}
+}
+
+// TestWindDownAnswered: a reflector that answers the close gives the run
+// its exact count, also when the last probes in flight are lost.
+func TestWindDownAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = time.Millisecond
+		c.dropUp = func(seq uint64) bool { return seq%3 == 0 }
+		res, err := Run(context.Background(), Config{Duration: time.Second, Window: 8, Timeout: 2 * time.Second}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Summary.Counts
+		if res.ReflectorCount != "close" || got.Lost == 0 || got.LostUp != got.Lost {
+			t.Fatalf("count from %q, counts %+v: want close, and every loss up", res.ReflectorCount, got)
+		}
+		checkTotals(t, res)
+	})
+}
+
+// TestCollectorBounded: a flow far behind the others (its intervals skipped
+// in stalls) does not make the collector hold an interval per step it is
+// behind, and every count still lands in some total interval.
+func TestCollectorBounded(t *testing.T) {
+	var got []result.Interval
+	c := &collector{want: 2, onInterval: func(iv result.Interval) { got = append(got, iv) }}
+	one := func(k int) {
+		a := newAcc()
+		a.counts.Sent = 1
+		c.add(k, a, time.Duration(k)*time.Second, time.Duration(k+1)*time.Second)
+	}
+	for k := range 100 {
+		one(k) // flow 1
+		if len(c.pending) > maxPending {
+			t.Fatalf("after interval %d: %d pending, want at most %d", k, len(c.pending), maxPending)
+		}
+	}
+	for k := range 10 {
+		one(k) // flow 2, far behind
+	}
+	c.finish()
+	var sent uint64
+	for _, iv := range got {
+		sent += iv.Counts.Sent
+	}
+	if sent != 110 {
+		t.Fatalf("total intervals add up to %d sent, want 110", sent)
+	}
+}

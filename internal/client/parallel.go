@@ -119,6 +119,9 @@ func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
 }
 
 // collector merges the flows' k-th intervals into the k-th total interval.
+// It holds at most maxPending total intervals at once, and reuses their
+// accumulators: a run of many intervals, or one flow far behind the others
+// (its intervals skipped in a stall), keeps its memory flat.
 type collector struct {
 	mu         sync.Mutex
 	want       int
@@ -126,13 +129,21 @@ type collector struct {
 	onInterval func(result.Interval)
 	keep       bool // keep the total intervals for the result (not StreamIntervals)
 	pending    []*pendingInterval
+	free       []*pendingInterval
 	emitted    int
 	out        []result.Interval
 }
 
+// maxPending is the most total intervals the collector waits on: when a
+// flow runs further ahead of the slowest, the oldest is emitted with the
+// flows it has, and what the others bring for it later goes into the
+// oldest one still pending. Every count lands in some total interval.
+const maxPending = 4
+
 type pendingInterval struct {
 	acc        *acc
-	n          int
+	n          int  // flows that brought this interval
+	has        bool // something was merged in
 	start, end time.Duration
 }
 
@@ -141,20 +152,53 @@ type pendingInterval struct {
 func (c *collector) add(k int, a *acc, start, end time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.pending) <= k-c.emitted {
-		c.pending = append(c.pending, &pendingInterval{acc: newAcc()})
+	for k-c.emitted >= maxPending {
+		c.emitFirst()
 	}
-	p := c.pending[k-c.emitted]
-	if p.n == 0 {
+	i := max(k-c.emitted, 0) // a flow that fell behind adds to the oldest
+	for len(c.pending) <= i {
+		c.pending = append(c.pending, c.newPending())
+	}
+	p := c.pending[i]
+	if k >= c.emitted {
+		if p.n == 0 {
+			p.start, p.end = start, end
+			p.acc.start = a.start
+		}
+		p.n++
+	} else if !p.has && p.n == 0 {
 		p.start, p.end = start, end
 		p.acc.start = a.start
 	}
 	p.acc.merge(a)
-	p.n++
+	p.has = true
 	for len(c.pending) > 0 && c.pending[0].n == c.want {
-		c.emit(c.pending[0])
-		c.pending = c.pending[1:]
+		c.emitFirst()
 	}
+}
+
+func (c *collector) newPending() *pendingInterval {
+	if n := len(c.free); n > 0 {
+		p := c.free[n-1]
+		c.free = c.free[:n-1]
+		return p
+	}
+	return &pendingInterval{acc: newAcc()}
+}
+
+// emitFirst emits the oldest pending interval (if it has anything) and
+// keeps it for reuse.
+func (c *collector) emitFirst() {
+	p := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	if p.has {
+		c.emit(p)
+	}
+	c.emitted++
+	p.acc.reset(0)
+	p.n, p.has = 0, false
+	c.free = append(c.free, p)
 }
 
 func (c *collector) emit(p *pendingInterval) {
@@ -163,7 +207,6 @@ func (c *collector) emit(p *pendingInterval) {
 	if c.keep {
 		c.out = append(c.out, iv)
 	}
-	c.emitted++
 	if c.onInterval != nil {
 		c.onInterval(iv)
 	}
@@ -174,12 +217,10 @@ func (c *collector) emit(p *pendingInterval) {
 func (c *collector) finish() []result.Interval {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.pending {
-		if p.n > 0 {
-			c.emit(p)
-		}
+	for len(c.pending) > 0 {
+		c.emitFirst()
 	}
-	c.pending = nil
+	c.free = nil
 	if c.out == nil {
 		c.out = []result.Interval{}
 	}
