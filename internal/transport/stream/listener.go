@@ -299,30 +299,34 @@ func (l *Listener) place(src netip.Prefix) Refusal {
 		case quota.OK:
 			return 0
 		case quota.Total:
-			if !l.evict(netip.Prefix{}) {
+			if !l.evict(netip.Prefix{}, 0) {
 				return RefusedConns
 			}
 		case quota.PerSource:
-			if !l.evict(src) {
+			// A source competing with itself (a client's -P flows all
+			// connecting at once) spares its connections' first second.
+			if !l.evict(src, evictAge) {
 				return RefusedSourceConns
 			}
 		}
 	}
 }
 
-// evictAge is how long a connection waits without a session before it may
-// be closed to make room: a client's handshake takes a round trip, so one
-// that came at the same moment as the newcomer is not taken for idle.
+// evictAge is how long a connection waits without a session before a
+// newcomer of its own source may close it to make room: a client's
+// handshake takes a round trip, so a sibling that came at the same moment
+// is not taken for idle. At the total cap any source's oldest goes,
+// however young: many sources may be refreshing their connections.
 const evictAge = time.Second
 
 // evict closes the connection of src (any, when src is not valid) that
-// has waited longest without being admitted, and gives its place back at
-// once. It reports whether it found one. l.mu is held.
-func (l *Listener) evict(src netip.Prefix) bool {
+// has waited longest, and at least age, without being admitted, and gives
+// its place back at once. It reports whether it found one. l.mu is held.
+func (l *Listener) evict(src netip.Prefix, age time.Duration) bool {
 	var old *peer
-	young := time.Now().Add(-evictAge).UnixNano()
+	young := time.Now().Add(-age).UnixNano()
 	for _, p := range l.peers {
-		if !p.admitted.Load() && p.since.Load() < young && (!src.IsValid() || p.src == src) && (old == nil || p.since.Load() < old.since.Load()) {
+		if !p.admitted.Load() && p.since.Load() <= young && (!src.IsValid() || p.src == src) && (old == nil || p.since.Load() < old.since.Load()) {
 			old = p
 		}
 	}
