@@ -202,3 +202,29 @@ func TestFullAtFirstProbe(t *testing.T) {
 		t.Fatalf("second client's probe: %+v, want %q for its token and seq", h, wire.ErrorSourceSessions)
 	}
 }
+
+// TestAdmitOnlyOpenSessions: a stream connection is kept in by its open
+// session's messages only: after the Close, the session's probes and a
+// repeated Close do not admit it (the listener then times it out).
+func TestAdmitOnlyOpenSessions(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	if !r.cookied || r.admit {
+		t.Fatalf("after a Hello: cookied %v, admit %v; want a cookie, no session", r.cookied, r.admit)
+	}
+	for _, tt := range []struct {
+		name string
+		h    wire.Header
+		want bool
+	}{
+		{"probe", wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, true},
+		{"close", wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, true},
+		{"probe after close", wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 2}, false},
+		{"close again", wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, false},
+	} {
+		r.Handle(msg(t, tt.h, 64), alice, clk.Now())
+		if r.admit != tt.want {
+			t.Errorf("%s: admit %v, want %v", tt.name, r.admit, tt.want)
+		}
+	}
+}

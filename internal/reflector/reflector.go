@@ -534,7 +534,9 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			// told, as if the session were unknown.
 			return r.unknownSession(pkt, &h, t2)
 		}
-		r.admit = true
+		// A session's message, while it is open, keeps a stream
+		// connection in (Close included); a closed one's do not.
+		r.admit = !s.closed
 		s.lastSeen = t2
 		if h.Type == wire.TypeClose {
 			return r.close(pkt, &h, s, addr, t2)

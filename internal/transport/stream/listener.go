@@ -506,10 +506,9 @@ func (l *Listener) read(p *peer) {
 		switch {
 		case reply == nil:
 		case hold > 0:
-			// Its writer sends it when due; a peer that does not read
-			// loses it (the Handler hears nothing of it).
-			// Due from now, when the Handler's receive time is past: a
-			// hold is never cut short.
+			// Its writer sends it when due, from now (the Handler's
+			// receive time is past: a hold is never cut short); one
+			// that cannot be queued is the Handler's to count.
 			if err := l.enqueue(p, reply, time.Now().Add(hold), true); err != nil {
 				(*h).Drop(err)
 			}
