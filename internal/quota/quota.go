@@ -142,11 +142,3 @@ func (m *Memory) Used() (now, peak int64) {
 	m.peak = m.used
 	return now, peak
 }
-
-// Limit returns the budget's total.
-func (m *Memory) Limit() int64 {
-	if m == nil {
-		return 0
-	}
-	return m.limit
-}

@@ -317,11 +317,10 @@ type Reflector struct {
 	// messages themselves, outside the lock (see streamHandler): the
 	// listener zeroes a reply's room, messages are checked and signed
 	// outside, and a held reply goes back to its connection to wait.
-	stream   bool
-	verified bool          // the message Handle is given was checked already:
-	forged   bool          // and its tag was missing or wrong
-	heldFor  time.Duration // the hold of the reply Handle returned, in stream mode
-	signers  sync.Pool     // of *wire.Signer, for the connections
+	stream  bool
+	tag     tagCheck      // what was found of the tag of the message Handle is given
+	heldFor time.Duration // the hold of the reply Handle returned, in stream mode
+	signers sync.Pool     // of *wire.Signer, for the connections
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
@@ -482,8 +481,8 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return nil
 	}
-	if r.signer != nil && (!r.verified || r.forged) {
-		if r.forged || h.Flags&wire.FlagAuth == 0 || r.signer.Verify(pkt) != nil {
+	if r.signer != nil && r.tag != tagValid {
+		if r.tag == tagForged || h.Flags&wire.FlagAuth == 0 || r.signer.Verify(pkt) != nil {
 			r.st.Drops[DropAuth]++
 			if h.Type == wire.TypeHello {
 				return r.refuse(pkt, &h, wire.ErrorAuth)
@@ -1186,6 +1185,16 @@ func (r *Reflector) nextTxID() uint32 {
 	return r.stamps.sock.NextTxID()
 }
 
+// tagCheck is what a stream connection found of a message's tag before
+// handing it to Handle.
+type tagCheck int
+
+const (
+	tagUnchecked tagCheck = iota // Handle checks it
+	tagValid
+	tagForged // missing or wrong
+)
+
 // streamHandler answers a stream listener's connections, each on its own
 // goroutine. What a message needs of the reflector's state is done under
 // its lock, and only that: checking and signing a tag, zeroing a large
@@ -1233,7 +1242,10 @@ func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Dur
 	now := r.clk.Now()
 	r.mu.Lock()
 	r.lastOK, r.heldFor = false, 0
-	r.verified, r.forged = true, !ok
+	r.tag = tagForged
+	if ok {
+		r.tag = tagValid
+	}
 	// Unverified, Handle counts it, and answers a Hello with its
 	// refusal.
 	reply := r.Handle(msg, from, now)
@@ -1249,7 +1261,7 @@ func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Dur
 		r.st.BytesOut += uint64(len(reply))
 		r.sent(0)
 	}
-	r.verified, r.forged = false, false
+	r.tag = tagUnchecked
 	r.mu.Unlock()
 	if reply != nil && hold == 0 {
 		h.sign(reply)
