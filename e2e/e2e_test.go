@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -230,15 +229,6 @@ func volleyRunIn(t *testing.T, ns string, args ...string) run {
 	return r
 }
 
-func parseResult(t *testing.T, js string) *result.Result {
-	t.Helper()
-	var res result.Result
-	if err := json.Unmarshal([]byte(js), &res); err != nil {
-		t.Fatalf("client output is not a JSON result: %v\n%s", err, js)
-	}
-	return &res
-}
-
 // checkCounts checks the invariants every result holds.
 func checkCounts(t *testing.T, res *result.Result) {
 	t.Helper()
@@ -341,26 +331,19 @@ func TestJSONLines(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	lines := parseLines(t, r.stdout)
 	var types []string
 	var sent uint64
 	for _, l := range lines {
-		var v struct {
-			Type   string        `json:"type"`
-			Counts result.Counts `json:"counts"`
-		}
-		if err := json.Unmarshal([]byte(l), &v); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
-		types = append(types, v.Type)
-		if v.Type == "interval" {
-			sent += v.Counts.Sent
+		types = append(types, l.Type)
+		if l.Type == "interval" {
+			sent += l.Interval.Counts.Sent
 		}
 	}
 	if len(types) != 5 || types[4] != "result" {
 		t.Fatalf("line types %v, want 4 intervals and a result", types)
 	}
-	final := parseResult(t, lines[4])
+	final := lines[4].Result
 	if final.Summary.Counts.Sent != sent {
 		t.Errorf("intervals sent %d, final line says %d", sent, final.Summary.Counts.Sent)
 	}

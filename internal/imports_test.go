@@ -44,6 +44,10 @@ func TestImportRules(t *testing.T) {
 			if imp == module+"internal/cli" && rel != "cmd/volley" {
 				t.Errorf("%s imports internal/cli: only cmd/volley may", rel)
 			}
+			// The schema validator is for tests: not in the binary.
+			if (imp == module+"internal/testschema" || strings.HasPrefix(imp, "github.com/santhosh-tekuri/")) && rel != "internal/testschema" {
+				t.Errorf("%s imports %s: only tests may", rel, imp)
+			}
 			if strings.HasPrefix(imp, "github.com/godbus/") && rel != "internal/transport/dbus" {
 				t.Errorf("%s imports %s: only internal/transport/dbus may", rel, imp)
 			}

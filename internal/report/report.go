@@ -12,8 +12,14 @@ import (
 	"github.com/volley-net/volley/internal/result"
 )
 
-// WriteJSON writes res as one indented JSON document.
+// WriteJSON writes res as one indented JSON document. Its intervals are
+// an array, empty where res has none, as a JSONStream writes them.
 func WriteJSON(w io.Writer, res *result.Result) error {
+	if res.Intervals == nil {
+		r := *res
+		r.Intervals = []result.Interval{}
+		res = &r
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +43,12 @@ func fixture() *result.Result {
 			RTT:    rtt, Response: resp, Up: upL, Down: downL,
 			IPDV:       result.IPDV{RTT: ipdv, Up: ipdv, Down: ipdv},
 			Throughput: result.Throughput{ProbesPerSecUp: float64(1000 + lost), ProbesPerSecDown: 1000, BitsPerSecUp: float64(1000+lost) * 512, BitsPerSecDown: 512000},
+			Kernel:     kernelTimes(1000),
 		}
 	}
 	rtt, d := latency(2000, 25*time.Microsecond)
+	upC, _ := latency(2000, 12*time.Microsecond+666)
+	downC, _ := latency(2000, 12*time.Microsecond-666)
 	sum := iv(0, 3, 1)
 	sum.End = 2 * time.Second
 	sum.Counts = result.Counts{Sent: 2003, Received: 2000, Lost: 3, LostUp: 1, LostDown: 2, LossPercent: 100 * 3.0 / 2003, Duplicates: 2, Reordered: 4, Late: 2}
@@ -55,6 +59,7 @@ func fixture() *result.Result {
 	sum.Counts.Skipped = 3
 	sum.Counts.Reconnects = 1
 	sum.Throughput.RequestsPerSec = 1000
+	sum.Kernel = kernelTimes(2000)
 	second := iv(1, 3, 1)
 	second.Counts.Reconnects = 1 // the gap below
 	return &result.Result{
@@ -64,8 +69,11 @@ func fixture() *result.Result {
 		Config: result.Config{
 			Target: "udp://127.0.0.1:7766", Transport: "udp", LocalAddr: "127.0.0.1:40000", RemoteAddr: "127.0.0.1:7766",
 			Duration: 2 * time.Second, WarmupCount: 10, Size: 64, Window: 1, Timeout: time.Second,
-			ReportInterval: time.Second, Percentiles: pcts, Timestamps: "user",
+			ReportInterval: time.Second, Percentiles: pcts, Timestamps: "kernel",
 			Rate: 1000, Poisson: true, Seed: 7, Threshold: 5 * time.Millisecond,
+			Granted:  result.Grant{MaxRate: 1e6},
+			Parallel: 1,
+			Socket:   &result.Socket{SendBuffer: 425984, RecvBuffer: 425984, TTL: 64},
 		},
 		Start:          time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
 		Intervals:      []result.Interval{iv(0, 0, 0), second},
@@ -74,7 +82,31 @@ func fixture() *result.Result {
 		ReflectorCount: "partial",
 		Reconnects:     []result.Reconnect{{At: 1200 * time.Millisecond, Reason: "restarted", InFlight: 1, Resumed: true, Gap: 150 * time.Millisecond}},
 		Stopped:        "duration",
+		ClockOffset:    &result.ClockOffset{Offset: -666, Bound: 9031, DriftPPM: 0.8, Up: upC, Down: downC},
+		Timestamps:     &result.Timestamps{Asked: "auto", Client: "kernel", Reflector: "kernel"},
 	}
+}
+
+// kernelTimes is what kernel stamps at both ends measure of n probes.
+func kernelTimes(n int) *result.KernelTimes {
+	rtt, _ := latency(n, 20*time.Microsecond)
+	resp, _ := latency(n-1, 700*time.Nanosecond)
+	way, _ := latency(n, 9*time.Microsecond)
+	stack, _ := latency(n, 2*time.Microsecond)
+	return &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack}
+}
+
+// userFixture is fixture() from a run with --timestamps user: no kernel
+// figures.
+func userFixture() *result.Result {
+	res := fixture()
+	res.Config.Timestamps = "user"
+	res.Timestamps = nil
+	res.Summary.Kernel = nil
+	for i := range res.Intervals {
+		res.Intervals[i].Kernel = nil
+	}
+	return res
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -177,30 +209,38 @@ func TestSI(t *testing.T) {
 	}
 }
 
-// stampedFixture is fixture() from a run with kernel stamps at both ends.
+// stampedFixture is fixture() from a run with kernel stamps at both ends
+// and a note, at --rate max, ended by its threshold.
 func stampedFixture() *result.Result {
 	res := fixture()
 	rtt, _ := latency(2000, 13*time.Microsecond)
 	resp, _ := latency(1999, 6*time.Microsecond)
 	way, _ := latency(2000, 600*time.Nanosecond)
 	stack, _ := latency(2000, 2*time.Microsecond)
-	res.Config.Timestamps = "kernel"
+	res.Config.Rate, res.Config.RateMax, res.Config.Poisson, res.Config.Seed = 0, true, false, 0
+	res.Summary.RTTFromSchedule, res.Summary.SendError, res.Summary.Counts.Skipped = nil, nil, 0 // no schedule
 	res.Summary.Kernel = &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack}
 	res.Timestamps = &result.Timestamps{Asked: "auto", Client: "kernel", Reflector: "kernel", Notes: []string{"3 replies came without a kernel receive stamp"}}
+	res.Stopped = "threshold"
+	res.Threshold = &result.ThresholdHit{Seq: 1999, At: 1999 * time.Millisecond, RTT: 5100 * time.Microsecond}
 	return res
 }
 
 // TestGoldenStamps: the kernel figures join the reports as rows and
-// fields of their own, and leave the existing ones as they were (the
-// result.* golden files).
+// fields of their own, and leave the others as they were: the report of
+// the run without them (--timestamps user) is the stamped one less those.
 func TestGoldenStamps(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteText(&b, stampedFixture()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "stamps.txt", b.Bytes())
+	b.Reset()
+	if err := WriteText(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
 	var plain bytes.Buffer
-	if err := WriteText(&plain, fixture()); err != nil {
+	if err := WriteText(&plain, userFixture()); err != nil {
 		t.Fatal(err)
 	}
 	// Every line of the plain report is in the stamped one, in order.
@@ -280,5 +320,104 @@ func TestJSONStream(t *testing.T) {
 				t.Errorf("End alone: got:\n%s\nwant:\n%s", got.Bytes(), want.Bytes())
 			}
 		})
+	}
+}
+
+// onewayFixture is a one-way run of two flows (-P 2 --oneway), with a
+// linear histogram of the way up, whose second flow lost its reflector.
+func onewayFixture() *result.Result {
+	none := stats.NewDist().Summary(pcts)
+	iv := func(i int, lost uint64) result.Interval {
+		up, _ := latency(1000-int(lost), 30*time.Microsecond)
+		sendErr, _ := latency(1000, 200*time.Nanosecond)
+		return result.Interval{
+			Start:  time.Duration(i) * time.Second,
+			End:    time.Duration(i+1) * time.Second,
+			Counts: result.Counts{Sent: 1000, Received: 1000 - lost, Lost: lost, LostUp: lost, LossPercent: float64(lost) / 10},
+			RTT:    none, Response: none, Up: up, Down: none,
+			IPDV:            result.IPDV{RTT: none, Up: none, Down: none},
+			Throughput:      result.Throughput{ProbesPerSecUp: 1000, BitsPerSecUp: 512000, BytesUp: 64000},
+			RTTFromSchedule: &none, SendError: &sendErr,
+		}
+	}
+	sum := iv(0, 2)
+	sum.End = 2 * time.Second
+	sum.Counts = result.Counts{Sent: 2000, Received: 1998, Lost: 2, LostUp: 2, LossPercent: 0.1}
+	_, d := latency(1997, 30*time.Microsecond)
+	d.Record(int64(5 * time.Millisecond)) // an outlier of the linear histogram
+	sum.Up = d.Summary(pcts)
+	sum.Throughput.BytesUp = 128000
+	flow := func(port int, lost uint64) result.Flow {
+		s := iv(0, lost)
+		s.Counts.Sent, s.Counts.Received = 1000, 1000-lost
+		return result.Flow{LocalAddr: fmt.Sprintf("127.0.0.1:%d", port), Summary: s, ReflectorCount: "close", Stopped: "count"}
+	}
+	silent := flow(40002, 2)
+	silent.ReflectorCount, silent.Stopped = "last-reply", "reflector-silent"
+	silent.Error = "reflector silent: 127.0.0.1:7766 sent no reply for 3s"
+	return &result.Result{
+		SchemaVersion: result.SchemaVersion,
+		Tool:          "volley",
+		Version:       "test",
+		Config: result.Config{
+			Target: "udp://127.0.0.1:7766", Transport: "udp", LocalAddr: "127.0.0.1:40001", RemoteAddr: "127.0.0.1:7766",
+			Count: 1000, WarmupDuration: 100 * time.Millisecond, Size: 64, Window: 1, Timeout: time.Second,
+			ReportInterval: time.Second, Percentiles: pcts, Timestamps: "user",
+			SendInterval: time.Millisecond, OneWay: true, Parallel: 2,
+			Granted: result.Grant{MaxRate: 1e6},
+			Socket:  &result.Socket{SendBuffer: 425984, RecvBuffer: 425984, TTL: 64, DF: true, Asked: []string{"--df"}},
+		},
+		Start:          time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Intervals:      []result.Interval{iv(0, 0), iv(1, 2)},
+		Summary:        sum,
+		Histogram:      d.LinearHistogram("up", 20*time.Microsecond),
+		ReflectorCount: "last-reply",
+		Stopped:        "reflector-silent",
+		Flows:          []result.Flow{flow(40001, 0), silent},
+		Error:          "flow 2: " + silent.Error,
+	}
+}
+
+// tcpFixture is a TCP run of bursts with a workload mix and socket
+// options, whose clock offset came with a warning.
+func tcpFixture() *result.Result {
+	res := userFixture()
+	c := &res.Config
+	c.Target, c.Transport, c.RemoteAddr = "tcp://127.0.0.1:7766", "tcp", "127.0.0.1:7766"
+	c.Rate, c.Poisson, c.Threshold = 0, false, 0
+	c.Window, c.Burst, c.Period, c.Seed = 4, 5, 100*time.Millisecond, 5
+	c.TCP = &result.TCPConnect{ConnectTime: 61 * time.Microsecond, Cwnd: 10, MSS: 32768, RTT: 50 * time.Microsecond}
+	c.Socket = &result.Socket{SendBuffer: 2626560, RecvBuffer: 131072, TOS: 0x10, TTL: 64, Congestion: "cubic", NoDelay: true,
+		Interface: "lo", Bind: "127.0.0.1", Asked: []string{"--tos 0x10", "--bind 127.0.0.1", "--interface lo"}}
+	res.Summary.RTTFromSchedule, res.Summary.SendError, res.Summary.Counts.Skipped = nil, nil, 0
+	for i := range res.Intervals {
+		res.Intervals[i].TCP = &result.TCPInterval{Retransmits: uint64(i), Cwnd: 10, RTT: 40 * time.Microsecond, RTTVar: 9 * time.Microsecond}
+	}
+	res.Summary.TCP = &result.TCPInterval{Retransmits: 1, Cwnd: 10, RTT: 40 * time.Microsecond, RTTVar: 9 * time.Microsecond}
+	res.Timestamps = &result.Timestamps{Asked: "auto", Client: "user",
+		Notes: []string{"tcp has no stamps per message (only UDP sockets take them); the times are the tool's own clock readings (user)"}}
+	res.ClockOffset.Warnings = []string{"the offset drifted 120 ppm over the run: one of the clocks is being slewed"}
+	res.ClockOffset.DriftPPM = 120
+	res.ReflectorCount, res.Reconnects = "close", nil
+	res.Summary.Counts.Reconnects, res.Intervals[1].Counts.Reconnects = 0, 0
+	small, _ := latency(1200, 20*time.Microsecond)
+	large, _ := latency(800, 60*time.Microsecond)
+	resp, _ := latency(800, 900*time.Nanosecond)
+	res.Workload = []result.WorkloadEntry{
+		{Name: "small", Weight: 3, Size: 64, Sent: 1202, Received: 1200, Lost: 2, RTT: small, Response: resp},
+		{Name: "large", Weight: 2, Size: 1400, ReplySize: 9000, Hold: 50 * time.Microsecond, Gap: time.Millisecond, Sent: 801, Received: 800, Lost: 1, RTT: large, Response: resp},
+	}
+	return res
+}
+
+// TestGoldenShapes: the JSON of runs whose documents differ in shape
+// from the default run's (one-way, TCP).
+func TestGoldenShapes(t *testing.T) {
+	for name, res := range map[string]*result.Result{"oneway.json": onewayFixture(), "tcp.json": tcpFixture()} {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name, b.Bytes())
 	}
 }

@@ -6,9 +6,11 @@ package result
 import "time"
 
 // SchemaVersion is the version of the JSON document this package describes.
-// The golden file report/testdata/result.json is its contract: a change
-// that removes a field or changes its meaning must bump this number;
-// adding a field does not.
+// docs/result.schema.json is its contract, checked against the golden
+// files under report/testdata and against every output of the e2e tests.
+// A change that removes or renames a field, or changes its type, unit or
+// meaning, must bump this number (and the schema's schema_version const);
+// adding a field does not, but the field must be added to the schema.
 const SchemaVersion = 1
 
 // Result is one client run.
