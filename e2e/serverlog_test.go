@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServerLogStreams: the server's --log has a client's lines while the
+// server still runs (it wrote them only at exit when they came to less
+// than its 64 KiB buffer), and the same lines, once each, after it stops.
+func TestServerLogStreams(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "server.csv")
+	srv := startServer(t, "127.0.0.1:0", "-q", "--log", logFile)
+	const n = 20
+	if r := volleyRun(t, "client", srv.addr, "-n", fmt.Sprint(n), "--format", "json"); r.code != 0 {
+		t.Fatalf("client: exit %d, %s", r.code, r.stderr)
+	}
+	lines := func() []string {
+		b, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	// Each interval (a second) flushes; a loaded machine may take longer.
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = lines(); len(got) >= 1+n {
+			break
+		}
+	}
+	if len(got) != 1+n || !strings.HasPrefix(got[0], "peer,session,seq,") {
+		t.Fatalf("log while the server runs: %d lines, want a header and %d:\n%s", len(got), n, strings.Join(got, "\n"))
+	}
+	select {
+	case <-srv.done: // its stdout closed
+		t.Fatal("the server exited before its log was read")
+	default:
+	}
+	if err := srv.stop(t, os.Interrupt); err != nil {
+		t.Fatalf("server exit: %v", err)
+	}
+	if after := lines(); len(after) != len(got) {
+		t.Errorf("log after the server stopped: %d lines, want the %d it had", len(after), len(got))
+	}
+}
