@@ -242,3 +242,36 @@ func TestIntrospection(t *testing.T) {
 		t.Errorf("Introspect /net/other: %v, want UnknownObject", err)
 	}
 }
+
+// TestMachineID: the first file holding 32 hexadecimal digits gives the
+// machine ID; without one, the error names the files.
+func TestMachineID(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "3d1219c7c4c5404aaa1f6d2a48adfda4\n")
+	short := write("short", "3d1219c7\n")
+	notHex := write("nothex", "zz1219c7c4c5404aaa1f6d2a48adfdzz\n")
+	missing := dir + "/missing"
+	defer func(f []string) { machineIDFiles = f }(machineIDFiles)
+	for _, tt := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{good, missing}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{missing, good}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{short, notHex, good}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{short, notHex, missing}, ""},
+	} {
+		machineIDFiles = tt.files
+		got, err := machineID()
+		if got != tt.want || (err == nil) != (tt.want != "") || (err != nil && !strings.Contains(err.Error(), missing)) {
+			t.Errorf("machineID() from %v = %q, %v; want %q", tt.files, got, err, tt.want)
+		}
+	}
+}

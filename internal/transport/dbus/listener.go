@@ -37,7 +37,7 @@ type Listener struct {
 	handler atomic.Pointer[Handler]
 	in      chan *godbus.Message
 	xml     map[godbus.ObjectPath]string // the introspection data, by path
-	machine string                       // the machine ID, or
+	machine string                       // the host's machine ID, or ""
 	noID    string                       // why there is none
 
 	mu      sync.Mutex
@@ -148,21 +148,18 @@ var machineIDFiles = []string{"/var/lib/dbus/machine-id", "/etc/machine-id"}
 
 // machineID returns the host's D-Bus machine ID: 32 hexadecimal digits.
 func machineID() (string, error) {
-	var errs []error
 	for _, f := range machineIDFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			errs = append(errs, err)
 			continue
 		}
-		id := strings.TrimSpace(string(b))
-		if _, err := hex.DecodeString(id); err != nil || len(id) != 32 {
-			errs = append(errs, fmt.Errorf("%s holds no machine ID (want 32 hexadecimal digits)", f))
-			continue
+		if id := strings.TrimSpace(string(b)); len(id) == 32 {
+			if _, err := hex.DecodeString(id); err == nil {
+				return id, nil
+			}
 		}
-		return id, nil
 	}
-	return "", fmt.Errorf("no machine ID: %w", errors.Join(errs...))
+	return "", fmt.Errorf("no machine ID (32 hexadecimal digits) in %s", strings.Join(machineIDFiles, " or "))
 }
 
 // serve answers the messages the bus delivers, in order.
