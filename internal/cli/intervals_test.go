@@ -70,9 +70,9 @@ func TestIntervalLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var q intervalLines
 			for i, st := range tt.steps {
-				span, print := q.take(st.s, st.nicDropped)
-				if print != st.print || span != st.span {
-					t.Fatalf("interval %d: take(%+v, %d) = %s, %v; want %s, %v", i+1, st.s, st.nicDropped, span, print, st.span, st.print)
+				span, show := q.take(st.s, st.nicDropped)
+				if show != st.print || span != st.span {
+					t.Fatalf("interval %d: take(%+v, %d) = %s, %v; want %s, %v", i+1, st.s, st.nicDropped, span, show, st.span, st.print)
 				}
 			}
 		})

@@ -67,8 +67,8 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 The first line on stdout is "listening on udp://ADDRESS" with the bound
 address, so --listen 127.0.0.1:0 can be used by scripts. A line per interval
 follows (unless --quiet): packets/s and Mbit/s in and out, open sessions, and
-packets dropped by reason; while nothing happens, one line a minute. On SIGINT, SIGTERM or SIGHUP the reflector prints
-its totals and exits 0.
+packets dropped by reason; while nothing happens, one line a minute. On
+SIGINT, SIGTERM or SIGHUP the reflector prints its totals and exits 0.
 
 The reflector never amplifies: until a client has echoed the cookie that
 proves it receives at its address, the reflector answers only with a cookie
@@ -310,7 +310,7 @@ larger than its Close.`,
 					if nicOK {
 						nicDropped = nic.Sub(nicLast).RXDropped
 					}
-					span, print := lines.take(s, nicDropped)
+					span, show := lines.take(s, nicDropped)
 					base := nicLast
 					if span > s.Elapsed {
 						base = nicLine // an idle line: the quiet stretch
@@ -318,7 +318,7 @@ larger than its Close.`,
 					if nicOK {
 						nicLast = nic
 					}
-					if !print {
+					if !show {
 						return
 					}
 					s.Elapsed = span // idle: no counts, over the stretch
