@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -124,6 +125,59 @@ func TestDBus(t *testing.T) {
 	}
 	if n := strings.Count(srv.output(), "MESSAGES recv 500 lost 0 LATENCY min "); n != 2 {
 		t.Errorf("server printed %d dpong lines for 1000 one-way messages at --report-every 500, want 2:\n%s", n, srv.output())
+	}
+}
+
+// TestDBusIntrospect: the reflector's object can be found and read with
+// the stock D-Bus tools (systemd's busctl, GLib's gdbus), which check the
+// introspection data and walk the object tree from "/". Each tool missing
+// skips its part, unless VOLLEY_REQUIRE lists dbustools.
+func TestDBusIntrospect(t *testing.T) {
+	bus, _ := startBus(t)
+	srv := startServer(t, "127.0.0.1:0", "-q", "--dbus", bus)
+	srv.waitFor(t, "listening on dbus")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"busctl tree", []string{"busctl", "--address=" + bus, "tree", "net.volley.Reflector"},
+			[]string{"/net\n", "/net/volley\n", "/net/volley/Reflector\n"}},
+		{"busctl introspect", []string{"busctl", "--address=" + bus, "introspect", "net.volley.Reflector", "/net/volley/Reflector"},
+			[]string{"net.volley.Reflector1 ", ".Probe ", ".OneWay ", ".GetMachineId "}},
+		{"gdbus introspect", []string{"gdbus", "introspect", "--address", bus, "--dest", "net.volley.Reflector", "--object-path", "/", "--recurse"},
+			[]string{"node /net/volley/Reflector {", "interface net.volley.Reflector1 {", "Probe(in  ay message,", "OneWay(ay message);"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := exec.LookPath(tt.args[0])
+			require(t, "dbustools", err)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, tt.args[0], tt.args[1:]...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", strings.Join(tt.args, " "), err, out)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("%s lacks %q:\n%s", strings.Join(tt.args, " "), want, out)
+				}
+			}
+		})
+	}
+	// The whole bus, as busctl lists it: the reflector's tree among the
+	// bus's own.
+	t.Run("busctl tree, every name", func(t *testing.T) {
+		_, err := exec.LookPath("busctl")
+		require(t, "dbustools", err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "busctl", "--address="+bus, "tree").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Service net.volley.Reflector:") || !strings.Contains(string(out), "/net/volley/Reflector\n") {
+			t.Errorf("busctl --address=%s tree: %v, want the reflector's object:\n%s", bus, err, out)
+		}
+	})
+	if err := srv.stop(t, os.Interrupt); err != nil {
+		t.Errorf("server exit: %v", err)
 	}
 }
 

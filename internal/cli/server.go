@@ -67,8 +67,8 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 The first line on stdout is "listening on udp://ADDRESS" with the bound
 address, so --listen 127.0.0.1:0 can be used by scripts. A line per interval
 follows (unless --quiet): packets/s and Mbit/s in and out, open sessions, and
-packets dropped by reason. On SIGINT, SIGTERM or SIGHUP the reflector prints
-its totals and exits 0.
+packets dropped by reason; while nothing happens, one line a minute. On
+SIGINT, SIGTERM or SIGHUP the reflector prints its totals and exits 0.
 
 The reflector never amplifies: until a client has echoed the cookie that
 proves it receives at its address, the reflector answers only with a cookie
@@ -295,18 +295,41 @@ larger than its Close.`,
 					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
 						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
 				}
+				var lines intervalLines
+				nicLine := nicLast // the counters at the last line printed
 				agg.emit = func(s reflector.Stats) {
-					nic := ""
+					at += s.Elapsed // the interval's end
+					var nic ifstats.Counters
+					nicOK := false
 					if iface != "" {
 						if c, err := ifstats.Read(iface); err == nil {
-							d, secs := c.Sub(nicLast), s.Elapsed.Seconds()
-							nic = fmt.Sprintf(", %s rx %s pkt/s tx %s pkt/s (rx dropped %d)", iface,
-								report.SI(float64(d.RXPackets)/secs), report.SI(float64(d.TXPackets)/secs), d.RXDropped)
-							nicLast = c
+							nic, nicOK = c, true
 						}
 					}
-					printf("%.2f-%.2fs %s%s\n", at.Seconds(), (at + s.Elapsed).Seconds(), statsLine(s), nic)
-					at += s.Elapsed
+					var nicDropped uint64
+					if nicOK {
+						nicDropped = nic.Sub(nicLast).RXDropped
+					}
+					span, show := lines.take(s, nicDropped)
+					base := nicLast
+					if span > s.Elapsed {
+						base = nicLine // an idle line: the quiet stretch
+					}
+					if nicOK {
+						nicLast = nic
+					}
+					if !show {
+						return
+					}
+					s.Elapsed = span // idle: no counts, over the stretch
+					text := ""
+					if nicOK {
+						d, secs := nic.Sub(base), span.Seconds()
+						text = fmt.Sprintf(", %s rx %s pkt/s tx %s pkt/s (rx dropped %d)", iface,
+							report.SI(float64(d.RXPackets)/secs), report.SI(float64(d.TXPackets)/secs), d.RXDropped)
+						nicLine = nic
+					}
+					printf("%.2f-%.2fs %s%s\n", (at - span).Seconds(), at.Seconds(), statsLine(s), text)
 				}
 			}
 			totals := make([]reflector.Stats, len(pcs))

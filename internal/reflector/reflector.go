@@ -200,7 +200,9 @@ type Config struct {
 	// clients that ask (wire.Stamps), and response times are measured
 	// from them too.
 	Stamps bool
-	// Log, when set, gets a CSV line per reply sent (see LogHeader).
+	// Log, when set, gets a CSV line per reply sent (see LogHeader):
+	// each interval's lines (every ReportInterval, or every IdleTimeout
+	// without interval reports), and sooner when they add up to 64 KiB.
 	Log *probelog.Writer
 }
 
@@ -1126,6 +1128,11 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		if now >= next {
 			r.reportOneWay()
 			r.Sweep(now)
+			if r.log != nil {
+				// The log streams: each interval's lines are in the file
+				// by the next, not only once the buffer fills.
+				r.log.Flush()
+			}
 			if r.cfg.ReportInterval > 0 && r.cfg.OnInterval != nil {
 				cur := r.Stats()
 				iv := cur.sub(last)

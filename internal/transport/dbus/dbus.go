@@ -21,6 +21,13 @@
 // flagged no-reply-expected would do the same but is not what dping
 // measures.
 //
+// The object also has org.freedesktop.DBus.Introspectable and
+// org.freedesktop.DBus.Peer (Ping, and GetMachineId, which answers the
+// host's /var/lib/dbus/machine-id or /etc/machine-id), and so have "/",
+// "/net" and "/net/volley", whose introspection data name the next path
+// down: busctl tree and gdbus introspect --recurse find the reflector by
+// walking from "/".
+//
 // Only this package imports github.com/godbus/dbus/v5.
 package dbus
 

@@ -3,13 +3,19 @@ package dbus
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/xml"
+	"errors"
 	"io"
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+	"github.com/godbus/dbus/v5/introspect"
 )
 
 func TestAddress(t *testing.T) {
@@ -38,7 +44,7 @@ func TestAddress(t *testing.T) {
 func privateBus(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		if strings.Contains(os.Getenv("VOLLEY_REQUIRE"), "dbus") {
+		if slices.Contains(strings.Split(os.Getenv("VOLLEY_REQUIRE"), ","), "dbus") {
 			t.Fatalf("dbus-daemon is required (VOLLEY_REQUIRE) but missing: %v", err)
 		}
 		t.Skipf("skipping: dbus-daemon is missing: %v", err)
@@ -140,5 +146,132 @@ func TestCallsInOrder(t *testing.T) {
 	}
 	if _, err := l.WriteTo(reply, from); err == nil {
 		t.Error("WriteTo answered the same call twice")
+	}
+}
+
+// TestIntrospection: walking the tree from "/", as busctl tree and gdbus
+// introspect --recurse do, finds the reflector's object; no node describes
+// an interface or a method twice; every method of the standard interfaces
+// that a node advertises answers, GetMachineId with the bus daemon's own
+// answer (the two run on one host); and a path outside the tree is an
+// unknown object.
+func TestIntrospection(t *testing.T) {
+	bus := privateBus(t)
+	l, err := Listen(bus, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := godbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var busID string
+	if err := c.BusObject().Call("org.freedesktop.DBus.Peer.GetMachineId", 0).Store(&busID); err != nil {
+		t.Fatalf("the bus's GetMachineId: %v", err)
+	}
+
+	found := map[godbus.ObjectPath][]string{} // path: its interfaces
+	var walk func(path godbus.ObjectPath)
+	walk = func(path godbus.ObjectPath) {
+		obj := c.Object(DefaultName, path)
+		var data string
+		if err := obj.Call("org.freedesktop.DBus.Introspectable.Introspect", 0).Store(&data); err != nil {
+			t.Errorf("Introspect %s: %v", path, err)
+			return
+		}
+		var node introspect.Node
+		if err := xml.Unmarshal([]byte(data), &node); err != nil {
+			t.Errorf("Introspect %s: %v\n%s", path, err, data)
+			return
+		}
+		ifaces := map[string]bool{}
+		for _, iface := range node.Interfaces {
+			if ifaces[iface.Name] {
+				t.Errorf("%s describes %s twice:\n%s", path, iface.Name, data)
+			}
+			ifaces[iface.Name] = true
+			found[path] = append(found[path], iface.Name)
+			methods := map[string]bool{}
+			for _, m := range iface.Methods {
+				if methods[m.Name] {
+					t.Errorf("%s: %s describes %s twice:\n%s", path, iface.Name, m.Name, data)
+				}
+				methods[m.Name] = true
+				if iface.Name == Interface {
+					continue // volley's own, called by the other tests
+				}
+				call := obj.Call(iface.Name+"."+m.Name, 0)
+				if call.Err != nil {
+					t.Errorf("%s advertises %s.%s, which answers %v", path, iface.Name, m.Name, call.Err)
+					continue
+				}
+				var want string // the signature advertised
+				for _, a := range m.Args {
+					if a.Direction == "out" {
+						want += a.Type
+					}
+				}
+				if got := godbus.SignatureOf(call.Body...).String(); got != want {
+					t.Errorf("%s: %s.%s answers %q, advertised %q", path, iface.Name, m.Name, got, want)
+				}
+				if m.Name == "GetMachineId" && (len(call.Body) != 1 || call.Body[0] != busID) {
+					t.Errorf("%s: GetMachineId = %v, want the bus's %q", path, call.Body, busID)
+				}
+			}
+		}
+		for _, child := range node.Children {
+			p := path + "/" + godbus.ObjectPath(child.Name)
+			if path == "/" {
+				p = "/" + godbus.ObjectPath(child.Name)
+			}
+			walk(p)
+		}
+	}
+	walk("/")
+	if !slices.Contains(found[Path], Interface) {
+		t.Errorf("walking from / found %v, want %s at %s", found, Interface, Path)
+		walk(Path) // what it says of itself
+	}
+	if len(found) != 4 {
+		t.Errorf("walking from / found %d objects (%v), want /, /net, /net/volley and %s", len(found), found, Path)
+	}
+	err = c.Object(DefaultName, "/net/other").Call("org.freedesktop.DBus.Introspectable.Introspect", 0).Err
+	if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != "org.freedesktop.DBus.Error.UnknownObject" {
+		t.Errorf("Introspect /net/other: %v, want UnknownObject", err)
+	}
+}
+
+// TestMachineID: the first file holding 32 hexadecimal digits gives the
+// machine ID; without one, the error names the files.
+func TestMachineID(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "3d1219c7c4c5404aaa1f6d2a48adfda4\n")
+	short := write("short", "3d1219c7\n")
+	notHex := write("nothex", "zz1219c7c4c5404aaa1f6d2a48adfdzz\n")
+	missing := dir + "/missing"
+	defer func(f []string) { machineIDFiles = f }(machineIDFiles)
+	for _, tt := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{good, missing}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{missing, good}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{short, notHex, good}, "3d1219c7c4c5404aaa1f6d2a48adfda4"},
+		{[]string{short, notHex, missing}, ""},
+	} {
+		machineIDFiles = tt.files
+		got, err := machineID()
+		if got != tt.want || (err == nil) != (tt.want != "") || (err != nil && !strings.Contains(err.Error(), missing)) {
+			t.Errorf("machineID() from %v = %q, %v; want %q", tt.files, got, err, tt.want)
+		}
 	}
 }

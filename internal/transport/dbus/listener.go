@@ -2,11 +2,13 @@ package dbus
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +36,9 @@ type Listener struct {
 	local   Addr
 	handler atomic.Pointer[Handler]
 	in      chan *godbus.Message
-	xml     string // the introspection data
+	xml     map[godbus.ObjectPath]string // the introspection data, by path
+	machine string                       // the host's machine ID, or ""
+	noID    string                       // why there is none
 
 	mu      sync.Mutex
 	peers   map[string]netip.AddrPort // unique name: stand-in address
@@ -81,6 +85,9 @@ func Listen(bus, name string) (*Listener, error) {
 		waiting: map[heldKey]heldCall{}, deadline: deadline.New(), closed: make(chan struct{}),
 		in: make(chan *godbus.Message, inQueue)}
 	l.xml = introspectXML()
+	if l.machine, err = machineID(); err != nil {
+		l.noID = err.Error()
+	}
 	// The match first: once eavesdropping, this connection sees no
 	// replies to calls of its own.
 	if err := c.AddMatchSignal(godbus.WithMatchInterface(Interface), godbus.WithMatchMember("OneWay")); err != nil {
@@ -101,22 +108,58 @@ func Listen(bus, name string) (*Listener, error) {
 	return l, nil
 }
 
-// introspectXML describes the object, for org.freedesktop.DBus.Introspectable.
-func introspectXML() string {
+// introspectXML returns the introspection data of each object path the
+// reflector answers Introspect at: Path, and each of its parents down from
+// "/" (whose data name the next one down as a child node), so that a tool
+// that walks the tree from "/" (busctl tree, gdbus introspect --recurse)
+// finds the reflector.
+func introspectXML() map[godbus.ObjectPath]string {
 	ay := func(dir string) introspect.Arg { return introspect.Arg{Name: "message", Type: "ay", Direction: dir} }
 	method := func(name string) introspect.Method {
 		return introspect.Method{Name: name, Args: []introspect.Arg{ay("in"), ay("out")}}
 	}
-	node := &introspect.Node{Name: string(Path), Interfaces: []introspect.Interface{
-		introspect.IntrospectData,
-		{Name: "org.freedesktop.DBus.Peer", Methods: []introspect.Method{{Name: "Ping"}}},
-		{
+	// NewIntrospectable adds org.freedesktop.DBus.Introspectable and
+	// org.freedesktop.DBus.Peer to every node, which the listener answers
+	// at every path it knows (Peer at any path). They are not listed here:
+	// godbus v5.2.4 stops looking at the first of the two that it finds
+	// and adds the other again, so a node that lists one of them describes
+	// it twice.
+	data := map[godbus.ObjectPath]string{
+		Path: string(introspect.NewIntrospectable(&introspect.Node{Interfaces: []introspect.Interface{{
 			Name:    Interface,
 			Methods: []introspect.Method{method("Probe"), method("Open"), method("Close")},
 			Signals: []introspect.Signal{{Name: "OneWay", Args: []introspect.Arg{{Name: "message", Type: "ay"}}}},
-		},
-	}}
-	return string(introspect.NewIntrospectable(node))
+		}}})),
+	}
+	for child := Path; child != "/"; {
+		i := strings.LastIndexByte(string(child), '/')
+		parent := godbus.ObjectPath(child[:max(i, 1)])
+		data[parent] = string(introspect.NewIntrospectable(&introspect.Node{
+			Children: []introspect.Node{{Name: string(child[i+1:])}},
+		}))
+		child = parent
+	}
+	return data
+}
+
+// machineIDFiles are where org.freedesktop.DBus.Peer.GetMachineId finds
+// the host's machine ID, in the order libdbus reads them.
+var machineIDFiles = []string{"/var/lib/dbus/machine-id", "/etc/machine-id"}
+
+// machineID returns the host's D-Bus machine ID: 32 hexadecimal digits.
+func machineID() (string, error) {
+	for _, f := range machineIDFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if id := strings.TrimSpace(string(b)); len(id) == 32 {
+			if _, err := hex.DecodeString(id); err == nil {
+				return id, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no machine ID (32 hexadecimal digits) in %s", strings.Join(machineIDFiles, " or "))
 }
 
 // serve answers the messages the bus delivers, in order.
@@ -175,12 +218,30 @@ func (l *Listener) dispatch(m *godbus.Message) {
 	default:
 		return // replies to no call of ours, errors
 	}
-	if header[godbus.ObjectPath](m, godbus.FieldPath) != Path {
+	path := header[godbus.ObjectPath](m, godbus.FieldPath)
+	switch {
+	case (iface == "org.freedesktop.DBus.Peer" || iface == "") && member == "Ping":
+		// Peer is answered at any path, as the D-Bus specification has it.
+		l.reply(m, sender, godbus.TypeMethodReply, "")
+		return
+	case (iface == "org.freedesktop.DBus.Peer" || iface == "") && member == "GetMachineId":
+		if l.machine == "" {
+			l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.Failed", l.noID)
+			return
+		}
+		l.reply(m, sender, godbus.TypeMethodReply, "", l.machine)
+		return
+	case (iface == "org.freedesktop.DBus.Introspectable" || iface == "") && member == "Introspect":
+		if xml, ok := l.xml[path]; ok {
+			l.reply(m, sender, godbus.TypeMethodReply, "", xml)
+			return
+		}
+	}
+	if path != Path {
 		l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.UnknownObject", "no such object")
 		return
 	}
-	switch {
-	case iface == Interface && (member == "Probe" || member == "Open" || member == "Close"):
+	if iface == Interface && (member == "Probe" || member == "Open" || member == "Close") {
 		msg, ok := []byte(nil), len(m.Body) == 1
 		if ok {
 			msg, ok = m.Body[0].([]byte)
@@ -195,13 +256,9 @@ func (l *Listener) dispatch(m *godbus.Message) {
 			}
 			l.reply(m, sender, godbus.TypeMethodReply, "", out)
 		}
-	case (iface == "org.freedesktop.DBus.Introspectable" || iface == "") && member == "Introspect":
-		l.reply(m, sender, godbus.TypeMethodReply, "", l.xml)
-	case (iface == "org.freedesktop.DBus.Peer" || iface == "") && member == "Ping":
-		l.reply(m, sender, godbus.TypeMethodReply, "")
-	default:
-		l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.UnknownMethod", "no method "+iface+"."+member)
+		return
 	}
+	l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.UnknownMethod", "no method "+iface+"."+member)
 }
 
 // reply answers the call m from sender with a reply, or an error named
