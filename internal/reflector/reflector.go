@@ -242,6 +242,18 @@ type session struct {
 	// Kernel transmit stamps of replies that came back, for the
 	// session's next replies to carry, oldest first; nil until the first.
 	t3q *t3Queue
+	// A one-way session whose Close came before all its probes: the
+	// CloseAck waits for them (see close).
+	closing *pendingClose
+}
+
+// pendingClose is a one-way session's Close whose CloseAck waits for the
+// probes the Close overtook.
+type pendingClose struct {
+	want uint64 // the measured probes the client sent
+	seq  uint64 // the Close's, echoed
+	t1   int64
+	size int // the Close's length: the room of its CloseAck
 }
 
 // deadToken is a forgotten session's token whose cookie lives.
@@ -560,6 +572,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 				s.count++
 			}
 			r.oneWay(s, &h, addr, t2)
+			if c := s.closing; c != nil && s.onewayDone(c.want) {
+				// The last probe the Close overtook: the CloseAck goes
+				// now, in this probe's buffer, with the Close's room.
+				hc := wire.Header{Type: wire.TypeClose, Token: h.Token, Seq: c.seq, T1: c.t1}
+				return r.close(pkt[:min(c.size, cap(pkt))], &hc, s, addr, t2)
+			}
 			return nil
 		}
 		// A copy of a probe already seen (duplicated on the way, or
@@ -765,7 +783,20 @@ func (r *Reflector) release(hd held) {
 // returns the CloseAck: no larger than the Close, so a replayed Close
 // amplifies nothing. It carries the follow-ups the Close asked for, or a
 // one-way session's results, as far as the Close's size makes room.
+//
+// A Close with FlagOneWay says in Seq how many measured one-way probes
+// its client sent: while fewer came, close returns nil and keeps the
+// session open for them (see wire.FlagOneWay).
 func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.AddrPort, t2 int64) []byte {
+	if !s.closed && h.Flags&wire.FlagOneWay != 0 && !r.stream && !s.onewayDone(h.Seq) {
+		// Probes the Close overtook on the way may still come: count
+		// them, and answer when the last has, or at the client's next
+		// Close (sent when its timeout ran out), whichever is first. A
+		// stream keeps order: nothing can come after its Close.
+		s.closing = &pendingClose{want: h.Seq, seq: h.Seq, t1: h.T1, size: len(pkt)}
+		return nil
+	}
+	s.closing = nil
 	if !s.closed {
 		s.closed = true
 		r.open--
@@ -789,6 +820,15 @@ func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.Add
 		}
 	}
 	return r.reply(pkt[:size+r.tagLen()], h)
+}
+
+// onewayDone reports whether the one-way session s received want
+// measured probes (it may have more: copies too old to tell).
+func (s *session) onewayDone(want uint64) bool {
+	if s.oneway == nil {
+		return want == 0
+	}
+	return s.oneway.received >= want
 }
 
 // unknownSession answers a probe (in pkt, whose header is h) of a session

@@ -466,6 +466,83 @@ func TestOneWay(t *testing.T) {
 	}
 }
 
+// TestOneWayStragglers: a probe the Close overtook is counted, not dropped
+// as closed: the reflector keeps the CloseAck until the probes the Close
+// says were sent have come, or until the client's next Close.
+func TestOneWayStragglers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		late     []uint64 // the probes that come after the first Close
+		received uint64   // what the results say
+	}{
+		{"last probe behind the close", []uint64{5}, 5},
+		{"two behind, out of order", []uint64{5, 3}, 5},
+		{"one lost: the next close ends the wait", nil, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, clk := newTest(t)
+			tok := handshake(t, r, clk, alice)
+			late := map[uint64]bool{}
+			for _, seq := range tc.late {
+				late[seq] = true
+			}
+			probe := func(seq uint64) []byte {
+				clk.Advance(time.Microsecond)
+				p := make([]byte, 64, 65536) // as Serve reads: room for a CloseAck
+				_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now()}).Encode(p)
+				return r.Handle(p, alice, clk.Now())
+			}
+			for seq := uint64(1); seq <= 5; seq++ {
+				if seq == 4 && tc.late == nil {
+					continue // lost
+				}
+				if !late[seq] && probe(seq) != nil {
+					t.Fatalf("one-way probe %d was answered", seq)
+				}
+			}
+			closeMsg := func(flags wire.Flags, seq uint64) []byte {
+				b := make([]byte, wire.CloseOneWayLen)
+				_ = (&wire.Header{Type: wire.TypeClose, Flags: flags, Token: tok, Count: 99, Seq: seq, T1: 7}).Encode(b)
+				return b
+			}
+			if ack := r.Handle(closeMsg(wire.FlagOneWay, 5), alice, clk.Now()); ack != nil {
+				t.Fatalf("Close with 5 sent and fewer received: answered %+v at once, want the CloseAck to wait", decode(t, ack))
+			}
+			// The client's Close again, as if the first were lost: still waiting.
+			if ack := r.Handle(closeMsg(wire.FlagOneWay, 5), alice, clk.Now()); ack != nil {
+				t.Fatalf("a copy of the Close was answered while probes are missing")
+			}
+			var ack []byte
+			for i, seq := range tc.late {
+				ack = probe(seq)
+				if (ack != nil) != (i == len(tc.late)-1) {
+					t.Fatalf("late probe %d answered %v, want the CloseAck with the last one only", seq, ack != nil)
+				}
+			}
+			if tc.late == nil {
+				ack = r.Handle(closeMsg(0, 2), alice, clk.Now()) // the client's timeout ran out
+			}
+			h := decode(t, ack)
+			if h.Type != wire.TypeCloseAck || h.Seq != 5 && tc.late != nil || h.T1 != 7 || len(ack) <= wire.HeaderLen {
+				t.Fatalf("CloseAck %+v of %d bytes, want one echoing the Close, with the results", h, len(ack))
+			}
+			var res wire.OneWayResults
+			if err := json.Unmarshal(ack[wire.HeaderLen:], &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Received != tc.received {
+				t.Fatalf("results say %d received, want %d", res.Received, tc.received)
+			}
+			if got := r.Stats().Drops[DropClosed]; got != 0 {
+				t.Fatalf("%d probes dropped as closed, want 0", got)
+			}
+			if probe(6) != nil || r.Stats().Drops[DropClosed] != 1 {
+				t.Fatalf("a probe after the CloseAck: want it dropped as closed")
+			}
+		})
+	}
+}
+
 func TestKeyAllowSessions(t *testing.T) {
 	clk := clock.NewFake(int64(1000 * time.Hour))
 	r, err := New(Config{Clock: clk, Key: []byte("shared"), MaxSessions: 1,
