@@ -638,3 +638,86 @@ func TestDurationAndTotalRate(t *testing.T) {
 		t.Fatalf("drops %v", st.Drops)
 	}
 }
+
+// TestHoldScheduler drives the goroutine that sends held replies, one
+// step at a time, on a fake clock: each reply leaves when its hold is
+// over, a reply held for sooner than the one waited for wakes it, and the
+// response time leaves out exactly the hold asked for, whatever the wait
+// overshot.
+func TestHoldScheduler(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	var late time.Duration // how far each wait overshoots
+	var during func()      // called in the first wait, once
+	r.alarm.Sleep = func(d time.Duration) {
+		clk.Advance(d + late)
+		if f := during; f != nil {
+			during = nil
+			f()
+		}
+	}
+	type out struct {
+		seq    uint64
+		t2, t3 int64
+	}
+	var sent []out
+	send := func(b []byte, to netip.AddrPort) { // as Serve's
+		h := decode(t, b)
+		sent = append(sent, out{h.Seq, h.T2, h.T3})
+		r.sent(0)
+	}
+	probe := func(seq uint64, hold time.Duration) int64 {
+		t2 := clk.Now()
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: uint32(hold / time.Microsecond)}, 64)
+		if r.Handle(p, alice, t2) != nil {
+			t.Fatalf("probe %d with a %v hold answered at once", seq, hold)
+		}
+		return t2
+	}
+	never := func() bool { return false }
+	response := func() stats.Snapshot {
+		s, err := r.resp.total.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// On time: sent when due, a response time of 0.
+	t2 := probe(1, 100*time.Microsecond)
+	r.holdStep(send, never)
+	if len(sent) != 1 || sent[0].t3 != t2+int64(100*time.Microsecond) || sent[0].t2 != t2 {
+		t.Fatalf("sent %+v, want probe 1's reply at T2+100µs (T2 %d)", sent, t2)
+	}
+	if s := response(); s.Count != 1 || s.Max != 0 {
+		t.Fatalf("response times %+v, want one of 0", s)
+	}
+
+	// A 5ms hold waited for; a 1ms hold comes during the wait: it wakes
+	// the scheduler, and leaves first, on time.
+	sent = nil
+	t5 := probe(2, 5*time.Millisecond)
+	var t1 int64
+	during = func() { t1 = probe(3, time.Millisecond) }
+	r.holdStep(send, never)
+	if len(sent) != 1 {
+		t.Fatalf("sent %+v after a wait, want one reply", sent)
+	}
+	r.holdStep(send, never)
+	if len(sent) != 2 || sent[0].seq != 3 || sent[0].t3 != t1+int64(time.Millisecond) || sent[1].seq != 2 || sent[1].t3 != t5+int64(5*time.Millisecond) {
+		t.Fatalf("sent %+v; want seq 3 at T2+1ms (%d), then seq 2 at T2+5ms (%d)", sent, t1+int64(time.Millisecond), t5+int64(5*time.Millisecond))
+	}
+
+	// Late by 7µs (a busy machine): the response time is those 7µs, the
+	// asked hold left out exactly; so is a hold the reflector cut to its
+	// most (its reply says which it applied).
+	sent, late = nil, 7*time.Microsecond
+	probe(4, 300*time.Microsecond)
+	r.holdStep(send, never)
+	if s := response(); s.Count != 4 || s.Min != 0 || s.Max != int64(late) {
+		t.Fatalf("response times %+v, want 3 of 0 then one of %v", s, late)
+	}
+	if len(sent) != 1 || sent[0].t3-sent[0].t2 != int64(300*time.Microsecond+late) {
+		t.Fatalf("sent %+v, want T3-T2 = 307µs", sent)
+	}
+}
