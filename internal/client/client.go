@@ -142,6 +142,8 @@ type Config struct {
 	// hands its results back when the session closes.
 	OneWay bool
 	// Timeout is how long a probe waits for its reply before it is lost.
+	// In a one-way run over UDP, the reflector waits up to this long after
+	// the Close for probes the Close overtook, while any are missing.
 	Timeout time.Duration
 	// ReportInterval is the length of each interval; negative means none.
 	ReportInterval time.Duration
