@@ -1065,8 +1065,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		bc, batch = oneAtATime{conn}, 1
 	}
 	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
-		// Each connection answers on its own goroutine; this loop keeps
-		// the clock: held replies, intervals, the idle sweep.
+		// Each connection answers on its own goroutine, and holds its
+		// replies; this loop keeps the clock: intervals, the idle sweep.
 		hc.SetHandler(newStreamHandler(r))
 		batch = 1
 	} else if hc, ok := conn.(interface{ SetHandler(transport.FuncHandler) }); ok {
