@@ -1027,6 +1027,14 @@ func (r *Reflector) Sweep(now int64) {
 		}
 	}
 	for tok, s := range r.sessions {
+		if s.closing != nil && now-s.lastSeen > int64(r.cfg.IdleTimeout) {
+			// A one-way session that waited this long for the probes its
+			// Close overtook: closed now, its results kept for the
+			// client's next Close for another idle timeout.
+			s.closing, s.closed, s.lastSeen = nil, true, now
+			r.open--
+			continue
+		}
 		if now-s.lastSeen > int64(r.cfg.IdleTimeout) && !r.forget(tok, s, now) && !s.closed {
 			s.closed, s.swept = true, true
 			r.open--

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -478,6 +479,7 @@ func TestOneWayStragglers(t *testing.T) {
 		{"last probe behind the close", []uint64{5}, 5},
 		{"two behind, out of order", []uint64{5, 3}, 5},
 		{"one lost: the next close ends the wait", nil, 4},
+		{"one lost, the wait longer than the idle timeout", nil, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, clk := newTest(t)
@@ -520,6 +522,12 @@ func TestOneWayStragglers(t *testing.T) {
 				}
 			}
 			if tc.late == nil {
+				if strings.Contains(tc.name, "idle") {
+					clk.Advance(11 * time.Second) // newTest's idle timeout is 10s
+					r.Sweep(clk.Now())
+					clk.Advance(5 * time.Second)
+					r.Sweep(clk.Now())
+				}
 				ack = r.Handle(closeMsg(0, 2), alice, clk.Now()) // the client's timeout ran out
 			}
 			h := decode(t, ack)
