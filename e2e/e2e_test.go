@@ -807,6 +807,33 @@ func TestOneWay(t *testing.T) {
 	}
 }
 
+// TestOneWayLastBehindClose puts the last one-way probe behind the Close
+// (a relay holds it until the Close has gone): it arrived within the
+// timeout, so the run counts it, and loses nothing.
+func TestOneWayLastBehindClose(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	const n = 200
+	up := func(h wire.Header) testrelay.Action {
+		if h.Flags&wire.FlagOneWay != 0 && h.Seq == n {
+			return testrelay.Action{Behind: wire.TypeClose}
+		}
+		return testrelay.Action{}
+	}
+	relay, err := testrelay.Start(srv.addr, up, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	r := volleyRun(t, "client", relay.Addr(), "--oneway", "--rate", "2000", "-n", fmt.Sprint(n), "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	if c := res.Summary.Counts; c.Sent != n || c.Received != n || c.LostUp != 0 || res.ReflectorCount != "close" {
+		t.Fatalf("counts %+v from %q; want %d sent and received, none lost up, from the CloseAck", c, res.ReflectorCount, n)
+	}
+}
+
 func TestParallel(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	r := volleyRun(t, "client", srv.addr, "-P", "4", "-n", "500", "-i", "200ms", "--format", "json")

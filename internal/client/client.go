@@ -142,6 +142,8 @@ type Config struct {
 	// hands its results back when the session closes.
 	OneWay bool
 	// Timeout is how long a probe waits for its reply before it is lost.
+	// In a one-way run over UDP, the reflector waits up to this long after
+	// the Close for probes the Close overtook, while any are missing.
 	Timeout time.Duration
 	// ReportInterval is the length of each interval; negative means none.
 	ReportInterval time.Duration
@@ -1540,10 +1542,25 @@ func (r *run) close() {
 	if size > len(buf) {
 		buf = make([]byte, size) // once a run
 	}
-	var in wire.Header
 	// The tries share what is left of the wind-down: each waits at most
 	// min(Timeout, 1s), and the last ends by endBy.
 	r.beginWindDown()
+	if r.cfg.OneWay && r.reorders() {
+		// A probe the network reordered behind the Close still counts:
+		// the first Close says how many were sent, and the reflector
+		// answers once they all came, or at the next Close, sent when a
+		// timeout has passed. The wait is on top of the wind-down.
+		h.Flags |= wire.FlagOneWay
+		h.Seq = r.total.counts.Sent + r.cur.counts.Sent
+		h.T1 = r.clk.Now()
+		r.encode(&h, buf)
+		acked, failed := r.closeTry(buf, h.T1, int64(r.cfg.Timeout), tag)
+		if acked || failed {
+			return
+		}
+		r.endBy += r.clk.Now() - h.T1
+		h.Flags &^= wire.FlagOneWay
+	}
 	tries, most := r.cfg.HandshakeTries, int64(min(r.cfg.Timeout, time.Second))
 	if r.stream {
 		tries = 1 // a stream does not lose the close: sending it again is no use
@@ -1556,48 +1573,59 @@ func (r *run) close() {
 			return
 		}
 		r.encode(&h, buf)
-		if err := r.wg.within(h.T1, time.Duration(wait), false); err != nil {
+		if acked, failed := r.closeTry(buf, h.T1, wait, tag); acked || failed {
 			return
 		}
-		if _, err := r.conn.Write(buf); err != nil {
-			return
+	}
+}
+
+// reorders reports whether the run's transport may deliver messages out of
+// order: UDP may; streams, Unix datagrams and a bus keep their order.
+func (r *run) reorders() bool { return r.conn.RemoteAddr().Network() == "udp" }
+
+// closeTry sends the encoded Close msg at t1 and reads until its CloseAck
+// comes (acked) or wait has passed, taking in the replies that straggle
+// in meanwhile; failed says the connection failed.
+func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool) {
+	if err := r.wg.within(t1, time.Duration(wait), false); err != nil {
+		return false, true
+	}
+	if _, err := r.conn.Write(msg); err != nil {
+		return false, true
+	}
+	if err := r.conn.SetReadDeadline(r.clk.Time(t1 + wait)); err != nil {
+		return false, true
+	}
+	var in wire.Header
+	for {
+		n, err := r.conn.Read(r.rbuf)
+		now := r.clk.Now()
+		if err != nil {
+			return false, !errors.Is(err, os.ErrDeadlineExceeded)
 		}
-		if err := r.conn.SetReadDeadline(r.clk.Time(h.T1 + wait)); err != nil {
-			return
+		if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, r.rbuf[:n]) {
+			continue
 		}
-		for {
-			n, err := r.conn.Read(r.rbuf)
-			now := r.clk.Now()
-			if err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					break
+		k := r.tokenSeg(in.Token)
+		if k < 0 {
+			continue
+		}
+		switch {
+		case in.Type == wire.TypeReply:
+			r.reply(&in, n, now, k, nil, tstamp.Stamp{})
+		case in.Type == wire.TypeCloseAck && in.Token == r.token:
+			r.res.ReflectorCount = "close"
+			r.finalCount = in.Count
+			if r.stamps != nil && in.Flags&wire.FlagStamps != 0 && !r.cfg.OneWay {
+				wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], func(seq uint64, t3k int64) { r.followUp(r.cur, seq, t3k) })
+			}
+			if r.cfg.OneWay && n > wire.HeaderLen+tag {
+				var res wire.OneWayResults
+				if json.Unmarshal(r.rbuf[wire.HeaderLen:n-tag], &res) == nil {
+					r.oneway = &res
 				}
-				return
 			}
-			if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, r.rbuf[:n]) {
-				continue
-			}
-			k := r.tokenSeg(in.Token)
-			if k < 0 {
-				continue
-			}
-			switch {
-			case in.Type == wire.TypeReply:
-				r.reply(&in, n, now, k, nil, tstamp.Stamp{})
-			case in.Type == wire.TypeCloseAck && in.Token == r.token:
-				r.res.ReflectorCount = "close"
-				r.finalCount = in.Count
-				if r.stamps != nil && in.Flags&wire.FlagStamps != 0 && !r.cfg.OneWay {
-					wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], func(seq uint64, t3k int64) { r.followUp(r.cur, seq, t3k) })
-				}
-				if r.cfg.OneWay && n > wire.HeaderLen+tag {
-					var res wire.OneWayResults
-					if json.Unmarshal(r.rbuf[wire.HeaderLen:n-tag], &res) == nil {
-						r.oneway = &res
-					}
-				}
-				return
-			}
+			return true, false
 		}
 	}
 }

@@ -553,6 +553,32 @@ func TestOneWay(t *testing.T) {
 	})
 }
 
+// TestOneWayLastBehindClose: the network delays the last one-way probe
+// behind the Close; it arrived, so it is not lost.
+func TestOneWayLastBehindClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 300 * time.Microsecond
+		c.delayOf = func(seq uint64) time.Duration {
+			if seq == 1000 {
+				return 5 * time.Millisecond // the Close, sent right after it, overtakes it
+			}
+			return c.delay
+		}
+		cfg := Config{OneWay: true, Rate: 1000, Duration: time.Second, sleep: time.Sleep}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Summary.Counts; c.Sent != 1000 || c.Received != 1000 || c.Lost != 0 || c.LostUp != 0 {
+			t.Fatalf("counts %+v, want all 1000 received: the last came after the Close, within the timeout", c)
+		}
+		if res.ReflectorCount != "close" {
+			t.Fatalf("reflector count from %q, want close", res.ReflectorCount)
+		}
+	})
+}
+
 func TestOneWayNoResults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemConn(t)

@@ -2,7 +2,8 @@
 // them precisely: fixed gaps or Poisson gaps (exponential, with a seed),
 // bounded catch-up after a stall, and a waiter that sleeps most of a gap
 // and spins the rest, because Go timers round short waits up to about a
-// millisecond.
+// millisecond. An Alarm waits as precisely for a time that another
+// goroutine may bring forward: a reflector's next held reply.
 package pace
 
 import (

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -130,5 +131,88 @@ func TestWaiterRealClock(t *testing.T) {
 	target := clk.Now() + int64(2*time.Millisecond)
 	if got := w.Until(target); got < target {
 		t.Fatalf("Until returned %dns early", target-got)
+	}
+}
+
+func TestAlarm(t *testing.T) {
+	clk := clock.NewFake(0)
+	a := NewAlarm(clk)
+	var slept []time.Duration
+	var wakeAt int // Wake in this sleep (1-based), 0: never
+	a.Sleep = func(d time.Duration) {
+		slept = append(slept, d)
+		clk.Advance(d)
+		if len(slept) == wakeAt {
+			a.Wake()
+		}
+	}
+	// Parked on a timer to CoarseFor before, in the kernel to SpinFor
+	// before, then spun.
+	if now, woken := a.Until(int64(5 * time.Millisecond)); now != int64(5*time.Millisecond) || woken {
+		t.Fatalf("Until(5ms) = %v, woken %v; want 5ms, not woken", time.Duration(now), woken)
+	}
+	if want := []time.Duration{3 * time.Millisecond, 1900 * time.Microsecond, 100 * time.Microsecond}; fmt.Sprint(slept) != fmt.Sprint(want) {
+		t.Fatalf("stages %v, want %v", slept, want)
+	}
+	// A Wake in the kernel stage ends the wait after it.
+	slept, wakeAt = nil, 2
+	if now, woken := a.Until(int64(10 * time.Millisecond)); now != int64(9900*time.Microsecond) || !woken {
+		t.Fatalf("Until(10ms) woken in the kernel stage = %v, woken %v; want 9.9ms, woken", time.Duration(now), woken)
+	}
+	// One before the wait: at once; it is seen once.
+	slept, wakeAt = nil, 0
+	a.Wake()
+	if now, woken := a.Until(int64(20 * time.Millisecond)); now != int64(9900*time.Microsecond) || !woken || len(slept) != 0 {
+		t.Fatalf("Until after a Wake = %v, woken %v, slept %v; want at once, woken", time.Duration(now), woken, slept)
+	}
+	if now, woken := a.Until(int64(20 * time.Millisecond)); now != int64(20*time.Millisecond) || woken {
+		t.Fatalf("Until(20ms) = %v, woken %v; want 20ms, not woken", time.Duration(now), woken)
+	}
+}
+
+func TestAlarmWakes(t *testing.T) {
+	// On the real clock, a Wake from another goroutine ends each stage
+	// of a wait an hour long: the timer's, and the kernel sleep's.
+	a := NewAlarm(clock.NewSystem())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, woken := a.Until(a.Clock.Now() + int64(time.Hour)); !woken {
+			t.Error("Until(1h) returned, not woken")
+		}
+	}()
+	for {
+		a.Wake()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		a.nap(int64(time.Hour))
+	}()
+	for {
+		a.Wake()
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestAlarmAllocs(t *testing.T) {
+	a := NewAlarm(clock.NewSystem())
+	a.park(time.Microsecond) // the timer, made once
+	if n := testing.AllocsPerRun(100, func() {
+		a.Wake()
+		a.Until(a.Clock.Now() + int64(time.Microsecond))
+		a.nap(int64(time.Microsecond))
+	}); n != 0 {
+		t.Fatalf("%v allocations a wait, want 0", n)
 	}
 }

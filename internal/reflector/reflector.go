@@ -16,13 +16,16 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"math"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/stats"
@@ -244,6 +247,18 @@ type session struct {
 	// Kernel transmit stamps of replies that came back, for the
 	// session's next replies to carry, oldest first; nil until the first.
 	t3q *t3Queue
+	// A one-way session whose Close came before all its probes: the
+	// CloseAck waits for them (see close).
+	closing *pendingClose
+}
+
+// pendingClose is a one-way session's Close whose CloseAck waits for the
+// probes the Close overtook.
+type pendingClose struct {
+	want uint64 // the measured probes the client sent
+	seq  uint64 // the Close's, echoed
+	t1   int64
+	size int // the Close's length: the room of its CloseAck
 }
 
 // deadToken is a forgotten session's token whose cookie lives.
@@ -296,6 +311,10 @@ type Reflector struct {
 
 	heldQ []held   // a min-heap by due time
 	free  [][]byte // buffers of replies sent after their hold
+	// alarm wakes the goroutine that sends held replies when they are
+	// due (see holdStep); a reply held for sooner than the others wakes
+	// it early.
+	alarm *pace.Alarm
 
 	signer  *wire.Signer // nil without a key
 	allRate bucket       // MaxTotalRate
@@ -412,6 +431,7 @@ func New(cfg Config) (*Reflector, error) {
 		byAddr:   make(map[netip.AddrPort]uint64),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
+		alarm: pace.NewAlarm(cfg.Clock),
 	}
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
@@ -562,6 +582,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 				s.count++
 			}
 			r.oneWay(s, &h, addr, t2)
+			if c := s.closing; c != nil && s.onewayDone(c.want) {
+				// The last probe the Close overtook: the CloseAck goes
+				// now, in this probe's buffer, with the Close's room.
+				hc := wire.Header{Type: wire.TypeClose, Token: h.Token, Seq: c.seq, T1: c.t1}
+				return r.close(pkt[:min(c.size, cap(pkt))], &hc, s, addr, t2)
+			}
 			return nil
 		}
 		// A copy of a probe already seen (duplicated on the way, or
@@ -697,7 +723,8 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64
 	buf = append(buf[:0], pkt...)
 	// Push onto the heap.
 	r.heldQ = append(r.heldQ, held{due: due, addr: rep.addr, src: src, buf: buf, rep: rep})
-	for i := len(r.heldQ) - 1; i > 0; {
+	i := len(r.heldQ) - 1
+	for i > 0 {
 		p := (i - 1) / 2
 		if r.heldQ[p].due <= r.heldQ[i].due {
 			break
@@ -705,6 +732,38 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64
 		r.heldQ[p], r.heldQ[i] = r.heldQ[i], r.heldQ[p]
 		i = p
 	}
+	if i == 0 {
+		r.alarm.Wake() // due before the one waited for, if any
+	}
+}
+
+// holdStep waits until the next held reply is due, and hands those due
+// to send (under the lock); a reply held for sooner than the one waited
+// for wakes it to wait for that one instead. It returns after sending, or
+// when woken with stop true. The wait is precise (see pace.Alarm): it
+// spins only for the last stretch before a reply is due, and sleeps
+// otherwise, also while nothing is held.
+func (r *Reflector) holdStep(send func(b []byte, addr netip.AddrPort), stop func() bool) {
+	for {
+		r.mu.Lock()
+		due := r.NextDue()
+		r.mu.Unlock()
+		if due == 0 {
+			due = math.MaxInt64
+		}
+		if _, woken := r.alarm.Until(due); !woken {
+			break
+		}
+		if stop() {
+			return
+		}
+	}
+	r.mu.Lock()
+	r.Due(r.clk.Now(), send)
+	if r.stamps != nil {
+		r.drainTx()
+	}
+	r.mu.Unlock()
 }
 
 // NextDue returns when the next held reply is due, or 0 when none is held.
@@ -767,7 +826,20 @@ func (r *Reflector) release(hd held) {
 // returns the CloseAck: no larger than the Close, so a replayed Close
 // amplifies nothing. It carries the follow-ups the Close asked for, or a
 // one-way session's results, as far as the Close's size makes room.
+//
+// A Close with FlagOneWay says in Seq how many measured one-way probes
+// its client sent: while fewer came, close returns nil and keeps the
+// session open for them (see wire.FlagOneWay).
 func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.AddrPort, t2 int64) []byte {
+	if !s.closed && h.Flags&wire.FlagOneWay != 0 && !r.stream && !s.onewayDone(h.Seq) {
+		// Probes the Close overtook on the way may still come: count
+		// them, and answer when the last has, or at the client's next
+		// Close (sent when its timeout ran out), whichever is first. A
+		// stream keeps order: nothing can come after its Close.
+		s.closing = &pendingClose{want: h.Seq, seq: h.Seq, t1: h.T1, size: len(pkt)}
+		return nil
+	}
+	s.closing = nil
 	if !s.closed {
 		s.closed = true
 		r.open--
@@ -791,6 +863,15 @@ func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.Add
 		}
 	}
 	return r.reply(pkt[:size+r.tagLen()], h)
+}
+
+// onewayDone reports whether the one-way session s received want
+// measured probes (it may have more: copies too old to tell).
+func (s *session) onewayDone(want uint64) bool {
+	if s.oneway == nil {
+		return want == 0
+	}
+	return s.oneway.received >= want
 }
 
 // unknownSession answers a probe (in pkt, whose header is h) of a session
@@ -948,6 +1029,14 @@ func (r *Reflector) Sweep(now int64) {
 		}
 	}
 	for tok, s := range r.sessions {
+		if s.closing != nil && now-s.lastSeen > int64(r.cfg.IdleTimeout) {
+			// A one-way session that waited this long for the probes its
+			// Close overtook: closed now, its results kept for the
+			// client's next Close for another idle timeout.
+			s.closing, s.closed, s.lastSeen = nil, true, now
+			r.open--
+			continue
+		}
 		if now-s.lastSeen > int64(r.cfg.IdleTimeout) && !r.forget(tok, s, now) && !s.closed {
 			s.closed, s.swept = true, true
 			r.open--
@@ -985,33 +1074,25 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	if !ok {
 		bc, batch = oneAtATime{conn}, 1
 	}
-	handler := false
 	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
-		// Each connection answers on its own goroutine; this loop keeps
-		// the clock: held replies, intervals, the idle sweep.
-		handler = true
+		// Each connection answers on its own goroutine, and holds its
+		// replies; this loop keeps the clock: intervals, the idle sweep.
 		hc.SetHandler(newStreamHandler(r))
 		batch = 1
 	} else if hc, ok := conn.(interface{ SetHandler(transport.FuncHandler) }); ok {
 		// A bus's callers, each on its own goroutine; held replies go
-		// out through this loop (the bus answers the call then). A
-		// reply held for sooner than the loop's deadline moves the
-		// deadline, under the lock the loop sets it under.
-		handler = true
+		// out through the holding goroutine (the bus answers the call
+		// then).
 		hc.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
 			now := r.clk.Now()
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			before := r.NextDue()
 			r.lastOK = false
 			reply := r.Handle(msg, from, now)
 			if reply != nil {
 				r.st.PacketsOut++ // its caller sends it
 				r.st.BytesOut += uint64(len(reply))
 				r.sent(0)
-			}
-			if due := r.NextDue(); due != 0 && (before == 0 || due < before) {
-				_ = conn.SetReadDeadline(r.clk.Time(due))
 			}
 			return reply
 		})
@@ -1040,6 +1121,23 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		r.st.BytesOut += uint64(len(b))
 		r.sent(id)
 	}
+	if !r.stream {
+		// Held replies leave from a goroutine of their own, each when
+		// due: this loop waits in the poller, which rounds its
+		// deadlines up to the millisecond.
+		var holder sync.WaitGroup
+		var stopHold atomic.Bool
+		holder.Go(func() {
+			for !stopHold.Load() {
+				r.holdStep(send, stopHold.Load)
+			}
+		})
+		defer func() {
+			stopHold.Store(true)
+			r.alarm.Wake()
+			holder.Wait()
+		}()
+	}
 	start := r.clk.Now()
 	tick := int64(r.cfg.ReportInterval)
 	if tick < 0 {
@@ -1050,23 +1148,11 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	lastAt := start
 	var deadline int64
 	for {
-		if handler {
-			deadline = 0 // the handlers may have moved it
-		}
-		r.mu.Lock()
-		var derr error
-		if want := r.NextDue(); want != 0 && want < next {
-			if want != deadline {
-				deadline = want
-				derr = conn.SetReadDeadline(r.clk.Time(deadline))
-			}
-		} else if next != deadline {
+		if next != deadline {
 			deadline = next
-			derr = conn.SetReadDeadline(r.clk.Time(deadline))
-		}
-		r.mu.Unlock()
-		if derr != nil {
-			return r.total(start), fmt.Errorf("set read deadline: %w", derr)
+			if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
+				return r.total(start), fmt.Errorf("set read deadline: %w", err)
+			}
 		}
 		if ctx.Err() != nil {
 			return r.total(start), nil
@@ -1119,9 +1205,6 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			pending, preps = pending[sent+1:], preps[sent+1:]
 		}
 		out, reps = out[:0], reps[:0]
-		if len(r.heldQ) > 0 {
-			r.Due(r.clk.Now(), send)
-		}
 		if r.stamps != nil {
 			r.drainTx()
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -466,6 +467,90 @@ func TestOneWay(t *testing.T) {
 	}
 }
 
+// TestOneWayStragglers: a probe the Close overtook is counted, not dropped
+// as closed: the reflector keeps the CloseAck until the probes the Close
+// says were sent have come, or until the client's next Close.
+func TestOneWayStragglers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		late     []uint64 // the probes that come after the first Close
+		received uint64   // what the results say
+	}{
+		{"last probe behind the close", []uint64{5}, 5},
+		{"two behind, out of order", []uint64{5, 3}, 5},
+		{"one lost: the next close ends the wait", nil, 4},
+		{"one lost, the wait longer than the idle timeout", nil, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, clk := newTest(t)
+			tok := handshake(t, r, clk, alice)
+			late := map[uint64]bool{}
+			for _, seq := range tc.late {
+				late[seq] = true
+			}
+			probe := func(seq uint64) []byte {
+				clk.Advance(time.Microsecond)
+				p := make([]byte, 64, 65536) // as Serve reads: room for a CloseAck
+				_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now()}).Encode(p)
+				return r.Handle(p, alice, clk.Now())
+			}
+			for seq := uint64(1); seq <= 5; seq++ {
+				if seq == 4 && tc.late == nil {
+					continue // lost
+				}
+				if !late[seq] && probe(seq) != nil {
+					t.Fatalf("one-way probe %d was answered", seq)
+				}
+			}
+			closeMsg := func(flags wire.Flags, seq uint64) []byte {
+				b := make([]byte, wire.CloseOneWayLen)
+				_ = (&wire.Header{Type: wire.TypeClose, Flags: flags, Token: tok, Count: 99, Seq: seq, T1: 7}).Encode(b)
+				return b
+			}
+			if ack := r.Handle(closeMsg(wire.FlagOneWay, 5), alice, clk.Now()); ack != nil {
+				t.Fatalf("Close with 5 sent and fewer received: answered %+v at once, want the CloseAck to wait", decode(t, ack))
+			}
+			// The client's Close again, as if the first were lost: still waiting.
+			if ack := r.Handle(closeMsg(wire.FlagOneWay, 5), alice, clk.Now()); ack != nil {
+				t.Fatalf("a copy of the Close was answered while probes are missing")
+			}
+			var ack []byte
+			for i, seq := range tc.late {
+				ack = probe(seq)
+				if (ack != nil) != (i == len(tc.late)-1) {
+					t.Fatalf("late probe %d answered %v, want the CloseAck with the last one only", seq, ack != nil)
+				}
+			}
+			if tc.late == nil {
+				if strings.Contains(tc.name, "idle") {
+					clk.Advance(11 * time.Second) // newTest's idle timeout is 10s
+					r.Sweep(clk.Now())
+					clk.Advance(5 * time.Second)
+					r.Sweep(clk.Now())
+				}
+				ack = r.Handle(closeMsg(0, 2), alice, clk.Now()) // the client's timeout ran out
+			}
+			h := decode(t, ack)
+			if h.Type != wire.TypeCloseAck || h.Seq != 5 && tc.late != nil || h.T1 != 7 || len(ack) <= wire.HeaderLen {
+				t.Fatalf("CloseAck %+v of %d bytes, want one echoing the Close, with the results", h, len(ack))
+			}
+			var res wire.OneWayResults
+			if err := json.Unmarshal(ack[wire.HeaderLen:], &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Received != tc.received {
+				t.Fatalf("results say %d received, want %d", res.Received, tc.received)
+			}
+			if got := r.Stats().Drops[DropClosed]; got != 0 {
+				t.Fatalf("%d probes dropped as closed, want 0", got)
+			}
+			if probe(6) != nil || r.Stats().Drops[DropClosed] != 1 {
+				t.Fatalf("a probe after the CloseAck: want it dropped as closed")
+			}
+		})
+	}
+}
+
 func TestKeyAllowSessions(t *testing.T) {
 	clk := clock.NewFake(int64(1000 * time.Hour))
 	r, err := New(Config{Clock: clk, Key: []byte("shared"), MaxSessions: 1,
@@ -559,5 +644,88 @@ func TestDurationAndTotalRate(t *testing.T) {
 	}
 	if st := r.Stats(); st.Drops[DropRate] != 10 || st.Drops[DropDuration] != 1 {
 		t.Fatalf("drops %v", st.Drops)
+	}
+}
+
+// TestHoldScheduler drives the goroutine that sends held replies, one
+// step at a time, on a fake clock: each reply leaves when its hold is
+// over, a reply held for sooner than the one waited for wakes it, and the
+// response time leaves out exactly the hold asked for, whatever the wait
+// overshot.
+func TestHoldScheduler(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	var late time.Duration // how far each wait overshoots
+	var during func()      // called in the first wait, once
+	r.alarm.Sleep = func(d time.Duration) {
+		clk.Advance(d + late)
+		if f := during; f != nil {
+			during = nil
+			f()
+		}
+	}
+	type out struct {
+		seq    uint64
+		t2, t3 int64
+	}
+	var sent []out
+	send := func(b []byte, to netip.AddrPort) { // as Serve's
+		h := decode(t, b)
+		sent = append(sent, out{h.Seq, h.T2, h.T3})
+		r.sent(0)
+	}
+	probe := func(seq uint64, hold time.Duration) int64 {
+		t2 := clk.Now()
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: uint32(hold / time.Microsecond)}, 64)
+		if r.Handle(p, alice, t2) != nil {
+			t.Fatalf("probe %d with a %v hold answered at once", seq, hold)
+		}
+		return t2
+	}
+	never := func() bool { return false }
+	response := func() stats.Snapshot {
+		s, err := r.resp.total.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// On time: sent when due, a response time of 0.
+	t2 := probe(1, 100*time.Microsecond)
+	r.holdStep(send, never)
+	if len(sent) != 1 || sent[0].t3 != t2+int64(100*time.Microsecond) || sent[0].t2 != t2 {
+		t.Fatalf("sent %+v, want probe 1's reply at T2+100µs (T2 %d)", sent, t2)
+	}
+	if s := response(); s.Count != 1 || s.Max != 0 {
+		t.Fatalf("response times %+v, want one of 0", s)
+	}
+
+	// A 5ms hold waited for; a 1ms hold comes during the wait: it wakes
+	// the scheduler, and leaves first, on time.
+	sent = nil
+	t5 := probe(2, 5*time.Millisecond)
+	var t1 int64
+	during = func() { t1 = probe(3, time.Millisecond) }
+	r.holdStep(send, never)
+	if len(sent) != 1 {
+		t.Fatalf("sent %+v after a wait, want one reply", sent)
+	}
+	r.holdStep(send, never)
+	if len(sent) != 2 || sent[0].seq != 3 || sent[0].t3 != t1+int64(time.Millisecond) || sent[1].seq != 2 || sent[1].t3 != t5+int64(5*time.Millisecond) {
+		t.Fatalf("sent %+v; want seq 3 at T2+1ms (%d), then seq 2 at T2+5ms (%d)", sent, t1+int64(time.Millisecond), t5+int64(5*time.Millisecond))
+	}
+
+	// Late by 7µs (a busy machine): the response time is those 7µs, the
+	// asked hold left out exactly; so is a hold the reflector cut to its
+	// most (its reply says which it applied).
+	sent, late = nil, 7*time.Microsecond
+	probe(4, 300*time.Microsecond)
+	r.holdStep(send, never)
+	if s := response(); s.Count != 4 || s.Min != 0 || s.Max != int64(late) {
+		t.Fatalf("response times %+v, want 3 of 0 then one of %v", s, late)
+	}
+	if len(sent) != 1 || sent[0].t3-sent[0].t2 != int64(300*time.Microsecond+late) {
+		t.Fatalf("sent %+v, want T3-T2 = 307µs", sent)
 	}
 }

@@ -20,6 +20,10 @@ type Action struct {
 	Drop      bool
 	Duplicate bool          // send it twice
 	Delay     time.Duration // hold it this long first
+	// Behind, when not 0, holds the message until the relay has
+	// forwarded a message of this type the same way, and sends it right
+	// after that one: a reordering that does not depend on timing.
+	Behind wire.Type
 }
 
 // Rule decides the fate of a probe (on the way up) or a reply (on the way
@@ -35,6 +39,17 @@ type Relay struct {
 	down   Rule
 	wg     sync.WaitGroup
 	timers sync.WaitGroup
+
+	mu     sync.Mutex
+	behind []behind // messages waiting for a message of another type
+}
+
+// behind is a message held until one of type after has gone its way.
+type behind struct {
+	after wire.Type
+	up    bool
+	msg   []byte
+	send  func([]byte)
 }
 
 // Start relays from a new socket on 127.0.0.1 to the reflector at server.
@@ -74,7 +89,7 @@ func (r *Relay) upstream() {
 			return
 		}
 		r.client.Store(&from)
-		r.forward(buf[:n], wire.TypeProbe, r.up, func(b []byte) { r.back.Write(b) })
+		r.forward(buf[:n], wire.TypeProbe, r.up, true, func(b []byte) { r.back.Write(b) })
 	}
 }
 
@@ -92,15 +107,17 @@ func (r *Relay) downstream() {
 		if to == nil {
 			continue
 		}
-		r.forward(buf[:n], wire.TypeReply, r.down, func(b []byte) { r.front.WriteToUDPAddrPort(b, *to) })
+		r.forward(buf[:n], wire.TypeReply, r.down, false, func(b []byte) { r.front.WriteToUDPAddrPort(b, *to) })
 	}
 }
 
-// forward applies rule to msg if it is of type t, and sends it with send.
-func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, send func([]byte)) {
+// forward applies rule to msg if it is of type t, and sends it with send;
+// up says which way it goes.
+func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, up bool, send func([]byte)) {
 	var h wire.Header
 	var act Action
-	if rule != nil && h.Decode(msg) == nil && h.Type == t {
+	decoded := h.Decode(msg) == nil
+	if rule != nil && decoded && h.Type == t {
 		act = rule(h)
 	}
 	if act.Drop {
@@ -110,9 +127,18 @@ func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, send func([]byte)) {
 	if act.Duplicate {
 		copies = 2
 	}
+	if act.Behind != 0 {
+		r.mu.Lock()
+		r.behind = append(r.behind, behind{after: act.Behind, up: up, msg: append([]byte(nil), msg...), send: send})
+		r.mu.Unlock()
+		return
+	}
 	if act.Delay == 0 {
 		for range copies {
 			send(msg)
+		}
+		if decoded {
+			r.release(h.Type, up)
 		}
 		return
 	}
@@ -124,4 +150,24 @@ func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, send func([]byte)) {
 			send(held)
 		}
 	})
+}
+
+// release sends the messages held behind a message of type t going the
+// way up says, which has just gone.
+func (r *Relay) release(t wire.Type, up bool) {
+	r.mu.Lock()
+	var out []behind
+	keep := r.behind[:0]
+	for _, b := range r.behind {
+		if b.after == t && b.up == up {
+			out = append(out, b)
+		} else {
+			keep = append(keep, b)
+		}
+	}
+	r.behind = keep
+	r.mu.Unlock()
+	for _, b := range out {
+		b.send(b.msg)
+	}
 }

@@ -159,6 +159,15 @@ const (
 	// FlagOneWay marks a one-way probe: the reflector does not reply, but
 	// measures its one-way delay (T1 to its receive time), and returns its
 	// results in the payload of the session's CloseAck (OneWayResults).
+	//
+	// On a Close, it says that Seq is the number of measured one-way
+	// probes the client sent, and asks the reflector to wait for those
+	// the Close overtook on the way: a reflector that has received fewer
+	// does not answer, and sends the CloseAck as soon as the last of them
+	// comes (in answer to that probe), or answers the client's next Close,
+	// which has no FlagOneWay (the client sends it after waiting its
+	// timeout). A reflector on a stream, which keeps order, answers at
+	// once.
 	FlagOneWay Flags = 1 << 1
 	// FlagAuth marks a message that ends with a TagLen-byte tag: the first
 	// bytes of HMAC-SHA-256, keyed with the shared key, over everything

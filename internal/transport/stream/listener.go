@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/deadline"
+	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/quota"
 )
 
@@ -187,9 +189,15 @@ type peer struct {
 	writing bool      // the writer runs
 	stuck   time.Time // when the writer's write began, while it lasts
 	dead    bool      // the reader is gone: take nothing more
-	wake    chan struct{}
-	writer  sync.WaitGroup
+	// alarm wakes the writer when the first reply is due, precisely
+	// (a Go timer would round a short hold up to about a millisecond);
+	// an earlier one, or the reader's leaving, wakes it early.
+	alarm  *pace.Alarm
+	writer sync.WaitGroup
 }
+
+// holdClock is the clock the writers wait for held replies on.
+var holdClock = clock.NewSystem()
 
 // queued is a framed reply waiting for its writer.
 type queued struct {
@@ -273,7 +281,7 @@ func (l *Listener) accept() {
 			l.mu.Unlock()
 			continue
 		}
-		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), wake: make(chan struct{}, 1)}
+		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), alarm: pace.NewAlarm(holdClock)}
 		p.since.Store(time.Now().UnixNano())
 		p.counted.Store(true)
 		if l.busy.Load() {
@@ -544,10 +552,7 @@ func (l *Listener) drop(p *peer) {
 	p.qmu.Lock()
 	p.dead = true
 	p.qmu.Unlock()
-	select {
-	case p.wake <- struct{}{}: // a writer waiting for a held reply
-	default:
-	}
+	p.alarm.Wake() // a writer waiting for a held reply
 	p.c.Close()
 	p.writer.Wait()
 	taken := len(p.buf)
@@ -642,11 +647,8 @@ func (l *Listener) enqueue(p *peer, b []byte, due time.Time, held bool) error {
 	if !p.writing {
 		p.writing = true
 		p.writer.Go(func() { l.flush(p) })
-	} else {
-		select {
-		case p.wake <- struct{}{}: // it may be waiting for a later one
-		default:
-		}
+	} else if p.queue[0].n == p.arrived {
+		p.alarm.Wake() // it waits for a later one
 	}
 	return nil
 }
@@ -655,12 +657,6 @@ func (l *Listener) enqueue(p *peer, b []byte, due time.Time, held bool) error {
 // empty, p's reader is gone, or the connection fails (then it closes it,
 // and the reader ends).
 func (l *Listener) flush(p *peer) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		p.qmu.Lock()
 		if len(p.queue) == 0 || p.dead {
@@ -670,16 +666,9 @@ func (l *Listener) flush(p *peer) {
 		}
 		if wait := time.Until(p.queue[0].due); wait > 0 {
 			p.qmu.Unlock()
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			select {
-			case <-timer.C:
-			case <-p.wake: // an earlier one came, or the reader left
-				timer.Stop()
-			}
+			// Until the first is due, or an earlier one came, or the
+			// reader left.
+			p.alarm.Until(holdClock.Now() + int64(wait))
 			continue
 		}
 		q := heap.Pop(&p.queue).(queued)
