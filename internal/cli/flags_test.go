@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -60,8 +61,17 @@ func TestRejectedValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			args := tt.args
+			if args[0] == "server" && !strings.HasPrefix(strings.Join(args, " "), "server --listen") {
+				args = append(args, "--listen", "127.0.0.1:0") // a server that ran would not take the default port
+			}
+			// A value taken would start a run: the deadline ends it,
+			// and the test fails instead of hanging. A value refused
+			// never gets to read the clock.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
 			var stdout, stderr bytes.Buffer
-			code := Main(context.Background(), tt.args, &stdout, &stderr)
+			code := Main(ctx, args, &stdout, &stderr)
 			msg := stderr.String()
 			rest, ok := msg, true
 			for _, w := range tt.want {
