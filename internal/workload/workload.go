@@ -20,8 +20,9 @@
 // For example, in YAML (examples/workload.yaml in the repository is a
 // commented one):
 //
-//   - {name: small, weight: 3, size: 100, reply_size: 512, hold: 1ms}
-//   - {name: big, weight: 1, size: 1400, gap: 10ms}
+//	# two entries: three small probes for every big one
+//	- {name: small, weight: 3, size: 100, reply_size: 512, hold: 1ms}
+//	- {name: big, weight: 1, size: 1K, gap: 10ms}
 //
 // or in JSON:
 //
