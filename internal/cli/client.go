@@ -258,8 +258,8 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if changed("reply-size") && (f.replySize < wire.HeaderLen || int(f.replySize) > maxMsg) {
 		return cfg, usagef("--reply-size %s: want %d to %d bytes (%s) over %s, header included", f.replySize, wire.HeaderLen, maxMsg, byteSize(maxMsg), strings.ToUpper(t.Scheme))
 	}
-	if f.hold < 0 || (changed("hold") && f.hold < time.Microsecond) {
-		return cfg, usagef("--hold %s: want at least 1µs", f.hold)
+	if f.hold < 0 || (changed("hold") && (f.hold < time.Microsecond || f.hold > maxHold)) {
+		return cfg, usagef("--hold %s: want 1µs to %s (the reflector grants at most its --max-hold, 1s unless set)", units.FormatDuration(f.hold), units.FormatDuration(maxHold))
 	}
 	if f.window < 1 || f.window > client.MaxWindow {
 		return cfg, usagef("--window %d: want 1 to %d", f.window, client.MaxWindow)

@@ -36,6 +36,8 @@ func TestRejectedValues(t *testing.T) {
 		{[]string{"client", "-i", "0.001"}, []string{"--report-interval 1ms", "at least 10ms"}, ""},
 		{[]string{"client", "-t", "0"}, []string{"--duration 0", "positive"}, ""},
 		{[]string{"client", "--hold", "2"}, []string{"--hold", "with a unit"}, ""},
+		{[]string{"client", "--hold", "2h"}, []string{"--hold 2h", "1µs to 1h"}, ""},
+		{[]string{"client", "--hold", "100ns"}, []string{"--hold 100ns", "1µs to 1h"}, ""},
 		{[]string{"client", "-l", "10M"}, []string{"--size 10M", "65000"}, "10485760"},
 		{[]string{"client", "--reconnect", "2m", "127.0.0.1"}, []string{"--reconnect 2m", "--reconnect=2m"}, "TARGET, got"},
 		{[]string{"client", "--reconnect", "2m"}, []string{"--reconnect=2m"}, ""},

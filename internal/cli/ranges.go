@@ -28,6 +28,10 @@ const (
 	maxTimeout = time.Minute
 	// minReconnect: at least one Hello (every --timeout, at most 100ms).
 	minReconnect = 100 * time.Millisecond
+	// maxHold: the wire carries a hold in µs in 32 bits (71 minutes);
+	// past an hour no reflector grants it (their --max-hold is 1s unless
+	// set).
+	maxHold = time.Hour
 )
 
 // checkReportInterval checks -i: 0 (none), or minReportInterval or more.
