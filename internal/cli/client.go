@@ -237,7 +237,7 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		// from one refused mode to another.
 		switch {
 		case t.Scheme != "udp":
-			return cfg, usagef("--timestamps %s: %s:// has no stamps per message (only udp:// targets take kernel and hardware stamps); over %s, --timestamps user or auto (the default) times with volley's clock", mode, t.Scheme, t.Scheme)
+			return cfg, usagef("--timestamps %s: %s has no stamps per message (only udp:// targets take kernel and hardware stamps); over %s, --timestamps user or auto (the default) times with volley's clock", mode, t.Scheme, t.Scheme)
 		case f.oneway:
 			return cfg, usagef("--timestamps %s does not mix with --oneway: the reflector times one-way probes against the client's clock reading; --timestamps user or auto (the default)", mode)
 		}
