@@ -23,6 +23,7 @@ import (
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/units"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -73,9 +74,18 @@ func newClientCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "client [TARGET]",
 		Short: "Measure against a reflector (with no TARGET, an in-process one on loopback)",
-		Long: `Measure against the reflector at TARGET: HOST, HOST:PORT, [IPv6]:PORT or
-udp://HOST[:PORT] (port 7766 unless given). With no TARGET, volley starts a
-reflector inside the client on 127.0.0.1 and measures against it.
+		Long: `Measure against the reflector at TARGET, one of (port 7766 unless given):
+
+  HOST, HOST:PORT, [IPv6]:PORT, udp://HOST[:PORT]   UDP
+  tcp://HOST[:PORT]                                  TCP, framed messages
+  unix:///PATH, unix://@NAME                         Unix stream socket
+  unixgram:///PATH, unixgram://@NAME                 Unix datagram socket
+  dbus://session, dbus://system, dbus:ADDRESS        D-Bus method calls; add
+                                                     #NAME for a reflector not
+                                                     named net.volley.Reflector
+
+With no TARGET, volley starts a reflector inside the client on 127.0.0.1 and
+measures against it.
 
 By default the run is closed-loop ping-pong: --window probes are in flight, and
 each reply sends the next probe. --burst N sends N such probes back to back at
@@ -121,6 +131,12 @@ Exit status: 0 done (also when stopped by SIGINT, SIGTERM or SIGHUP), 1 error
 (partial results are still printed), 2 usage error, a wrong or missing key, or
 no reflector answering.`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if err := optionalValueArgs(cmd, args, "reconnect", func(a string) bool {
+				_, err := units.ParseDuration(a, true)
+				return err == nil
+			}); err != nil {
+				return err
+			}
 			if len(args) > 1 {
 				return usagef("client takes one TARGET, got %d: %s", len(args), strings.Join(args, " "))
 			}
@@ -136,38 +152,38 @@ no reflector answering.`,
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.DurationVarP(&f.duration, "duration", "t", 0, "how long to measure, after warm-up (default 5s unless --count is given; D-Bus: 1000 messages, as dping)")
+	durationVarP(fl, &f.duration, "duration", "t", 0, true, "how long to measure, after warm-up; a bare number is seconds, as iperf's -t (default 5s unless --count is given; D-Bus: 1000 messages, as dping)")
 	fl.Int64VarP(&f.count, "count", "n", 0, "how many probes to measure, after warm-up (whichever of --duration and --count comes first ends the run)")
 	fl.StringVar(&f.warmup, "warmup", "", "warm-up before measuring, left out of the results: a duration (2s) or a probe count (100)")
 	f.size = client.DefaultSize
 	fl.VarP(&f.size, "size", "l", fmt.Sprintf("request size in bytes (K and M suffixes: KiB, MiB), the %d-byte header included; at most 65000 over UDP, 4M over streams", wire.HeaderLen))
 	fl.Var(&f.replySize, "reply-size", "reply size in bytes, header included (default: the request's size)")
-	fl.DurationVar(&f.hold, "hold", 0, "ask the reflector to wait this long before each reply (left out of its response time)")
-	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of weighted entries (size, reply_size, hold, gap) drawn per probe with --seed; results per entry")
+	durationVarP(fl, &f.hold, "hold", "", 0, false, "ask the reflector to wait this long before each reply (left out of its response time)")
+	fl.StringVar(&f.workload, "workload", "", "a YAML or JSON file of entries drawn per probe with --seed, each a weight and a size, and optionally a name, reply_size, hold and gap (see examples/workload.yaml); results per entry")
 	fl.IntVar(&f.window, "window", 1, "probes in flight")
 	fl.IntVarP(&f.parallel, "parallel", "P", 1, "run N flows at once, each its own socket, session and thread; per-flow and total results")
-	fl.Var(&f.rateF, "rate", "open loop: send this many probes/s (k, M: thousands, millions) on schedule, whether or not replies came back; max: as fast as the client can send")
-	fl.DurationVar(&f.sendInterval, "send-interval", 0, "open loop: send a probe every interval (instead of --rate)")
+	fl.Var(&f.rateF, "rate", fmt.Sprintf("open loop: send this many probes/s (k, M: thousands, millions; more than 0, at most %s) on schedule, whether or not replies came back; max: as fast as the client can send", units.FormatRate(client.MaxRate)))
+	durationVarP(fl, &f.sendInterval, "send-interval", "", 0, false, "open loop: send a probe every interval (instead of --rate)")
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")
 	fl.BoolVar(&f.oneway, "oneway", false, "one-way: the reflector does not reply but measures delay and loss, and returns its results at the end (open loop; --rate 1000 unless given)")
 	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
-	fl.DurationVar(&f.period, "period", time.Second, "with --burst: how often a burst starts; 0 for no pause")
-	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when")
-	fl.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long a probe waits for its reply before it counts as lost")
-	fl.DurationVar(&f.reconnect, "reconnect", 0, "when the reflector restarts, goes silent or goes away, open a new session and carry on, trying for up to this long (--reconnect alone: 30s; a value needs the =, as in --reconnect=2m)")
+	durationVarP(fl, &f.period, "period", "", time.Second, false, "with --burst: how often a burst starts; 0 for no pause")
+	durationVarP(fl, &f.threshold, "threshold", "", 0, false, "stop at the first RTT above this, and say which probe and when")
+	durationVarP(fl, &f.timeout, "timeout", "", client.DefaultTimeout, false, fmt.Sprintf("how long a probe waits for its reply before it counts as lost, %s to %s", units.FormatDuration(minTimeout), units.FormatDuration(maxTimeout)))
+	durationVarP(fl, &f.reconnect, "reconnect", "", 0, false, fmt.Sprintf("when the reflector restarts, goes silent or goes away, open a new session and carry on, trying for up to this long, at least %s (--reconnect alone: 30s; a value needs the =, as in --reconnect=2m)", units.FormatDuration(minReconnect)))
 	fl.Lookup("reconnect").NoOptDefVal = "30s"
-	fl.DurationVarP(&f.reportInterval, "report-interval", "i", client.DefaultReportInterval, "length of each interval report; 0 turns them off")
+	durationVarP(fl, &f.reportInterval, "report-interval", "i", client.DefaultReportInterval, true, fmt.Sprintf("length of each interval report, at least %s; a bare number is seconds, as iperf's -i; 0 turns them off", units.FormatDuration(minReportInterval)))
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
 	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
 	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off (TCP_NODELAY), as iperf 2 does; --nodelay=false leaves it on")
 	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: the reflector acknowledges each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false asks it to leave delayed ACKs on")
 	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm (TCP_CONGESTION), such as cubic or bbr")
-	fl.Var(&f.buffer, "buffer", "socket send and receive buffers in bytes (K, M suffixes); the kernel's grant is reported (default: 4M over UDP, the system's over TCP)")
-	fl.IntVar(&f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")
-	fl.IntVar(&f.dscp, "dscp", -1, "DSCP code point, 0 to 63 (the TOS byte's upper six bits)")
-	fl.IntVar(&f.ttl, "ttl", 0, "IP time to live / IPv6 hop limit, 1 to 255")
+	fl.Var(&f.buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s; the kernel's grant is reported (default: 4M over UDP, the system's over TCP)", units.FormatBytes(minBuffer), units.FormatBytes(maxBuffer)))
+	optIntVar(fl, &f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")
+	optIntVar(fl, &f.dscp, "dscp", -1, "DSCP code point, 0 to 63 (the TOS byte's upper six bits)")
+	optIntVar(fl, &f.ttl, "ttl", 0, "IP time to live / IPv6 hop limit, 1 to 255")
 	fl.BoolVar(&f.df, "df", false, "UDP: set don't fragment (path MTU discovery); a probe larger than the path's MTU then fails to send")
 	fl.StringVar(&f.bind, "bind", "", "send from this local address (ADDR or ADDR:PORT)")
 	fl.StringVar(&f.iface, "interface", "", "send through this network interface only (SO_BINDTODEVICE; needs CAP_NET_RAW)")
@@ -180,6 +196,7 @@ no reflector answering.`,
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
+	setGroupedUsage(cmd, clientFlagGroups)
 	return cmd
 }
 
@@ -194,8 +211,19 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		}
 		f.rate = client.MaxRate // sizes the probe history; nothing is paced
 	}
+	// The socket flags' ranges are checked here, before the in-process
+	// reflector starts; dialOptions checks what the target allows.
+	if err := checkSocketFlags(cmd, f.tos, f.ttl, f.buffer, f.congestion); err != nil {
+		return cfg, err
+	}
+	switch {
+	case changed("dscp") && (f.dscp < 0 || f.dscp > 63):
+		return cfg, usagef("--dscp %d: want 0 to 63", f.dscp)
+	case f.dscp >= 0 && f.tos >= 0:
+		return cfg, usagef("give --tos or --dscp, not both")
+	}
 	if f.duration < 0 || (changed("duration") && f.duration == 0) {
-		return cfg, usagef("--duration %s: want a positive duration such as 10s", f.duration)
+		return cfg, usagef("--duration %s: want a positive duration such as 10s (a bare number is seconds)", units.FormatDuration(f.duration))
 	}
 	if changed("count") && f.count <= 0 {
 		return cfg, usagef("--count %d: want at least 1", f.count)
@@ -204,8 +232,18 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if !ok {
 		return cfg, usagef("--timestamps %q: want user, kernel, hardware or auto", f.timestamps)
 	}
+	if mode == tstamp.Kernel || mode == tstamp.Hardware {
+		// Said here, before any socket, so that no hint sends the user
+		// from one refused mode to another.
+		switch {
+		case t.Scheme != "udp":
+			return cfg, usagef("--timestamps %s: %s has no stamps per message (only udp:// targets take kernel and hardware stamps); over %s, --timestamps user or auto (the default) times with volley's clock", mode, t.Scheme, t.Scheme)
+		case f.oneway:
+			return cfg, usagef("--timestamps %s does not mix with --oneway: the reflector times one-way probes against the client's clock reading; --timestamps user or auto (the default)", mode)
+		}
+	}
 	if f.size < wire.HeaderLen {
-		return cfg, usagef("--size %d is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
+		return cfg, usagef("--size %s is smaller than the header: the minimum is %d bytes", f.size, wire.HeaderLen)
 	}
 	maxMsg := client.MaxSize
 	if t.Stream() || t.Scheme == "dbus" {
@@ -215,13 +253,13 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		f.count = 1000 // dping's default
 	}
 	if int(f.size) > maxMsg {
-		return cfg, usagef("--size %d is too large: the maximum over %s is %d bytes", f.size, strings.ToUpper(t.Scheme), maxMsg)
+		return cfg, usagef("--size %s is too large: the maximum over %s is %d bytes (%s)", f.size, strings.ToUpper(t.Scheme), maxMsg, byteSize(maxMsg))
 	}
 	if changed("reply-size") && (f.replySize < wire.HeaderLen || int(f.replySize) > maxMsg) {
-		return cfg, usagef("--reply-size %d: want %d to %d bytes over %s, header included", f.replySize, wire.HeaderLen, maxMsg, strings.ToUpper(t.Scheme))
+		return cfg, usagef("--reply-size %s: want %d to %d bytes (%s) over %s, header included", f.replySize, wire.HeaderLen, maxMsg, byteSize(maxMsg), strings.ToUpper(t.Scheme))
 	}
-	if f.hold < 0 || (changed("hold") && f.hold < time.Microsecond) {
-		return cfg, usagef("--hold %s: want at least 1µs", f.hold)
+	if f.hold < 0 || (changed("hold") && (f.hold < time.Microsecond || f.hold > maxHold)) {
+		return cfg, usagef("--hold %s: want 1µs to %s (the reflector grants at most its --max-hold, 1s unless set)", units.FormatDuration(f.hold), units.FormatDuration(maxHold))
 	}
 	if f.window < 1 || f.window > client.MaxWindow {
 		return cfg, usagef("--window %d: want 1 to %d", f.window, client.MaxWindow)
@@ -229,8 +267,8 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if f.parallel < 1 || f.parallel > maxParallel {
 		return cfg, usagef("--parallel %d: want 1 to %d", f.parallel, maxParallel)
 	}
-	if f.reconnect < 0 || (changed("reconnect") && f.reconnect == 0) {
-		return cfg, usagef("--reconnect %s: want a positive duration", f.reconnect)
+	if changed("reconnect") && f.reconnect < minReconnect {
+		return cfg, usagef("--reconnect=%s: want at least %s (a Hello goes every --timeout, at most 100ms)", units.FormatDuration(f.reconnect), units.FormatDuration(minReconnect))
 	}
 	if f.busyPoll && t.Scheme != "udp" && !t.Stream() {
 		return cfg, usagef("--busy-poll is for udp://, tcp:// and unix:// targets (busy polling spins on a socket)")
@@ -241,11 +279,11 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if f.reconnect > 0 && f.oneway {
 		return cfg, usagef("--reconnect does not mix with --oneway: a one-way run's results live in the reflector's session, and a restart loses them")
 	}
-	if f.timeout <= 0 {
-		return cfg, usagef("--timeout %s: want a positive duration", f.timeout)
+	if f.timeout < minTimeout || f.timeout > maxTimeout {
+		return cfg, usagef("--timeout %s: want %s to %s", units.FormatDuration(f.timeout), units.FormatDuration(minTimeout), units.FormatDuration(maxTimeout))
 	}
-	if f.reportInterval < 0 {
-		return cfg, usagef("--report-interval %s: want a positive duration, or 0 for none", f.reportInterval)
+	if err := checkReportInterval(f.reportInterval); err != nil {
+		return cfg, err
 	}
 	switch f.format {
 	case "text", "json", "jsonl", "iperf", "dping":
@@ -260,8 +298,8 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		return cfg, err
 	}
 	switch {
-	case f.rate < 0 || f.rate > client.MaxRate:
-		return cfg, usagef("--rate %v: want 1 to %d probes/s", f.rate, client.MaxRate)
+	case changed("rate") && !f.rateF.max && (f.rate <= 0 || f.rate > client.MaxRate):
+		return cfg, usagef("--rate %s: want more than 0 and at most %s probes/s, or max", &f.rateF, units.FormatRate(client.MaxRate))
 	case f.sendInterval < 0 || (changed("send-interval") && f.sendInterval < time.Microsecond):
 		return cfg, usagef("--send-interval %s: want at least 1µs", f.sendInterval)
 	case f.rate > 0 && f.sendInterval > 0:
@@ -323,7 +361,7 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 		cfg.Size = wire.HeaderLen + wire.TagLen
 	}
 	if key != nil && changed("size") && f.size < wire.HeaderLen+wire.TagLen {
-		return cfg, usagef("--size %d is smaller than the header and authentication tag: the minimum is %d bytes", f.size, wire.HeaderLen+wire.TagLen)
+		return cfg, usagef("--size %s is smaller than the header and authentication tag: the minimum is %d bytes", f.size, wire.HeaderLen+wire.TagLen)
 	}
 	if f.workload != "" {
 		es, err := workload.Load(f.workload, workload.Limits{MinSize: wire.HeaderLen, MaxSize: maxMsg})
@@ -600,14 +638,7 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 	case f.v6:
 		o.Family = "6"
 	}
-	if err := checkSocketFlags(f.tos, f.ttl, f.congestion); err != nil {
-		return o, nil, err
-	}
 	switch {
-	case f.dscp > 63 || f.dscp < -1:
-		return o, nil, usagef("--dscp %d: want 0 to 63", f.dscp)
-	case f.dscp >= 0 && f.tos >= 0:
-		return o, nil, usagef("give --tos or --dscp, not both")
 	case f.df && t.Scheme != "udp":
 		return o, nil, usagef("--df is for UDP (TCP sets it itself)")
 	case (f.congestion != "" || !f.nodelay || !f.quickAck) && t.Scheme != "tcp":

@@ -11,6 +11,7 @@ import (
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/units"
 )
 
 // limitFlags are the server's bounds on what peers may take: memory,
@@ -37,20 +38,22 @@ func (l *limitFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&l.conns, "max-conns", defaultMaxConns, "most TCP and Unix stream connections at once, each listener; more are refused with the reason")
 	fl.IntVar(&l.connsPerSrc, "max-conns-per-source", defaultMaxConns/16, "most stream connections from one source (an IPv4 address, an IPv6 /64, a Unix user)")
 	fl.IntVar(&l.sessionsPerSource, "max-sessions-per-source", reflector.DefaultMaxSessionsPerSource, "most sessions of one source (an IPv4 address, an IPv6 /64, a Unix user), open or just closed")
-	fl.DurationVar(&l.sendTimeout, "send-timeout", 2*time.Second, "close a stream connection whose peer read nothing of its replies for this long")
-	fl.DurationVar(&l.handshakeTimeout, "handshake-timeout", 5*time.Second, "close a stream connection that opened no session this long after connecting (idle ones close after --idle-timeout)")
+	durationVarP(fl, &l.sendTimeout, "send-timeout", "", 2*time.Second, false, "close a stream connection whose peer read nothing of its replies for this long, at least 100ms")
+	durationVarP(fl, &l.handshakeTimeout, "handshake-timeout", "", 5*time.Second, false, "close a stream connection that opened no session this long after connecting, at least 100ms (idle ones close after --idle-timeout)")
 }
 
 func (l *limitFlags) check() error {
 	switch {
 	case l.memory < 1<<20:
-		return usagef("--max-memory %d: want at least 1M", l.memory)
+		return usagef("--max-memory %s: want at least 1M", l.memory)
 	case l.conns < 1 || l.connsPerSrc < 1 || l.connsPerSrc > l.conns:
 		return usagef("--max-conns %d, --max-conns-per-source %d: want at least 1, and no more per source than in all", l.conns, l.connsPerSrc)
 	case l.sessionsPerSource < 1:
 		return usagef("--max-sessions-per-source %d: want at least 1", l.sessionsPerSource)
-	case l.sendTimeout <= 0 || l.handshakeTimeout <= 0:
-		return usagef("--send-timeout %s, --handshake-timeout %s: want positive durations", l.sendTimeout, l.handshakeTimeout)
+	case l.sendTimeout < minStreamTimeout:
+		return usagef("--send-timeout %s: want at least %s", units.FormatDuration(l.sendTimeout), units.FormatDuration(minStreamTimeout))
+	case l.handshakeTimeout < minStreamTimeout:
+		return usagef("--handshake-timeout %s: want at least %s", units.FormatDuration(l.handshakeTimeout), units.FormatDuration(minStreamTimeout))
 	}
 	return nil
 }

@@ -112,6 +112,21 @@ func (ss *serverSockets) close() {
 	}
 }
 
+// checkListen checks --listen's form before anything is opened: HOST:PORT
+// or :PORT, the port a number from 0 to 65535 (or a service name). A
+// host that does not resolve, or is not this host's, is found by bind.
+func checkListen(addr string) error {
+	const want = "want HOST:PORT or :PORT, the port 0 to 65535 (0 picks a free one)"
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %s: %s", addr, want)
+	}
+	if _, err := net.LookupPort("udp", port); err != nil || port == "" {
+		return usagef("--listen %s: bad port %q; %s", addr, port, want)
+	}
+	return nil
+}
+
 // portTries bounds the ports bindPort tries when the kernel picks them.
 const portTries = 64
 

@@ -22,6 +22,7 @@ import (
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/transport/sockopt"
 	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/units"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -43,7 +44,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		busyPoll       string
 		sf             schedFlags
 		maxHold        time.Duration
-		maxRate        float64
+		maxRate        ppsFlag
 		iface          string
 		reportEvery    uint64
 		workers        int
@@ -51,7 +52,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 		allow          []string
 		maxSessions    int
 		maxDuration    time.Duration
-		maxTotalRate   float64
+		maxTotalRate   ppsFlag
 		timestamps     string
 		logPath        string
 		dbusBus        string
@@ -90,25 +91,33 @@ read its replies loses them (slow-reader) or its connection after
 --send-timeout. A closed or idled-out session's token is dead at once, a
 copy of a probe never earns more than it brought, and a CloseAck is no
 larger than its Close.`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := optionalValueArgs(cmd, args, "busy-poll", func(a string) bool { return isList(a, "udp", "tcp", "unix", "all") }); err != nil {
+				return err
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkListen(listen); err != nil {
+				return err
+			}
 			if format != "text" && format != "dping" {
 				return usagef("--format %q: want text or dping", format)
 			}
-			if reportInterval < 0 {
-				return usagef("--report-interval %s: want a positive duration, or 0 for none", reportInterval)
+			if err := checkReportInterval(reportInterval); err != nil {
+				return err
 			}
-			if idleTimeout <= 0 {
-				return usagef("--idle-timeout %s: want a positive duration", idleTimeout)
+			if idleTimeout < minIdleTimeout {
+				return usagef("--idle-timeout %s: want at least %s", units.FormatDuration(idleTimeout), units.FormatDuration(minIdleTimeout))
 			}
 			if maxSize < wire.HeaderLen || int(maxSize) > transport.StreamMaxMessage {
-				return usagef("--max-size %d: want %d to %d bytes", maxSize, wire.HeaderLen, transport.StreamMaxMessage)
+				return usagef("--max-size %s: want %d to %d bytes (%s)", maxSize, wire.HeaderLen, transport.StreamMaxMessage, byteSize(transport.StreamMaxMessage))
 			}
 			if maxHold <= 0 {
 				return usagef("--max-hold %s: want a positive duration", maxHold)
 			}
 			if maxRate <= 0 {
-				return usagef("--max-rate %v: want a positive number of probes/s", maxRate)
+				return usagef("--max-rate %s: want a positive number of probes/s", maxRate)
 			}
 			var nicLast ifstats.Counters
 			if iface != "" {
@@ -134,8 +143,11 @@ larger than its Close.`,
 				}
 				prefixes = append(prefixes, p.Masked())
 			}
-			if maxDuration <= 0 || maxTotalRate < 0 {
-				return usagef("--max-duration %s, --max-total-rate %v: want a positive duration and a rate of 0 (none) or more", maxDuration, maxTotalRate)
+			if maxDuration < minMaxDuration {
+				return usagef("--max-duration %s: want at least %s", units.FormatDuration(maxDuration), units.FormatDuration(minMaxDuration))
+			}
+			if maxTotalRate < 0 {
+				return usagef("--max-total-rate %s: want a rate of 0 (none) or more", maxTotalRate)
 			}
 			if maxSessions < 1 {
 				return usagef("--max-sessions %d: want at least 1", maxSessions)
@@ -143,7 +155,7 @@ larger than its Close.`,
 			if workers < 1 || workers > maxWorkers {
 				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
 			}
-			if err := checkSocketFlags(tos, ttl, congestion); err != nil {
+			if err := checkSocketFlags(cmd, tos, ttl, buffer, congestion); err != nil {
 				return err
 			}
 			mode, ok := tstamp.ParseMode(timestamps)
@@ -271,10 +283,10 @@ larger than its Close.`,
 				return err
 			}
 			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
-				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: maxRate, ReportEvery: reportEvery,
+				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: float64(maxRate), ReportEvery: reportEvery,
 				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxSessionsPerSource: lim.sessionsPerSource,
 				SourceSessions: quota.NewCounter(0, lim.sessionsPerSource), // one count for every transport
-				MaxDuration:    maxDuration, MaxTotalRate: maxTotalRate, Log: plog, Memory: mem}
+				MaxDuration:    maxDuration, MaxTotalRate: float64(maxTotalRate), Log: plog, Memory: mem}
 			if reportInterval == 0 {
 				cfg.ReportInterval = -1
 			}
@@ -400,8 +412,8 @@ larger than its Close.`,
 	fl.SortFlags = false
 	fl.StringVar(&listen, "listen", fmt.Sprintf(":%d", transport.DefaultPort), "UDP address to listen on (HOST:PORT; port 0 picks a free one)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
-	fl.DurationVarP(&reportInterval, "report-interval", "i", time.Second, "length of each interval line; 0 turns them off")
-	fl.DurationVar(&idleTimeout, "idle-timeout", 30*time.Second, "forget a session that sent nothing for this long")
+	durationVarP(fl, &reportInterval, "report-interval", "i", time.Second, true, fmt.Sprintf("length of each interval line, at least %s; a bare number is seconds, as iperf's -i; 0 turns them off", units.FormatDuration(minReportInterval)))
+	durationVarP(fl, &idleTimeout, "idle-timeout", "", 30*time.Second, false, fmt.Sprintf("forget a session that sent nothing for this long, at least %s", units.FormatDuration(minIdleTimeout)))
 	maxSize = transport.StreamMaxMessage
 	fl.Var(&maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
 	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
@@ -415,15 +427,15 @@ larger than its Close.`,
 	fl.BoolVar(&quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
 	fl.BoolVar(&nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
 	fl.StringVar(&congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")
-	fl.Var(&buffer, "buffer", "socket send and receive buffers in bytes (K, M suffixes; default: 4M over UDP, the system's over TCP)")
-	fl.IntVar(&tos, "tos", -1, "IP type of service / IPv6 traffic class of replies, 0 to 255")
-	fl.IntVar(&ttl, "ttl", 0, "IP time to live / IPv6 hop limit of replies, 1 to 255")
-	fl.DurationVar(&maxHold, "max-hold", reflector.DefaultMaxHold, "longest hold a client may ask for")
+	fl.Var(&buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s (default: 4M over UDP, the system's over TCP)", byteSize(minBuffer), byteSize(maxBuffer)))
+	optIntVar(fl, &tos, "tos", -1, "IP type of service / IPv6 traffic class of replies, 0 to 255")
+	optIntVar(fl, &ttl, "ttl", 0, "IP time to live / IPv6 hop limit of replies, 1 to 255")
+	durationVarP(fl, &maxHold, "max-hold", "", reflector.DefaultMaxHold, false, "longest hold a client may ask for")
 	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
 	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")
 	fl.StringArrayVar(&allow, "allow", nil, "accept clients only from this network (CIDR or address; repeatable)")
-	fl.DurationVar(&maxDuration, "max-duration", reflector.DefaultMaxDuration, "end sessions this long after they opened, telling the client why")
-	fl.Float64Var(&maxTotalRate, "max-total-rate", 0, "most probes/s of all sessions together (0: no limit); the rest are dropped and counted")
+	durationVarP(fl, &maxDuration, "max-duration", "", reflector.DefaultMaxDuration, false, fmt.Sprintf("end sessions this long after they opened, telling the client why; at least %s", units.FormatDuration(minMaxDuration)))
+	fl.Var(&maxTotalRate, "max-total-rate", "most probes/s of all sessions together, k and M suffixes (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	lim.register(cmd)
 	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
@@ -432,7 +444,8 @@ larger than its Close.`,
 	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
 	fl.StringVar(&timestamps, "timestamps", "auto", "where reply times come from: user, kernel (SO_TIMESTAMPING on the UDP sockets), hardware (the NIC's, on --interface; turns them on), auto (kernel where the socket has them)")
 	fl.StringVar(&logPath, "log", "", "write a CSV line per reply sent to this file (- for stdout): peer, session, sequence, T2 and T3 in user space and from kernel stamps, response times")
-	fl.Float64Var(&maxRate, "max-rate", reflector.DefaultMaxRate, "most probes/s a session may send; the rest are dropped and counted")
+	maxRate = reflector.DefaultMaxRate
+	fl.Var(&maxRate, "max-rate", "most probes/s a session may send, k and M suffixes; the rest are dropped and counted")
 	return cmd
 }
 

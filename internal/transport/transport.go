@@ -237,6 +237,9 @@ func ParseTarget(s string) (Target, error) {
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if rest == "" {
+		if t.Scheme == "tcp" {
+			return t, fmt.Errorf("%w %q: no host (want tcp://HOST[:PORT])", ErrBadTarget, s)
+		}
 		return t, fmt.Errorf("%w %q: no host (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s)
 	}
 	if strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]") {

@@ -3,14 +3,34 @@
 // seeded generator: the weighted graph of sizes and delays iperf 2 lists as
 // missing.
 //
-// A file is a list of entries, in YAML or JSON. Each has a weight (> 0,
-// relative to the others), a size (request bytes, header included), and
-// optionally a name, a reply_size (default: the request's size), a hold
-// (the reflector waits before replying) and a gap (closed loop only: the
-// least time from this probe to the next):
+// A file is a list of entries, in YAML or JSON. Each entry has:
 //
-//	[{name: small, weight: 3, size: 100, reply_size: 512, hold: 1ms},
-//	 {name: big, weight: 1, size: 1400, gap: 10ms}]
+//	weight      required: a number above 0, the entry's share relative to
+//	            the others' (3 and 1: three of every four probes)
+//	size        required: the request's bytes, volley's 64-byte header
+//	            included; K, M suffixes as the flags' (1K is 1024)
+//	name        the entry's name in the results (default "entry N")
+//	reply_size  the reply's bytes (default: the request's size)
+//	hold        how long the reflector waits before replying: 0, or 1us or
+//	            more (1ms, 250us; a bare integer is nanoseconds, as
+//	            volley's JSON writes durations)
+//	gap         closed loop only: the least time from this probe to the
+//	            next, as hold's
+//
+// For example, in YAML (examples/workload.yaml in the repository is a
+// commented one):
+//
+//	# two entries: three small probes for every big one
+//	- {name: small, weight: 3, size: 100, reply_size: 512, hold: 1ms}
+//	- {name: big, weight: 1, size: 1K, gap: 10ms}
+//
+// or in JSON:
+//
+//	[{"name": "small", "weight": 3, "size": 100, "reply_size": 512, "hold": "1ms"},
+//	 {"name": "big", "weight": 1, "size": "1K", "gap": "10ms"}]
+//
+// Mistakes are reported with their line: "line 4: big: size 10 (want 64
+// to 65000)".
 package workload
 
 import (
@@ -19,9 +39,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/volley-net/volley/internal/units"
 )
 
 // Entry is one shape of probe in a mix.
@@ -68,6 +92,12 @@ type Limits struct {
 	MinSize, MaxSize int
 }
 
+// maxEntries bounds a file's entries.
+const maxEntries = 1000
+
+// fields are an entry's keys, in the order errors list them.
+var fields = []string{"weight", "size", "name", "reply_size", "hold", "gap"}
+
 // Load reads and checks the workload in path.
 func Load(path string, lim Limits) ([]Entry, error) {
 	b, err := os.ReadFile(path)
@@ -77,41 +107,122 @@ func Load(path string, lim Limits) ([]Entry, error) {
 	return Parse(b, lim)
 }
 
-// Parse reads and checks a workload in YAML or JSON.
+// Parse reads and checks a workload in YAML or JSON (which YAML reads
+// too). Its errors wrap ErrBad and name the line of the mistake.
 func Parse(b []byte, lim Limits) ([]Entry, error) {
-	var es []Entry
-	if err := yaml.UnmarshalStrict(b, &es); err != nil {
-		var top any
-		if yaml.Unmarshal(b, &top) == nil {
-			if _, isList := top.([]any); !isList {
-				return nil, fmt.Errorf("%w: want a list of entries ([{weight: 1, size: 100}, ...] or one \"- weight: 1\" item per entry), got a %s", ErrBad, kindOf(top))
-			}
-		}
-		return nil, fmt.Errorf("%w: %v", ErrBad, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		// "yaml: line 3: mapping values are not allowed in this context"
+		return nil, fmt.Errorf("%w: %s", ErrBad, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if len(es) == 0 {
-		return nil, fmt.Errorf("%w: no entries", ErrBad)
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("%w: no entries (want a list such as [{weight: 1, size: 100}])", ErrBad)
 	}
-	if len(es) > 1000 {
-		return nil, fmt.Errorf("%w: %d entries, at most 1000", ErrBad, len(es))
+	top := doc.Content[0]
+	if top.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%w: line %d: want a list of entries ([{weight: 1, size: 100}, ...] or one \"- weight: 1\" item per entry), got %s", ErrBad, top.Line, kindOf(top))
 	}
-	for i := range es {
-		e := &es[i]
-		if e.Name == "" {
-			e.Name = fmt.Sprintf("entry %d", i+1)
-		}
-		switch {
-		case !(e.Weight > 0) || e.Weight > 1e9:
-			return nil, fmt.Errorf("%w: %s: weight %v (want more than 0)", ErrBad, e.Name, e.Weight)
-		case e.Size < lim.MinSize || e.Size > lim.MaxSize:
-			return nil, fmt.Errorf("%w: %s: size %d (want %d to %d)", ErrBad, e.Name, e.Size, lim.MinSize, lim.MaxSize)
-		case e.ReplySize != 0 && (e.ReplySize < lim.MinSize || e.ReplySize > lim.MaxSize):
-			return nil, fmt.Errorf("%w: %s: reply_size %d (want %d to %d)", ErrBad, e.Name, e.ReplySize, lim.MinSize, lim.MaxSize)
-		case e.Hold < 0 || e.Gap < 0:
-			return nil, fmt.Errorf("%w: %s: negative hold or gap", ErrBad, e.Name)
+	if len(top.Content) == 0 {
+		return nil, fmt.Errorf("%w: line %d: no entries", ErrBad, top.Line)
+	}
+	if len(top.Content) > maxEntries {
+		return nil, fmt.Errorf("%w: %d entries, at most %d", ErrBad, len(top.Content), maxEntries)
+	}
+	es := make([]Entry, len(top.Content))
+	for i, n := range top.Content {
+		if err := parseEntry(n, i, &es[i], lim); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBad, err)
 		}
 	}
 	return es, nil
+}
+
+// parseEntry reads the i-th entry from n and checks it.
+func parseEntry(n *yaml.Node, i int, e *Entry, lim Limits) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: entry %d: want a mapping such as {weight: 1, size: 100}, got %s", n.Line, i+1, kindOf(n))
+	}
+	e.Name = fmt.Sprintf("entry %d", i+1)
+	at := map[string]*yaml.Node{} // each field's value
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		key, val := n.Content[k], n.Content[k+1]
+		if !isField(key.Value) {
+			return fmt.Errorf("line %d: entry %d: unknown field %q (want %s)", key.Line, i+1, key.Value, strings.Join(fields, ", "))
+		}
+		if at[key.Value] != nil {
+			return fmt.Errorf("line %d: entry %d: %s given twice", key.Line, i+1, key.Value)
+		}
+		if val.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: entry %d: %s: want a single value, got %s", val.Line, i+1, key.Value, kindOf(val))
+		}
+		at[key.Value] = val
+	}
+	if v := at["name"]; v != nil && v.Value != "" {
+		e.Name = v.Value
+	}
+	for _, f := range []string{"weight", "size"} {
+		if at[f] == nil {
+			return fmt.Errorf("line %d: %s: no %s (every entry needs a weight and a size)", n.Line, e.Name, f)
+		}
+	}
+	bad := func(v *yaml.Node, f, want string) error {
+		return fmt.Errorf("line %d: %s: %s %s (want %s)", v.Line, e.Name, f, v.Value, want)
+	}
+	sizeRange := fmt.Sprintf("%d to %d bytes; K, M suffixes as 1K", lim.MinSize, lim.MaxSize)
+	for _, f := range fields {
+		v := at[f]
+		if v == nil {
+			continue
+		}
+		switch f {
+		case "weight":
+			w, err := strconv.ParseFloat(v.Value, 64)
+			if err != nil || !(w > 0) || w > 1e9 {
+				return bad(v, f, "a number above 0, relative to the other entries' weights")
+			}
+			e.Weight = w
+		case "size", "reply_size":
+			b, err := units.ParseBytes(v.Value)
+			if err != nil || b < int64(lim.MinSize) || b > int64(lim.MaxSize) {
+				return bad(v, f, sizeRange)
+			}
+			if f == "size" {
+				e.Size = int(b)
+			} else {
+				e.ReplySize = int(b)
+			}
+		case "hold", "gap":
+			// Below 1µs is no hold (--hold's least) nor gap, and most
+			// likely a unit left out: "hold: 2" would be 2ns.
+			d, err := parseDuration(v.Value)
+			if err != nil || d < 0 || (d > 0 && d < time.Microsecond) {
+				return bad(v, f, "a duration such as 1ms or 250us: 0, or 1us or more")
+			}
+			if f == "hold" {
+				e.Hold = Duration(d)
+			} else {
+				e.Gap = Duration(d)
+			}
+		}
+	}
+	return nil
+}
+
+// parseDuration reads a duration with a unit, or integer nanoseconds.
+func parseDuration(s string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Duration(n), nil
+	}
+	return units.ParseDuration(s, false)
+}
+
+func isField(k string) bool {
+	for _, f := range fields {
+		if f == k {
+			return true
+		}
+	}
+	return false
 }
 
 // Picker draws entries in proportion to their weights.
@@ -146,13 +257,15 @@ func (p *Picker) Pick() int {
 	return lo
 }
 
-// kindOf names what a YAML document holds at its top.
-func kindOf(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "mapping"
-	case nil:
-		return "empty document"
+// kindOf names what a YAML node holds.
+func kindOf(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
 	}
-	return "single value"
+	return "a single value"
 }
