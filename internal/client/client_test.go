@@ -416,6 +416,25 @@ func TestOpenLoopRate(t *testing.T) {
 	})
 }
 
+// A rate whose next slot lies past the end of the run ends the run at its
+// duration, not at that slot: --rate 0.01 -t 1s is one probe and one
+// second, not a hundred.
+func TestOpenLoopSlowRateEndsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		cfg := Config{Rate: 0.01, Duration: time.Second, Timeout: 100 * time.Millisecond, sleep: time.Sleep}
+		start := time.Now()
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start) // fake time: exact
+		if res.Stopped != "duration" || res.Summary.Counts.Sent != 1 || took > 5*time.Second {
+			t.Fatalf("stopped %q, sent %d, run took %v: want duration, 1 probe, about 1s", res.Stopped, res.Summary.Counts.Sent, took)
+		}
+	})
+}
+
 func TestOpenLoopStallIsNotHidden(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemConn(t)

@@ -165,6 +165,9 @@ func (r *run) sender(ctx context.Context, start int64) {
 		if at > now && !flush() {
 			break // sent what was due before waiting for the next slot
 		}
+		if !warm && sendUntil != 0 && at > sendUntil {
+			at = sendUntil // the next slot is past the end: wait for the end only
+		}
 		for at-now > check && !stopped() {
 			now = w.Until(now + check)
 		}
