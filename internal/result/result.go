@@ -251,8 +251,10 @@ type Timestamps struct {
 // Duplicates and Reordered count replies, not probes.
 //
 // Duplicates = DuplicatesUp + DuplicatesDown: a copy made on the way up
-// reached the reflector twice and was answered twice (its reply has a T2
-// of its own), one made on the way down is a second copy of one reply.
+// reached the reflector twice and was answered twice (each reply the
+// reflector sends has a T3 of its own), one made on the way down is a
+// second copy of one reply. A reflector with a key answers a probe once:
+// its copies are not seen.
 // Reordered counts the replies that came after a reply to a later probe;
 // ReorderedUp the probes that reached the reflector after a later probe
 // of the session (the reflector says so in the reply), ReorderedDown the
@@ -275,9 +277,10 @@ type Counts struct {
 	ReorderedDown  uint64  `json:"reordered_down"`
 	Late           uint64  `json:"late"`
 	Errors         uint64  `json:"errors"`
-	// InFlight counts the interval's probes whose fate was not known yet
-	// when it was reported (see Config.ReportInterval in package client);
-	// they count as received or lost in the summary only.
+	// InFlight counts the interval's probes neither answered nor declared
+	// lost when it was reported: an interval waits for its probes, but a
+	// run keeps only so many intervals waiting. They count as received or
+	// lost in the summary only. Always 0 in the summary.
 	InFlight uint64 `json:"in_flight,omitempty"`
 	// Skipped counts the schedule's slots an open-loop sender skipped
 	// rather than send in a flood after a stall.
