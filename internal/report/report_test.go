@@ -36,11 +36,10 @@ func fixture() *result.Result {
 		downL, _ := latency(1000, 12*time.Microsecond)
 		ipdv, _ := latency(999, 700*time.Nanosecond)
 		return result.Interval{
-			Start: time.Duration(i) * time.Second,
-			End:   time.Duration(i+1) * time.Second,
-			Counts: result.Counts{Sent: 1000 + lost, Received: 1000, Lost: lost, LostUp: up, LostDown: lost - up, LossPercent: 100 * float64(lost) / float64(1000+lost),
-				Duplicates: 1, DuplicatesUp: 1, Reordered: 2, ReorderedUp: 1, ReorderedDown: 1, Late: 1},
-			RTT: rtt, Response: resp, Up: upL, Down: downL,
+			Start:  time.Duration(i) * time.Second,
+			End:    time.Duration(i+1) * time.Second,
+			Counts: result.Counts{Sent: 1000 + lost, Received: 1000, Lost: lost, LostUp: up, LostDown: lost - up, LossPercent: 100 * float64(lost) / float64(1000+lost), Duplicates: 1, DuplicatesUp: 1, Reordered: 2, ReorderedUp: 1, ReorderedDown: 1, Late: 1},
+			RTT:    rtt, Response: resp, Up: upL, Down: downL,
 			IPDV:       result.IPDV{RTT: ipdv, Up: ipdv, Down: ipdv},
 			Throughput: result.Throughput{ProbesPerSecUp: float64(1000 + lost), ProbesPerSecDown: 1000, BitsPerSecUp: float64(1000+lost) * 512, BitsPerSecDown: 512000},
 		}
