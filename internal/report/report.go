@@ -200,7 +200,7 @@ func WriteInterval(w io.Writer, c result.Config, iv result.Interval) error {
 	if err == nil && n.InFlight > 0 {
 		// Reported before all its probes were accounted for: the run
 		// keeps only so many intervals waiting.
-		_, err = fmt.Fprintf(w, "%-14s %d in flight when printed, neither answered nor timed out: the summary counts them\n", "", n.InFlight)
+		_, err = fmt.Fprintf(w, "%-14s %d of these probes still in flight when printed (neither answered nor timed out): their fate counts in the summary only\n", "", n.InFlight)
 	}
 	if err == nil && iv.TCP != nil {
 		_, err = fmt.Fprintf(w, "%-14s %s\n", "", tcpText(iv.TCP))
