@@ -1170,7 +1170,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 		if r.open {
 			r.drain() // the probe may have left since the last look
 		}
-		r.flushDue(now)
+		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
 		r.reply(&h, len(msg), now, k, msg, rx)
 	}
 	return nil
