@@ -821,6 +821,12 @@ func TestOneWay(t *testing.T) {
 		t.Fatalf("one-way %v, counts %+v, up count %d, rtt count %d: want 1000 sent and received by the reflector, 1000 delays",
 			res.Config.OneWay, s.Counts, s.Up.Count, s.RTT.Count)
 	}
+	// One-way jitter, from the reflector: a value per probe that came
+	// right after the one before it (all but the first, unless some came
+	// out of order).
+	if s.IPDV.Up.Count == 0 || s.IPDV.Up.Count > 999 || s.IPDV.RTT.Count != 0 || s.Counts.DuplicatesUp != s.Counts.Duplicates {
+		t.Errorf("ipdv %+v, counts %+v: want up to 999 IPDV values up and nothing else, and all duplicates up", s.IPDV, s.Counts)
+	}
 	srv.stop(t, os.Interrupt)
 	out := srv.output()
 	var recv uint64
