@@ -236,13 +236,25 @@ func checkCounts(t *testing.T, res *result.Result) {
 	if c.Sent != c.Received+c.Lost || c.Lost != c.LostUp+c.LostDown {
 		t.Errorf("summary counts %+v: want sent = received + lost, lost = up + down", c)
 	}
-	var sent, recv uint64
-	for _, iv := range res.Intervals {
-		sent += iv.Counts.Sent
-		recv += iv.Counts.Received
+	if c.Duplicates != c.DuplicatesUp+c.DuplicatesDown || c.InFlight != 0 {
+		t.Errorf("summary counts %+v: want duplicates = up + down, none in flight", c)
 	}
-	if len(res.Intervals) > 0 && (sent != c.Sent || recv != c.Received) {
-		t.Errorf("intervals add up to %d sent, %d received; summary says %d, %d", sent, recv, c.Sent, c.Received)
+	var sent, recv, inFlight uint64
+	for i, iv := range res.Intervals {
+		n := iv.Counts
+		sent += n.Sent
+		recv += n.Received
+		inFlight += n.InFlight
+		// Each line is of the probes sent in it: they were answered,
+		// lost, or (reported early) in flight. A one-way run's client
+		// knows only what it sent.
+		if !res.Config.OneWay && (n.Sent != n.Received+n.Lost+n.InFlight || n.Lost != n.LostUp+n.LostDown ||
+			n.Duplicates != n.DuplicatesUp+n.DuplicatesDown) {
+			t.Errorf("interval %d counts %+v: want sent = received + lost + in flight, lost = up + down, duplicates = up + down", i, n)
+		}
+	}
+	if len(res.Intervals) > 0 && (sent != c.Sent || (!res.Config.OneWay && recv+inFlight < c.Received) || recv > c.Received) {
+		t.Errorf("intervals add up to %d sent, %d received, %d in flight; summary says %d sent, %d received", sent, recv, inFlight, c.Sent, c.Received)
 	}
 }
 
@@ -792,6 +804,12 @@ func TestOneWay(t *testing.T) {
 		t.Fatalf("one-way %v, counts %+v, up count %d, rtt count %d: want 1000 sent and received by the reflector, 1000 delays",
 			res.Config.OneWay, s.Counts, s.Up.Count, s.RTT.Count)
 	}
+	// One-way jitter, from the reflector: a value per probe that came
+	// right after the one before it (all but the first, unless some came
+	// out of order).
+	if s.IPDV.Up.Count == 0 || s.IPDV.Up.Count > 999 || s.IPDV.RTT.Count != 0 || s.Counts.DuplicatesUp != s.Counts.Duplicates {
+		t.Errorf("ipdv %+v, counts %+v: want up to 999 IPDV values up and nothing else, and all duplicates up", s.IPDV, s.Counts)
+	}
 	srv.stop(t, os.Interrupt)
 	out := srv.output()
 	var recv uint64
@@ -815,7 +833,7 @@ func TestOneWayLastBehindClose(t *testing.T) {
 	const n = 200
 	up := func(h wire.Header) testrelay.Action {
 		if h.Flags&wire.FlagOneWay != 0 && h.Seq == n {
-			return testrelay.Action{Behind: wire.TypeClose}
+			return testrelay.Action{Behind: true}
 		}
 		return testrelay.Action{}
 	}
@@ -1008,6 +1026,43 @@ func TestRelayExactCounts(t *testing.T) {
 	again := volleyRun(t, "client", relay.Addr(), "-n", "6", "--format", "json") // below every rule
 	if c := parseResult(t, again.stdout).Summary.Counts; again.code != 0 || c.Received != 6 {
 		t.Fatalf("second session from the same address: exit %d, counts %+v, stderr %s", again.code, c, again.stderr)
+	}
+}
+
+// TestRelayDuplicatesAndReordering: a relay duplicates and reorders
+// probes and replies on a known schedule, each direction its own, and the
+// client tells them apart by direction exactly; every interval line adds
+// up. The reordering holds a message until the next one has passed, so
+// it does not depend on timing.
+func TestRelayDuplicatesAndReordering(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	up := func(h wire.Header) testrelay.Action {
+		return testrelay.Action{Duplicate: h.Seq%10 == 1, Behind: h.Seq%10 == 5}
+	}
+	down := func(h wire.Header) testrelay.Action {
+		return testrelay.Action{Duplicate: h.Seq%10 == 2, Behind: h.Seq%10 == 8}
+	}
+	relay, err := testrelay.Start(srv.addr, up, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	// Two in flight: the probe after a held one leaves while it is held
+	// (its predecessor's reply frees the window), and so does the reply
+	// after a held reply. Nothing is lost, so nothing waits a timeout.
+	const n = 1000
+	r := volleyRun(t, "client", relay.Addr(), "-n", fmt.Sprint(n), "--window", "2", "-i", "100ms", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	checkCounts(t, res)
+	const each = n / 10
+	c := res.Summary.Counts
+	if c.Sent != n || c.Received != n || c.Late != 0 ||
+		c.Duplicates != 2*each || c.DuplicatesUp != each || c.DuplicatesDown != each ||
+		c.Reordered != 2*each || c.ReorderedUp != each || c.ReorderedDown != each {
+		t.Fatalf("counts %+v; want %d sent and received, %d duplicates and %d reordered each way exactly", c, n, each, each)
 	}
 }
 

@@ -529,14 +529,18 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		cfg.OnInterval = func(iv result.Interval) { write(js.Interval(iv)) }
 	case "text":
 		if !f.quiet {
-			cfg.OnStart = func(res *result.Result) { write(report.WriteTextHeader(stdout, res.Config)) }
+			var conf result.Config // as run
+			cfg.OnStart = func(res *result.Result) {
+				conf = res.Config
+				write(report.WriteTextHeader(stdout, res.Config))
+			}
 			first := true
 			cfg.OnInterval = func(iv result.Interval) {
 				if first {
-					write(report.WriteIntervalHeader(stdout))
+					write(report.WriteIntervalHeader(stdout, conf))
 					first = false
 				}
-				write(report.WriteInterval(stdout, iv))
+				write(report.WriteInterval(stdout, conf, iv))
 			}
 		}
 	case "jsonl":

@@ -355,9 +355,16 @@ type slot struct {
 	seq   uint64
 	sent  int64
 	sched int64  // scheduled send time (open loop), 0 otherwise
+	iv    uint32 // the interval it was sent in (measured probes)
 	entry uint16 // workload entry
 	state uint8
-	k     kernelSlot // kernel stamps (Config.Stamps)
+	// t3 holds the reflector's send times in its first reply and in the
+	// last reply to another copy of it. The reflector stamps each reply
+	// it sends: a duplicate with either T3 is a copy made on the way
+	// down, one with a T3 of its own the answer to a copy of the probe
+	// that reached the reflector again.
+	t3 [2]int64
+	k  kernelSlot // kernel stamps (Config.Stamps)
 }
 
 // The distributions each interval keeps, in this order.
@@ -505,24 +512,33 @@ type run struct {
 	// lastLostSent is when the latest probe declared lost was sent.
 	lastLostSent int64
 	highestRecv  uint64
+	maxT3        int64    // the latest reflector send time of a reply received, for reordering down
 	prev         struct { // the last probe received, for IPDV
 		seq           uint64
 		rtt, up, down int64
 	}
-	log                  *probeLog         // nil without --log
-	stamps               *stamping         // nil without kernel stamps
-	stampNotes           []string          // why the run fell back to user-space times
-	flow                 int               // from 1
-	tcp                  transport.TCPConn // nil unless over TCP
-	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
-	segs                 []segment         // the sessions of the run; see reconnect.go
-	drift                driftFit          // over each interval's fastest exchange, for the clock's drift
-	intervals            int               // intervals ended so far
-	recon                *reconnect        // looking for a new session
-	reportedU, reportedD uint64
-	finalCount           uint64 // the reflector's count from its CloseAck
-	oneway               *wire.OneWayResults
+	log        *probeLog         // nil without --log
+	stamps     *stamping         // nil without kernel stamps
+	stampNotes []string          // why the run fell back to user-space times
+	flow       int               // from 1
+	tcp        transport.TCPConn // nil unless over TCP
+	tcpRetrans uint32            // the connection's retransmits at the last interval's end
+	segs       []segment         // the sessions of the run; see reconnect.go
+	drift      driftFit          // over each interval's fastest exchange, for the clock's drift
+	intervals  int               // intervals ended so far
+	recon      *reconnect        // looking for a new session
+	reportedU  uint64            // loss on the way up in the intervals reported
+	lostN      uint64            // measured probes declared lost
+	finalCount uint64            // the reflector's count from its CloseAck
+	oneway     *wire.OneWayResults
 
+	// The intervals pending (see intervals.go), oldest first: the last
+	// is the current one, whose accumulator is cur. total gathers the
+	// reported ones, for the summary.
+	ivs        []*pending
+	freeIvs    []*pending
+	ivNext     uint32
+	pendLimit  int
 	cur, total *acc
 	res        *result.Result
 
@@ -600,10 +616,11 @@ func newRun(cfg Config, conn transport.Conn) *run {
 		rbuf:  make([]byte, cfg.MaxMessage+1),
 		ring:  make([]slot, ringSize),
 		mask:  ringSize - 1,
-		cur:   newAcc(),
 		total: newAcc(),
 		open:  cfg.openLoop(),
 	}
+	r.pendLimit = pendingLimit(&r.cfg)
+	r.openInterval(0)
 	if r.open {
 		r.sent = newSentQueue(1 << 16)
 	}
@@ -1155,7 +1172,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 		if r.open {
 			r.drain() // the probe may have left since the last look
 		}
-		r.flushDue(now) // a reply belongs to the interval it arrived in
+		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
 		r.reply(&h, len(msg), now, k, msg, rx)
 	}
 	return nil
@@ -1234,11 +1251,12 @@ func (r *run) flushDue(t int64) {
 	if !r.reportDue(r.nextReport) || t < r.nextReport {
 		return
 	}
-	r.flush(r.nextReport, r.lostUp(false))
+	end := r.nextReport
 	r.nextReport += int64(r.cfg.ReportInterval)
 	if r.nextReport <= t { // a long stall: skip, do not emit empty intervals in a burst
 		r.nextReport = t + int64(r.cfg.ReportInterval)
 	}
+	r.closeCurrent(end)
 }
 
 // reportDue reports whether an interval ends at next (0: none): the
@@ -1303,6 +1321,7 @@ func (r *run) send() error {
 		}
 		return err
 	}
+	r.flushDue(now) // the probe goes in the interval it left in
 	r.track(seq, now, 0, entry)
 	if r.stamps != nil {
 		r.stamps.mapID(txID, seq)
@@ -1329,8 +1348,17 @@ func (r *run) track(seq uint64, sent, sched int64, entry uint16) {
 	}
 	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
 	r.inflight++
-	if r.measured(seq) && r.entries != nil {
-		r.entries[entry].sent++
+	if r.measured(seq) {
+		p := r.ivs[len(r.ivs)-1]
+		s.iv = p.no
+		p.open++
+		p.last = seq
+		if p.first == 0 {
+			p.first = seq
+		}
+		if r.entries != nil {
+			r.entries[entry].sent++
+		}
 	}
 }
 
@@ -1353,7 +1381,9 @@ func (r *run) lose(s *slot) {
 	r.inflight--
 	r.lastLostSent = max(r.lastLostSent, s.sent)
 	if r.measured(s.seq) {
-		r.cur.counts.Lost++
+		p := r.pendingOf(s)
+		r.fateOf(p).counts.Lost++
+		r.lostN++
 		r.segs[r.segOf(s.seq)].lost++
 		if r.log != nil {
 			r.log.line(s.seq, logLost, s, 0, 0, 0, 0)
@@ -1361,13 +1391,17 @@ func (r *run) lose(s *slot) {
 		if r.entries != nil {
 			r.entries[s.entry].lost++
 		}
+		if p != nil {
+			r.resolved(p)
+		}
 	}
 }
 
 // reply records the reply h of n bytes received at t4 in the session of
 // segment k.
 // msg is the reply itself and rx its kernel stamps, where the run has
-// them (nil and zero otherwise).
+// them (nil and zero otherwise). Its figures go to the interval its probe
+// was sent in.
 func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstamp.Stamp) {
 	seq := h.Seq
 	if seq == 0 || seq > r.seq {
@@ -1388,14 +1422,20 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		}
 		return
 	}
+	var p *pending
+	if measured {
+		p = r.pendingOf(s)
+	}
 	switch s.state {
 	case stateOutstanding:
 		s.state = stateReceived
+		s.t3[0] = h.T3
 		r.inflight--
 	case stateLost:
 		s.state = stateLate
+		s.t3[0] = h.T3
 		if measured {
-			r.cur.counts.Late++
+			r.lineOf(p).counts.Late++
 			if r.log != nil {
 				r.log.line(seq, logLate, s, h.T2, h.T3, t4, hold)
 			}
@@ -1403,13 +1443,24 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		return
 	default:
 		if measured {
-			r.cur.counts.Duplicates++
+			c := &r.lineOf(p).counts
+			c.Duplicates++
+			if h.T3 == s.t3[0] || h.T3 == s.t3[1] {
+				c.DuplicatesDown++ // a copy of a reply
+			} else {
+				c.DuplicatesUp++ // the reflector's answer to another copy of the probe
+				s.t3[1] = h.T3
+			}
 			if r.log != nil {
 				r.log.line(seq, logDuplicate, s, h.T2, h.T3, t4, hold)
 			}
 		}
 		return
 	}
+	// A reply sent before one already received was reordered on the way
+	// down (warm-up replies show the order too).
+	reorderedDown := h.T3 < r.maxT3
+	r.maxT3 = max(r.maxT3, h.T3)
 	if !measured {
 		if r.stamps != nil {
 			// A warm-up probe's transmit stamp is not wanted, but until
@@ -1422,7 +1473,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	if g := &r.segs[k]; seq > g.sMax {
 		g.sMax, g.cAtSMax = seq, h.Count
 	}
-	a := r.cur
+	a := r.fateOf(p)
 	if r.stamps != nil && msg != nil {
 		r.kernelReply(a, s, msg, t4, rx, h, hold)
 	}
@@ -1435,6 +1486,12 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		a.counts.Reordered++
 	} else {
 		r.highestRecv = seq
+	}
+	if h.Flags&wire.FlagReordered != 0 {
+		a.counts.ReorderedUp++
+	}
+	if reorderedDown {
+		a.counts.ReorderedDown++
 	}
 	rtt := t4 - s.sent
 	up := h.T2 - s.sent
@@ -1464,53 +1521,22 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		a.d[distIPDVDown].Record(abs(down - r.prev.down))
 	}
 	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down = seq, rtt, up, down
+	if p != nil {
+		p.answered(seq, h.Count, k)
+		r.resolved(p)
+	}
 }
 
 // measured reports whether seq is part of the results (not warm-up).
 func (r *run) measured(seq uint64) bool { return !r.warm && seq > r.warmupLast }
 
-func (r *run) lostSoFar() uint64 { return r.total.counts.Lost + r.cur.counts.Lost }
+func (r *run) lostSoFar() uint64 { return r.lostN }
 
 func abs(v int64) int64 {
 	if v < 0 {
 		return -v
 	}
 	return v
-}
-
-// flush ends the current interval at end, with u the loss on the way up
-// so far.
-func (r *run) flush(end int64, u uint64) {
-	d := r.lostSoFar() - u
-	if u > r.reportedU {
-		r.cur.counts.LostUp = u - r.reportedU
-		r.reportedU = u
-	}
-	if d > r.reportedD {
-		r.cur.counts.LostDown = d - r.reportedD
-		r.reportedD = d
-	}
-	if r.cfg.ReportInterval > 0 {
-		iv := r.cur.interval(r.origin, end, r.cfg.Percentiles)
-		if r.tcp != nil {
-			iv.TCP = r.tcpInterval(false)
-		}
-		if !r.cfg.StreamIntervals {
-			r.res.Intervals = append(r.res.Intervals, iv)
-		}
-		if r.cfg.OnInterval != nil {
-			r.cfg.OnInterval(iv)
-		}
-		if r.collect != nil {
-			r.collect(r.intervals, r.cur, iv.Start, iv.End)
-		}
-		r.intervals++
-	}
-	if r.cur.best.has {
-		r.drift.add(r.cur.best)
-	}
-	r.total.merge(r.cur)
-	r.cur.reset(end)
 }
 
 // close ends the session and asks for the reflector's final count.
@@ -1617,7 +1643,7 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 			r.res.ReflectorCount = "close"
 			r.finalCount = in.Count
 			if r.stamps != nil && in.Flags&wire.FlagStamps != 0 && !r.cfg.OneWay {
-				wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], func(seq uint64, t3k int64) { r.followUp(r.cur, seq, t3k) })
+				wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], r.followUp)
 			}
 			if r.cfg.OneWay && n > wire.HeaderLen+tag {
 				var res wire.OneWayResults
@@ -1646,7 +1672,9 @@ func (r *run) finish() error {
 	if len(r.segs) > 1 && r.res.ReflectorCount == "close" {
 		r.res.ReflectorCount = "partial"
 	}
-	r.flush(now, u)
+	// The last interval ends now; every probe is accounted for.
+	r.ivs[len(r.ivs)-1].end = now
+	r.settle(true)
 	end := now
 	if r.sendEnd > r.origin {
 		end = r.sendEnd
@@ -1654,6 +1682,7 @@ func (r *run) finish() error {
 	sum := r.total.interval(r.origin, end, r.cfg.Percentiles)
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
+	sum.Counts.InFlight = 0 // the intervals' in flight came or were lost since
 	if r.tcp != nil {
 		sum.TCP = r.tcpInterval(true)
 	}
@@ -1689,13 +1718,27 @@ func (r *run) finishOneWay() error {
 	c.Received = min(r.oneway.Received, c.Sent)
 	c.Lost = c.Sent - c.Received
 	c.LostUp, c.LostDown = c.Lost, 0
+	// Nothing comes back: whatever the reflector saw happened on the way up.
 	c.Duplicates, c.Reordered = r.oneway.Duplicates, r.oneway.Reordered
+	c.DuplicatesUp, c.DuplicatesDown = c.Duplicates, 0
+	c.ReorderedUp, c.ReorderedDown = c.Reordered, 0
 	c.LossPercent = 0
 	if c.Sent > 0 {
 		c.LossPercent = 100 * float64(c.Lost) / float64(c.Sent)
 	}
 	sum.Up = d.Summary(r.cfg.Percentiles)
 	r.total.d[distUp] = d // the reflector's delays are this run's up delays
+	if len(r.oneway.IPDV) > 0 {
+		// An older reflector sends none, and one whose CloseAck had no
+		// room for it leaves it out: the run goes without.
+		var snap stats.Snapshot
+		if json.Unmarshal(r.oneway.IPDV, &snap) == nil {
+			if ipdv, err := stats.FromSnapshot(snap); err == nil {
+				sum.IPDV.Up = ipdv.Summary(r.cfg.Percentiles)
+				r.total.d[distIPDVUp] = ipdv
+			}
+		}
+	}
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	r.res.Histogram = histogram(&r.cfg, r.total)

@@ -35,8 +35,14 @@ type memConn struct {
 	delayOf  func(seq uint64) time.Duration // the way up, when set
 	dropUp   func(seq uint64) bool
 	dropDown func(seq uint64) bool
-	dead     func() bool   // true: the reflector no longer answers
-	shift    time.Duration // the reflector's clock is ahead of the client's by this
+	// dupUp: the reflector gets the probe twice (the copy 10µs later);
+	// dupDown: the client gets the reply twice. delayDownOf, when set,
+	// is the way down's delay of each reply.
+	dupUp       func(seq uint64) bool
+	dupDown     func(seq uint64) bool
+	delayDownOf func(seq uint64) time.Duration
+	dead        func() bool   // true: the reflector no longer answers
+	shift       time.Duration // the reflector's clock is ahead of the client's by this
 
 	mu       sync.Mutex
 	deadline time.Time
@@ -72,6 +78,15 @@ func (c *memConn) Write(b []byte) (int, error) {
 	if c.delayOf != nil && h.Type == wire.TypeProbe {
 		up = c.delayOf(h.Seq)
 	}
+	if h.Type == wire.TypeProbe && c.dupUp != nil && c.dupUp(h.Seq) {
+		c.arrive(append(make([]byte, 0, 1<<16), pkt...), up+10*time.Microsecond)
+	}
+	c.arrive(pkt, up)
+	return len(b), nil
+}
+
+// arrive hands pkt to the reflector after up, and its reply back.
+func (c *memConn) arrive(pkt []byte, up time.Duration) {
 	time.AfterFunc(up, func() {
 		c.mu.Lock()
 		reply := c.refl.Handle(pkt, netip.MustParseAddrPort("127.0.0.1:1111"), time.Now().UnixNano()+int64(c.shift))
@@ -95,9 +110,20 @@ func (c *memConn) Write(b []byte) (int, error) {
 		if rh.Type == wire.TypeReply && c.dropDown != nil && c.dropDown(rh.Seq) {
 			return
 		}
-		time.AfterFunc(c.delay, func() { c.in <- reply })
+		down := c.delay
+		if rh.Type == wire.TypeReply && c.delayDownOf != nil {
+			down = c.delayDownOf(rh.Seq)
+		}
+		copies := 1
+		if rh.Type == wire.TypeReply && c.dupDown != nil && c.dupDown(rh.Seq) {
+			copies = 2
+		}
+		time.AfterFunc(down, func() {
+			for range copies {
+				c.in <- reply
+			}
+		})
 	})
-	return len(b), nil
 }
 
 func (c *memConn) Read(b []byte) (int, error) {
@@ -557,6 +583,12 @@ func TestOneWay(t *testing.T) {
 		}
 		if s.Up.Count != 900 || s.Up.Min != c.delay || s.Up.Max != c.delay || s.RTT.Count != 0 {
 			t.Fatalf("up %+v, rtt count %d: want 900 delays of %v and no RTT", s.Up, s.RTT.Count, c.delay)
+		}
+		// One-way jitter, from the reflector: of the 900 that came, all
+		// but the 100 after a gap follow the one before them, with the
+		// same delay.
+		if s.IPDV.Up.Count != 800 || s.IPDV.Up.Max != 0 || s.IPDV.RTT.Count != 0 {
+			t.Fatalf("ipdv %+v: want 800 values of 0 up, and nothing else", s.IPDV)
 		}
 		if !res.Config.OneWay || res.Histogram == nil || res.Histogram.Of != "up" {
 			t.Fatalf("config one-way %v, histogram %+v", res.Config.OneWay, res.Histogram)

@@ -267,9 +267,10 @@ func BenchmarkIntervalMemory(b *testing.B) {
 				}
 				a.counts.Sent, a.counts.Received = 1000, 1000
 				a.best.add(1, 2, 3, 4)
-				r.flush(r.clk.Now(), 0)
+				r.closeCurrent(r.clk.Now())
 			}
-			interval() // the first makes the kernel distributions, once
+			interval() // the first two make the kernel distributions of the two accumulators that take turns
+			interval()
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)

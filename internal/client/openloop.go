@@ -332,6 +332,10 @@ func (r *run) drain() {
 		if g := &r.segs[rec.gen]; g.first == 0 {
 			g.first = rec.seq // the first probe of a new session
 		}
+		measured := r.measured(rec.seq)
+		if measured {
+			r.flushDue(rec.sched) // a probe belongs to the interval of its slot
+		}
 		if r.cfg.OneWay {
 			r.seq = rec.seq // no reply will come: nothing to wait for
 		} else {
@@ -340,8 +344,7 @@ func (r *run) drain() {
 				r.stamps.mapID(rec.txID, rec.seq)
 			}
 		}
-		if r.measured(rec.seq) {
-			r.flushDue(rec.sched) // a probe belongs to the interval of its slot
+		if measured {
 			r.cur.counts.Sent++
 			r.cur.counts.Skipped += rec.skipped
 			r.cur.bytesUp += uint64(rec.size)

@@ -123,21 +123,22 @@ func (r *run) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp
 		k.logWait = true
 		r.queueLog(s.seq)
 	}
-	r.followUp(a, ext.PrevSeq, ext.PrevT3K)
+	r.followUp(ext.PrevSeq, ext.PrevT3K)
 }
 
 // followUp records the reflector's kernel transmit time t3k of its reply
-// to probe seq (0: none) into a: the kernel response and down delay, and
-// the probe's waiting log line.
-func (r *run) followUp(a *acc, seq uint64, t3k int64) {
+// to probe seq (0: none): the kernel response and down delay, in the
+// probe's interval (or, reported, the current one), and the probe's
+// waiting log line.
+func (r *run) followUp(seq uint64, t3k int64) {
 	if seq == 0 || t3k == 0 {
 		return
 	}
 	p := &r.ring[seq&r.mask]
-	if p.seq != seq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) {
+	if p.seq != seq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) || !r.measured(seq) {
 		return
 	}
-	ak := a.kernel()
+	ak := r.lineOf(r.pendingOf(p)).kernel()
 	p.k.t3k = t3k
 	if p.k.t2k != 0 {
 		ak[kResponse].Record(p.k.t3k - p.k.t2k - p.k.hold)

@@ -50,6 +50,9 @@ func (w *seqWindow) add(seq uint64) (dup, reordered bool) {
 // oneway is a session's record of the one-way probes it received.
 type oneway struct {
 	delay     *stats.Dist
+	ipdv      *stats.Dist // |delay − the previous probe's| when it was seq−1 (RFC 3393)
+	prevSeq   uint64      // the last probe received, for IPDV
+	prevDelay int64
 	received  uint64
 	dups      uint64
 	reordered uint64
@@ -75,7 +78,7 @@ type OneWayReport struct {
 	first, last int64
 }
 
-func newOneway() *oneway { return &oneway{delay: stats.NewDist()} }
+func newOneway() *oneway { return &oneway{delay: stats.NewDist(), ipdv: stats.NewDist()} }
 
 // record counts probe seq received at t2 with one-way delay d.
 func (o *oneway) record(seq uint64, t2, d int64) {
@@ -89,6 +92,10 @@ func (o *oneway) record(seq uint64, t2, d int64) {
 	}
 	o.received++
 	o.delay.Record(d)
+	if o.prevSeq != 0 && seq == o.prevSeq+1 {
+		o.ipdv.Record(max(d-o.prevDelay, o.prevDelay-d))
+	}
+	o.prevSeq, o.prevDelay = seq, d
 	w := &o.win
 	if w.Received == 0 {
 		w.Min, w.Max = time.Duration(d), time.Duration(d)
@@ -117,15 +124,29 @@ func (o *oneway) report(addr netip.AddrPort) OneWayReport {
 	return w
 }
 
-// results encodes the session's totals for the CloseAck.
-func (o *oneway) results() ([]byte, error) {
-	snap, err := o.delay.Snapshot()
+// results encodes the session's totals for the CloseAck, in at most room
+// bytes where it can: the IPDV is left out when it does not fit.
+func (o *oneway) results(room int) ([]byte, error) {
+	d, err := snapshotJSON(o.delay)
 	if err != nil {
 		return nil, err
 	}
-	d, err := json.Marshal(snap)
+	res := wire.OneWayResults{Received: o.received, Duplicates: o.dups, Reordered: o.reordered, Delay: d}
+	if res.IPDV, err = snapshotJSON(o.ipdv); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil || len(b) <= room {
+		return b, err
+	}
+	res.IPDV = nil
+	return json.Marshal(res)
+}
+
+func snapshotJSON(d *stats.Dist) (json.RawMessage, error) {
+	snap, err := d.Snapshot()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(wire.OneWayResults{Received: o.received, Duplicates: o.dups, Reordered: o.reordered, Delay: d})
+	return json.Marshal(snap)
 }

@@ -228,9 +228,9 @@ const (
 // token opens one session only.
 const cookieEpoch = int64(10 * time.Second)
 
-// onewayCost is what a one-way session's histogram takes of the memory
-// budget.
-const onewayCost = 256 << 10
+// onewayCost is what a one-way session's histograms (delay and IPDV)
+// take of the memory budget.
+const onewayCost = 512 << 10
 
 type session struct {
 	addr     netip.AddrPort
@@ -602,7 +602,13 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropReplayed]++
 			return nil
 		}
-		dup, _ := s.seqs.add(h.Seq)
+		dup, reordered := s.seqs.add(h.Seq)
+		// The reply says whether its probe came after a later one, so
+		// that the client can tell reordering up from reordering down.
+		h.Flags &^= wire.FlagReordered
+		if reordered {
+			h.Flags |= wire.FlagReordered
+		}
 		if dup {
 			r.st.Duplicates++
 			if r.signer != nil {
@@ -858,7 +864,7 @@ func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.Add
 		// The session's one-way results ride after the header, when
 		// they fit (they are a few kilobytes; the client's Close makes
 		// the room).
-		if res, err := s.oneway.results(); err == nil && wire.HeaderLen+len(res) <= room {
+		if res, err := s.oneway.results(room - wire.HeaderLen); err == nil && wire.HeaderLen+len(res) <= room {
 			size += copy(pkt[wire.HeaderLen:room], res)
 		}
 	}

@@ -465,6 +465,16 @@ func TestOneWay(t *testing.T) {
 	if res.Received != 5 || res.Duplicates != 1 || res.Reordered != 1 || snap.Count != 5 || snap.Max != 1000 {
 		t.Fatalf("results %+v, delay count %d max %d; want 5 received, 1 dup, 1 reordered, 1µs", res, snap.Count, snap.Max)
 	}
+	// IPDV between consecutive probes as they came: 1 then 2 only (4, 3
+	// and 6 each came after a probe not one below), so one value, of 0
+	// (every delay was 1µs).
+	var ipdv stats.Snapshot
+	if err := json.Unmarshal(res.IPDV, &ipdv); err != nil {
+		t.Fatalf("ipdv %s: %v", res.IPDV, err)
+	}
+	if ipdv.Count != 1 || ipdv.Max != 0 {
+		t.Fatalf("ipdv count %d max %d, want one value of 0", ipdv.Count, ipdv.Max)
+	}
 }
 
 // TestOneWayStragglers: a probe the Close overtook is counted, not dropped
@@ -618,6 +628,24 @@ func TestDuplicatesNotCounted(t *testing.T) {
 	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, 64), alice, clk.Now()))
 	if ack.Count != 3 || r.Stats().Duplicates != 2 {
 		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Count, r.Stats().Duplicates)
+	}
+}
+
+// TestReorderedFlag: a reply says whether its probe came after a later
+// one of the session, and only then; a probe cannot set it for itself.
+func TestReorderedFlag(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	for _, tt := range []struct {
+		seq  uint64
+		want bool
+	}{{1, false}, {3, false}, {2, true}, {3, false}, {4, false}, {2, false}} {
+		// Every probe asks for the flag, as a forged one would.
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagReordered, Token: tok, Count: 99, Seq: tt.seq}, 64)
+		h := decode(t, r.Handle(p, alice, clk.Now()))
+		if got := h.Flags&wire.FlagReordered != 0; got != tt.want {
+			t.Errorf("reply to probe %d: reordered %v, want %v (duplicates are not reordered)", tt.seq, got, tt.want)
+		}
 	}
 }
 

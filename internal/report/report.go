@@ -160,32 +160,58 @@ func writeGrantNotes(w io.Writer, c result.Config) error {
 	return err
 }
 
-// intervalColumns heads the interval lines.
-const intervalColumns = "%-13s %8s %8s %13s %4s %5s %4s  %8s %8s %8s %8s %8s  %8s %8s %8s %8s %9s\n"
+// intervalColumns heads the interval lines; oneWayColumns those of a
+// one-way run, whose client knows what it sent, and when.
+const (
+	intervalColumns = "%-13s %8s %8s %13s %11s %13s %4s  %8s %8s %8s %8s %8s  %8s %8s %8s %8s %9s\n"
+	oneWayColumns   = "%-13s %8s %9s %9s  %12s %8s\n"
+)
 
-// WriteIntervalHeader writes the column heads of the interval lines.
-func WriteIntervalHeader(w io.Writer) error {
-	_, err := fmt.Fprintf(w, intervalColumns, "interval", "sent", "recv", "lost(up/dn)", "dup", "reord", "late",
+// WriteIntervalHeader writes the column heads of the interval lines of a
+// run of configuration c.
+func WriteIntervalHeader(w io.Writer, c result.Config) error {
+	if c.OneWay {
+		_, err := fmt.Fprintf(w, oneWayColumns, "interval", "sent", "probes/s", "bit/s", "send err p50", "max")
+		return err
+	}
+	_, err := fmt.Fprintf(w, intervalColumns, "interval", "sent", "recv", "lost(up/dn)", "dup(up/dn)", "reord(up/dn)", "late",
 		"rtt min", "mean", "p50", "p99", "max", "resp", "up", "down", "ipdv", "probes/s")
 	return err
 }
 
-// WriteInterval writes one interval line. Latency columns are means except
-// where the head says otherwise; p50 and p99 show "-" when they are not
-// among the percentiles asked for.
-func WriteInterval(w io.Writer, iv result.Interval) error {
-	c := iv.Counts
-	_, err := fmt.Fprintf(w, intervalColumns,
-		Seconds(iv.Start)+"-"+Seconds(iv.End)+"s",
-		fmt.Sprint(c.Sent), fmt.Sprint(c.Received), fmt.Sprintf("%d(%d/%d)", c.Lost, c.LostUp, c.LostDown),
-		fmt.Sprint(c.Duplicates), fmt.Sprint(c.Reordered), fmt.Sprint(c.Late),
+// WriteInterval writes one interval line of a run of configuration c: the
+// probes sent in the interval, and what became of them. Latency columns
+// are means except where the head says otherwise; p50 and p99 show "-"
+// when they are not among the percentiles asked for. A one-way run's line
+// has what was sent, and the send error.
+func WriteInterval(w io.Writer, c result.Config, iv result.Interval) error {
+	span := Seconds(iv.Start) + "-" + Seconds(iv.End) + "s"
+	n := iv.Counts
+	if c.OneWay {
+		var se result.Latency
+		if iv.SendError != nil {
+			se = *iv.SendError
+		}
+		_, err := fmt.Fprintf(w, oneWayColumns, span, fmt.Sprint(n.Sent), SI(iv.Throughput.ProbesPerSecUp),
+			SI(iv.Throughput.BitsPerSecUp), latP(se, 50), latMax(se))
+		return err
+	}
+	_, err := fmt.Fprintf(w, intervalColumns, span,
+		fmt.Sprint(n.Sent), fmt.Sprint(n.Received), fmt.Sprintf("%d(%d/%d)", n.Lost, n.LostUp, n.LostDown),
+		fmt.Sprintf("%d(%d/%d)", n.Duplicates, n.DuplicatesUp, n.DuplicatesDown),
+		fmt.Sprintf("%d(%d/%d)", n.Reordered, n.ReorderedUp, n.ReorderedDown), fmt.Sprint(n.Late),
 		latMin(iv.RTT), latMean(iv.RTT), latP(iv.RTT, 50), latP(iv.RTT, 99), latMax(iv.RTT),
 		latMean(iv.Response), latMean(iv.Up), latMean(iv.Down), latMean(iv.IPDV.RTT),
 		SI(iv.Throughput.ProbesPerSecDown))
+	if err == nil && n.InFlight > 0 {
+		// Reported before all its probes were accounted for: the run
+		// keeps only so many intervals waiting.
+		_, err = fmt.Fprintf(w, "%-14s %d of these probes still in flight when printed (neither answered nor timed out): their fate counts in the summary only\n", "", n.InFlight)
+	}
 	if err == nil && iv.TCP != nil {
 		_, err = fmt.Fprintf(w, "%-14s %s\n", "", tcpText(iv.TCP))
 	}
-	if err == nil && c.Reconnects > 0 {
+	if err == nil && n.Reconnects > 0 {
 		// The interval holds a gap: a session was lost and a new one
 		// took over (the summary says when).
 		_, err = fmt.Fprintf(w, "%-14s reconnected: new session after a lost one\n", "")
@@ -269,10 +295,17 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		fmt.Fprintf(&b, ", ended: %s", why)
 	}
 	b.WriteString(" ---\n")
-	fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d, reordered %d, late %d, errors %d\n",
-		c.Sent, c.Received, c.Lost, c.LossPercent, c.LostUp, c.LostDown, c.Duplicates, c.Reordered, c.Late, c.Errors)
+	oneWay := res.Config.OneWay
+	if oneWay {
+		fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%), duplicates %d, reordered %d, errors %d\n",
+			c.Sent, c.Received, c.Lost, c.LossPercent, c.Duplicates, c.Reordered, c.Errors)
+	} else {
+		fmt.Fprintf(&b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d (%d up, %d down), reordered %d (%d up, %d down), late %d, errors %d\n",
+			c.Sent, c.Received, c.Lost, c.LossPercent, c.LostUp, c.LostDown, c.Duplicates, c.DuplicatesUp, c.DuplicatesDown,
+			c.Reordered, c.ReorderedUp, c.ReorderedDown, c.Late, c.Errors)
+	}
 	switch {
-	case res.Config.OneWay:
+	case oneWay:
 		b.WriteString("         one-way: the reflector counted what arrived and measured the up delays; nothing came back down\n")
 	case res.ReflectorCount == "close":
 		b.WriteString("         loss per direction is exact: from the reflector's final count\n")
@@ -282,8 +315,12 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")
 	}
 	t := s.Throughput
-	fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
-		SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
+	if oneWay {
+		fmt.Fprintf(&b, "rate     %s probes/s up; %sbit/s up\n", SI(t.ProbesPerSecUp), SI(t.BitsPerSecUp))
+	} else {
+		fmt.Fprintf(&b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
+			SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
+	}
 	if se := s.SendError; se != nil && res.Config.RateMax {
 		fmt.Fprintf(&b, "schedule none (--rate max): sent %s probes/s, %s replies/s came back\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown))
 	} else if se != nil {
@@ -329,12 +366,18 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		name string
 		lat  result.Latency
 	}
-	rows := []named{{"rtt", s.RTT}}
-	if s.RTTFromSchedule != nil {
-		rows = append(rows, named{"rtt sched", *s.RTTFromSchedule})
+	var rows []named
+	if oneWay {
+		// What the reflector measured: nothing comes back.
+		rows = []named{{"up", s.Up}, {"ipdv up", s.IPDV.Up}}
+	} else {
+		rows = []named{{"rtt", s.RTT}}
+		if s.RTTFromSchedule != nil {
+			rows = append(rows, named{"rtt sched", *s.RTTFromSchedule})
+		}
+		rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
+			named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
 	}
-	rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
-		named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
 	if k := s.Kernel; k != nil {
 		// Only the rows the stamps gave: without the reflector's, the
 		// client's own (rtt and the stacks).
@@ -355,10 +398,15 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		}
 		row(append(cells, latMax(l.lat)))
 	}
-	if s.RTTFromSchedule != nil {
+	switch {
+	case oneWay:
+		b.WriteString("(up is the raw clock difference T2-T1: exact on one host, offset by the clock difference between two)\n")
+	case s.RTTFromSchedule != nil:
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
+		fallthrough
+	default:
+		b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
 	}
-	b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
 	if t := res.Timestamps; t != nil {
 		refl := t.Reflector
 		if refl == "" {
@@ -398,9 +446,15 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	}
 	for i, f := range res.Flows {
 		fc := f.Summary.Counts
-		fmt.Fprintf(&b, "flow %d from %s: sent %d, received %d, lost %d (%d up, %d down); rtt min %s p50 %s max %s",
-			i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost, fc.LostUp, fc.LostDown,
-			latMin(f.Summary.RTT), latP(f.Summary.RTT, 50), latMax(f.Summary.RTT))
+		if oneWay {
+			fmt.Fprintf(&b, "flow %d from %s: sent %d, received %d, lost %d; up min %s p50 %s max %s",
+				i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost,
+				latMin(f.Summary.Up), latP(f.Summary.Up, 50), latMax(f.Summary.Up))
+		} else {
+			fmt.Fprintf(&b, "flow %d from %s: sent %d, received %d, lost %d (%d up, %d down); rtt min %s p50 %s max %s",
+				i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost, fc.LostUp, fc.LostDown,
+				latMin(f.Summary.RTT), latP(f.Summary.RTT, 50), latMax(f.Summary.RTT))
+		}
 		if f.Error != "" {
 			fmt.Fprintf(&b, "; %s", f.Error)
 		}
@@ -438,11 +492,11 @@ func WriteText(w io.Writer, res *result.Result) error {
 		return err
 	}
 	if len(res.Intervals) > 0 {
-		if err := WriteIntervalHeader(w); err != nil {
+		if err := WriteIntervalHeader(w, res.Config); err != nil {
 			return err
 		}
 		for _, iv := range res.Intervals {
-			if err := WriteInterval(w, iv); err != nil {
+			if err := WriteInterval(w, res.Config, iv); err != nil {
 				return err
 			}
 		}

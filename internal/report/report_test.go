@@ -39,7 +39,7 @@ func fixture() *result.Result {
 		return result.Interval{
 			Start:  time.Duration(i) * time.Second,
 			End:    time.Duration(i+1) * time.Second,
-			Counts: result.Counts{Sent: 1000 + lost, Received: 1000, Lost: lost, LostUp: up, LostDown: lost - up, LossPercent: 100 * float64(lost) / float64(1000+lost), Duplicates: 1, Reordered: 2, Late: 1},
+			Counts: result.Counts{Sent: 1000 + lost, Received: 1000, Lost: lost, LostUp: up, LostDown: lost - up, LossPercent: 100 * float64(lost) / float64(1000+lost), Duplicates: 1, DuplicatesUp: 1, Reordered: 2, ReorderedUp: 1, ReorderedDown: 1, Late: 1},
 			RTT:    rtt, Response: resp, Up: upL, Down: downL,
 			IPDV:       result.IPDV{RTT: ipdv, Up: ipdv, Down: ipdv},
 			Throughput: result.Throughput{ProbesPerSecUp: float64(1000 + lost), ProbesPerSecDown: 1000, BitsPerSecUp: float64(1000+lost) * 512, BitsPerSecDown: 512000},
@@ -51,7 +51,8 @@ func fixture() *result.Result {
 	downC, _ := latency(2000, 12*time.Microsecond-666)
 	sum := iv(0, 3, 1)
 	sum.End = 2 * time.Second
-	sum.Counts = result.Counts{Sent: 2003, Received: 2000, Lost: 3, LostUp: 1, LostDown: 2, LossPercent: 100 * 3.0 / 2003, Duplicates: 2, Reordered: 4, Late: 2}
+	sum.Counts = result.Counts{Sent: 2003, Received: 2000, Lost: 3, LostUp: 1, LostDown: 2, LossPercent: 100 * 3.0 / 2003,
+		Duplicates: 2, DuplicatesUp: 1, DuplicatesDown: 1, Reordered: 4, ReorderedUp: 2, ReorderedDown: 1, Late: 2}
 	sum.RTT = rtt
 	sched, _ := latency(2000, 26*time.Microsecond)
 	sendErr, _ := latency(2000, 150*time.Nanosecond)
@@ -62,6 +63,9 @@ func fixture() *result.Result {
 	sum.Kernel = kernelTimes(2000)
 	second := iv(1, 3, 1)
 	second.Counts.Reconnects = 1 // the gap below
+	// Reported with two probes in flight; their replies came later, and
+	// count in the summary only.
+	second.Counts.Received, second.Counts.InFlight = 998, 2
 	return &result.Result{
 		SchemaVersion: result.SchemaVersion,
 		Tool:          "volley",
@@ -173,6 +177,80 @@ func TestGoldenText(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "result.txt", b.Bytes())
+}
+
+// oneWayFixture is a one-way run of two flows: the reflector measured
+// the up delays and their IPDV; nothing came back.
+func oneWayFixture() *result.Result {
+	up, _ := latency(1000, 40*time.Microsecond)
+	ipdv, _ := latency(899, 2*time.Microsecond)
+	sendErr, _ := latency(1000, 150*time.Nanosecond)
+	iv := func(i int) result.Interval {
+		se := sendErr
+		return result.Interval{
+			Start: time.Duration(i) * time.Second, End: time.Duration(i+1) * time.Second,
+			Counts:     result.Counts{Sent: 500},
+			SendError:  &se,
+			Throughput: result.Throughput{ProbesPerSecUp: 500, BitsPerSecUp: 256000, BytesUp: 32000},
+		}
+	}
+	flow := func(addr string) result.Flow {
+		return result.Flow{LocalAddr: addr, ReflectorCount: "close", Stopped: "duration", Summary: result.Interval{
+			End:    2 * time.Second,
+			Counts: result.Counts{Sent: 500, Received: 450, Lost: 50, LostUp: 50, LossPercent: 10},
+			Up:     up,
+		}}
+	}
+	sched := result.Latency{Percentiles: []result.Percentile{}}
+	se := sendErr
+	return &result.Result{
+		SchemaVersion: result.SchemaVersion, Tool: "volley", Version: "test",
+		Config: result.Config{
+			Target: "udp://127.0.0.1:7766", Transport: "udp", LocalAddr: "127.0.0.1:40000", RemoteAddr: "127.0.0.1:7766",
+			Duration: 2 * time.Second, Size: 64, Window: 1, Timeout: time.Second, ReportInterval: time.Second,
+			Percentiles: pcts, Timestamps: "user", Rate: 250, OneWay: true, Parallel: 2,
+		},
+		Start:     time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Intervals: []result.Interval{iv(0), iv(1)},
+		Summary: result.Interval{
+			End: 2 * time.Second,
+			Counts: result.Counts{Sent: 1000, Received: 900, Lost: 100, LostUp: 100, LossPercent: 10,
+				Duplicates: 2, DuplicatesUp: 2, Reordered: 3, ReorderedUp: 3, Errors: 1},
+			Up:              up,
+			IPDV:            result.IPDV{Up: ipdv},
+			RTTFromSchedule: &sched, SendError: &se,
+			Throughput: result.Throughput{ProbesPerSecUp: 500, BitsPerSecUp: 256000, BytesUp: 64000},
+		},
+		ReflectorCount: "close", Stopped: "duration",
+		Flows: []result.Flow{flow("127.0.0.1:40000"), flow("127.0.0.1:40001")},
+	}
+}
+
+// TestGoldenOneWay: a one-way report prints what the mode measures (what
+// was sent, what arrived, the delays up and their IPDV) and no column or
+// row of what it cannot.
+func TestGoldenOneWay(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, oneWayFixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "oneway.txt", b.Bytes())
+	for _, l := range strings.Split(b.String(), "\n") {
+		for _, cell := range strings.Fields(l) {
+			if cell == "-" {
+				t.Errorf("a one-way report has a cell with nothing in it: %q", l)
+				break
+			}
+		}
+		for _, word := range []string{"rtt", "down", "resp", "late", "requests"} {
+			if strings.Contains(l, word) && !strings.Contains(l, "nothing came back down") {
+				t.Errorf("a one-way report shows %s, which it cannot measure: %q", word, l)
+			}
+		}
+	}
+	if !strings.Contains(b.String(), "\nipdv up ") {
+		t.Error("a one-way report has no IPDV up")
+	}
 }
 
 func TestDuration(t *testing.T) {

@@ -244,21 +244,46 @@ type Timestamps struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Counts are the probe counts of an interval. Sent = Received + Lost for
-// the whole run; Lost = LostUp + LostDown. Late replies (arriving after
-// their probe was declared lost) stay counted as lost and are listed in
-// Late; Duplicates and Reordered count replies, not probes.
+// Counts are the probe counts of an interval or of the whole run. An
+// interval counts the probes sent in it, and their fate wherever their
+// replies came: Sent = Received + Lost + InFlight, and InFlight is 0 but
+// in an interval that was reported before all its probes were answered or
+// timed out. Lost = LostUp + LostDown. Late replies (arriving after their
+// probe was declared lost) stay counted as lost and are listed in Late;
+// Duplicates and Reordered count replies, not probes.
+//
+// Duplicates = DuplicatesUp + DuplicatesDown: a copy made on the way up
+// reached the reflector twice and was answered twice (each reply the
+// reflector sends has a T3 of its own), one made on the way down is a
+// second copy of one reply. A reflector with a key answers a probe once:
+// its copies are not seen.
+// Reordered counts the replies that came after a reply to a later probe;
+// ReorderedUp the probes that reached the reflector after a later probe
+// of the session (the reflector says so in the reply), ReorderedDown the
+// replies that came after a reply the reflector sent after them (by T3).
+// A reordering on the way up can be undone on the way down, and a held
+// reply (a workload's holds) comes after later ones without the network
+// reordering anything, so the two need not add up to Reordered.
 type Counts struct {
-	Sent        uint64  `json:"sent"`
-	Received    uint64  `json:"received"`
-	Lost        uint64  `json:"lost"`
-	LostUp      uint64  `json:"lost_up"`
-	LostDown    uint64  `json:"lost_down"`
-	LossPercent float64 `json:"loss_percent"`
-	Duplicates  uint64  `json:"duplicates"`
-	Reordered   uint64  `json:"reordered"`
-	Late        uint64  `json:"late"`
-	Errors      uint64  `json:"errors"`
+	Sent           uint64  `json:"sent"`
+	Received       uint64  `json:"received"`
+	Lost           uint64  `json:"lost"`
+	LostUp         uint64  `json:"lost_up"`
+	LostDown       uint64  `json:"lost_down"`
+	LossPercent    float64 `json:"loss_percent"`
+	Duplicates     uint64  `json:"duplicates"`
+	DuplicatesUp   uint64  `json:"duplicates_up"`
+	DuplicatesDown uint64  `json:"duplicates_down"`
+	Reordered      uint64  `json:"reordered"`
+	ReorderedUp    uint64  `json:"reordered_up"`
+	ReorderedDown  uint64  `json:"reordered_down"`
+	Late           uint64  `json:"late"`
+	Errors         uint64  `json:"errors"`
+	// InFlight counts the interval's probes neither answered nor declared
+	// lost when it was reported: an interval waits for its probes, but a
+	// run keeps only so many intervals waiting. They count as received or
+	// lost in the summary only. Always 0 in the summary.
+	InFlight uint64 `json:"in_flight,omitempty"`
 	// Skipped counts the schedule's slots an open-loop sender skipped
 	// rather than send in a flood after a stall.
 	Skipped uint64 `json:"skipped,omitempty"`
@@ -274,7 +299,12 @@ func (c *Counts) Add(o Counts) {
 	c.LostUp += o.LostUp
 	c.LostDown += o.LostDown
 	c.Duplicates += o.Duplicates
+	c.DuplicatesUp += o.DuplicatesUp
+	c.DuplicatesDown += o.DuplicatesDown
 	c.Reordered += o.Reordered
+	c.ReorderedUp += o.ReorderedUp
+	c.ReorderedDown += o.ReorderedDown
+	c.InFlight += o.InFlight
 	c.Late += o.Late
 	c.Errors += o.Errors
 	c.Skipped += o.Skipped

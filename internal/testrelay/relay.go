@@ -20,10 +20,12 @@ type Action struct {
 	Drop      bool
 	Duplicate bool          // send it twice
 	Delay     time.Duration // hold it this long first
-	// Behind, when not 0, holds the message until the relay has
-	// forwarded a message of this type the same way, and sends it right
-	// after that one: a reordering that does not depend on timing.
-	Behind wire.Type
+	// Behind holds it until the next message the same way (of any type,
+	// not delayed) has been sent, and sends it right after: a reordering
+	// that does not depend on timing. A message held when the relay
+	// closes is dropped; one marked Behind while another is held is sent
+	// at once, before the held one. Delay does not apply.
+	Behind bool
 }
 
 // Rule decides the fate of a probe (on the way up) or a reply (on the way
@@ -39,17 +41,12 @@ type Relay struct {
 	down   Rule
 	wg     sync.WaitGroup
 	timers sync.WaitGroup
-
-	mu     sync.Mutex
-	behind []behind // messages waiting for a message of another type
 }
 
-// behind is a message held until one of type after has gone its way.
-type behind struct {
-	after wire.Type
-	up    bool
-	msg   []byte
-	send  func([]byte)
+// held is a message held Behind, of one direction (its goroutine's own).
+type held struct {
+	msg    []byte
+	copies int
 }
 
 // Start relays from a new socket on 127.0.0.1 to the reflector at server.
@@ -83,18 +80,20 @@ func (r *Relay) Close() error {
 
 func (r *Relay) upstream() {
 	buf := make([]byte, 65536)
+	var h held
 	for {
 		n, from, err := r.front.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			return
 		}
 		r.client.Store(&from)
-		r.forward(buf[:n], wire.TypeProbe, r.up, true, func(b []byte) { r.back.Write(b) })
+		r.forward(buf[:n], wire.TypeProbe, r.up, &h, func(b []byte) { r.back.Write(b) })
 	}
 }
 
 func (r *Relay) downstream() {
 	buf := make([]byte, 65536)
+	var h held
 	for {
 		n, err := r.back.Read(buf)
 		if err != nil {
@@ -107,17 +106,16 @@ func (r *Relay) downstream() {
 		if to == nil {
 			continue
 		}
-		r.forward(buf[:n], wire.TypeReply, r.down, false, func(b []byte) { r.front.WriteToUDPAddrPort(b, *to) })
+		r.forward(buf[:n], wire.TypeReply, r.down, &h, func(b []byte) { r.front.WriteToUDPAddrPort(b, *to) })
 	}
 }
 
 // forward applies rule to msg if it is of type t, and sends it with send;
-// up says which way it goes.
-func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, up bool, send func([]byte)) {
+// behind is the direction's message held Behind.
+func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, behind *held, send func([]byte)) {
 	var h wire.Header
 	var act Action
-	decoded := h.Decode(msg) == nil
-	if rule != nil && decoded && h.Type == t {
+	if rule != nil && h.Decode(msg) == nil && h.Type == t {
 		act = rule(h)
 	}
 	if act.Drop {
@@ -127,47 +125,28 @@ func (r *Relay) forward(msg []byte, t wire.Type, rule Rule, up bool, send func([
 	if act.Duplicate {
 		copies = 2
 	}
-	if act.Behind != 0 {
-		r.mu.Lock()
-		r.behind = append(r.behind, behind{after: act.Behind, up: up, msg: append([]byte(nil), msg...), send: send})
-		r.mu.Unlock()
+	if act.Behind && behind.msg == nil {
+		behind.msg, behind.copies = append([]byte(nil), msg...), copies
 		return
 	}
-	if act.Delay == 0 {
+	if act.Delay == 0 || act.Behind {
 		for range copies {
 			send(msg)
 		}
-		if decoded {
-			r.release(h.Type, up)
+		if behind.msg != nil {
+			for range behind.copies {
+				send(behind.msg)
+			}
+			behind.msg = nil
 		}
 		return
 	}
-	held := append([]byte(nil), msg...)
+	later := append([]byte(nil), msg...)
 	r.timers.Add(1)
 	time.AfterFunc(act.Delay, func() {
 		defer r.timers.Done()
 		for range copies {
-			send(held)
+			send(later)
 		}
 	})
-}
-
-// release sends the messages held behind a message of type t going the
-// way up says, which has just gone.
-func (r *Relay) release(t wire.Type, up bool) {
-	r.mu.Lock()
-	var out []behind
-	keep := r.behind[:0]
-	for _, b := range r.behind {
-		if b.after == t && b.up == up {
-			out = append(out, b)
-		} else {
-			keep = append(keep, b)
-		}
-	}
-	r.behind = keep
-	r.mu.Unlock()
-	for _, b := range out {
-		b.send(b.msg)
-	}
 }

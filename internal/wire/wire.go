@@ -182,6 +182,11 @@ const (
 	// hardware) stamps; on a reply it says the Stamps block follows the
 	// header. See Stamps.
 	FlagStamps Flags = 1 << 4
+	// FlagReordered on a reply says the reflector received its probe
+	// after a probe of the session with a higher sequence number: the
+	// probe was reordered on the way up. A reflector clears it on
+	// every other reply; it means nothing on other messages.
+	FlagReordered Flags = 1 << 5
 )
 
 // StampsLen is the length of the Stamps block.
@@ -317,12 +322,15 @@ func (s *Signer) Verify(msg []byte) error {
 
 // OneWayResults is the payload of the CloseAck of a session that sent
 // one-way probes, as JSON after the header. Delay is a stats snapshot of
-// the one-way delays in nanoseconds.
+// the one-way delays in nanoseconds, and IPDV one of the differences
+// between the delays of consecutive probes (as absolute values; absent
+// when the CloseAck had no room for it, or from an older reflector).
 type OneWayResults struct {
 	Received   uint64          `json:"received"`
 	Duplicates uint64          `json:"duplicates"`
 	Reordered  uint64          `json:"reordered"`
 	Delay      json.RawMessage `json:"delay"`
+	IPDV       json.RawMessage `json:"ipdv,omitempty"`
 }
 
 // The decoder's errors.

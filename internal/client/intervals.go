@@ -1,0 +1,235 @@
+package client
+
+// A run's intervals. Each probe belongs to the interval it was sent in, and
+// so do its fate and figures: its reply, or its loss, and the delays the
+// reply gave, wherever in time they come. An interval is therefore
+// reported once it is over and all its probes are answered or declared
+// lost, which is at most Timeout after its end (a lost probe waits that
+// long), and usually a round trip after it. Until then it is pending,
+// with the intervals after it.
+//
+// What comes for a probe after its interval was reported (a late reply, a
+// duplicate that straggles in, a kernel stamp that rides on a later reply)
+// goes in the interval being filled when it comes. A run keeps at most
+// pendingLimit intervals pending: past that (an interval much shorter than
+// the timeout, and probes lost in every one), the oldest is reported with
+// the probes still unaccounted for as in flight, and their fate counts in
+// the summary only. Either way each interval adds up: sent = received +
+// lost + in flight.
+
+// maxPendingIntervals bounds the intervals a run keeps pending, whatever
+// the timeout and the interval: each holds a full set of histograms.
+const maxPendingIntervals = 16
+
+// pending is an interval not reported yet.
+type pending struct {
+	acc *acc
+	no  uint32 // its number, from 0 for the first measured one
+	end int64  // 0 while it is the current interval
+	// open counts its probes still outstanding; first and last are its
+	// first and last probes' sequence numbers (0: none yet).
+	open        int
+	first, last uint64
+	// sMax is its highest probe answered, cAtSMax the reflector's count
+	// in that reply and seg its segment: where the loss on the way up is
+	// known to. sMin, cAtSMin and segMin are the same of its lowest
+	// probe answered: where the loss up to the interval before it ends
+	// is known to.
+	sMax, cAtSMax uint64
+	seg           int
+	sMin, cAtSMin uint64
+	segMin        int
+}
+
+// answered notes that probe seq of p, of segment k, was answered with
+// the reflector's count c.
+func (p *pending) answered(seq, c uint64, k int) {
+	if seq > p.sMax {
+		p.sMax, p.cAtSMax, p.seg = seq, c, k
+	}
+	if p.sMin == 0 || seq < p.sMin {
+		p.sMin, p.cAtSMin, p.segMin = seq, c, k
+	}
+}
+
+// pendingLimit is how many intervals cfg's run keeps pending: the current
+// one, those that ended less than a timeout ago, and one for a late
+// wake-up.
+func pendingLimit(cfg *Config) int {
+	if cfg.ReportInterval <= 0 {
+		return 1
+	}
+	n := int(min(cfg.Timeout/cfg.ReportInterval, maxPendingIntervals)) + 3
+	return min(n, maxPendingIntervals)
+}
+
+// openInterval starts a new current interval at start.
+func (r *run) openInterval(start int64) {
+	var p *pending
+	if n := len(r.freeIvs); n > 0 {
+		p, r.freeIvs = r.freeIvs[n-1], r.freeIvs[:n-1]
+		*p = pending{acc: p.acc}
+	} else {
+		p = &pending{acc: newAcc()}
+	}
+	p.acc.reset(start)
+	p.no = r.ivNext
+	r.ivNext++
+	r.ivs = append(r.ivs, p)
+	r.cur = p.acc
+}
+
+// closeCurrent ends the current interval at end, opens the next, and
+// reports what can be.
+func (r *run) closeCurrent(end int64) {
+	r.ivs[len(r.ivs)-1].end = end
+	r.openInterval(end)
+	r.settle(false)
+}
+
+// pendingOf returns the interval probe s was sent in, nil when it has
+// been reported. s must be a measured probe's.
+func (r *run) pendingOf(s *slot) *pending {
+	if len(r.ivs) == 0 {
+		return nil
+	}
+	if i := s.iv - r.ivs[0].no; i < uint32(len(r.ivs)) {
+		return r.ivs[i]
+	}
+	return nil
+}
+
+// fateOf returns where the fate of probe s goes: its interval, or, when
+// that was reported with s in flight, the summary alone.
+func (r *run) fateOf(p *pending) *acc {
+	if p != nil {
+		return p.acc
+	}
+	return r.total
+}
+
+// lineOf returns where an event about a probe of interval p goes: p, or,
+// when p was reported, the interval being filled.
+func (r *run) lineOf(p *pending) *acc {
+	if p != nil {
+		return p.acc
+	}
+	return r.cur
+}
+
+// resolved notes that a probe of p was answered or lost, and reports the
+// intervals that are complete.
+func (r *run) resolved(p *pending) {
+	p.open--
+	if p.open == 0 && p.end != 0 && p == r.ivs[0] {
+		r.settle(false)
+	}
+}
+
+// settle reports, oldest first, the intervals that are over and have all
+// their probes accounted for, and the oldest ones beyond pendingLimit as
+// they are; with final (the run is over), all of them.
+func (r *run) settle(final bool) {
+	for len(r.ivs) > 0 {
+		p := r.ivs[0]
+		if p.end == 0 || (p.open > 0 && !final && len(r.ivs) <= r.pendLimit) {
+			return
+		}
+		r.report(p, final)
+		r.ivs[0] = nil
+		r.ivs = r.ivs[1:]
+		r.freeIvs = append(r.freeIvs, p)
+	}
+}
+
+// report ends interval p: it settles the direction of its losses, hands
+// it over and adds it to the total.
+func (r *run) report(p *pending, final bool) {
+	a := p.acc
+	a.counts.InFlight = uint64(p.open)
+	up := uint64(0)
+	if u := r.upThrough(p, final); u > r.reportedU {
+		up = min(u-r.reportedU, a.counts.Lost)
+	}
+	r.reportedU += up
+	a.counts.LostUp, a.counts.LostDown = up, a.counts.Lost-up
+	if r.cfg.ReportInterval > 0 {
+		iv := a.interval(r.origin, p.end, r.cfg.Percentiles)
+		if r.tcp != nil {
+			iv.TCP = r.tcpInterval(false)
+		}
+		if !r.cfg.StreamIntervals {
+			r.res.Intervals = append(r.res.Intervals, iv)
+		}
+		if r.cfg.OnInterval != nil {
+			r.cfg.OnInterval(iv)
+		}
+		if r.collect != nil {
+			r.collect(r.intervals, a, iv.Start, iv.End)
+		}
+		r.intervals++
+	}
+	if a.best.has {
+		r.drift.add(a.best)
+	}
+	r.total.merge(a)
+}
+
+// upThrough estimates the loss on the way up of the probes up to the last
+// of interval p, the oldest pending, from the reflector's count in the
+// reply to p's highest probe answered. The probes of p lost after that
+// one take their share from the count in the next reply, to the lowest
+// probe answered of the intervals after p, or from all the run knows
+// (final: at its end): as many as were lost up between the two, so that
+// it is exact unless the losses on both sides of p's end run together.
+func (r *run) upThrough(p *pending, final bool) uint64 {
+	base, from := r.reportedU, p.first
+	if p.sMax != 0 {
+		base, from = r.upAt(p.seg, p.sMax, p.cAtSMax), p.sMax+1
+	}
+	if from == 0 {
+		return base
+	}
+	tail := r.lostAmong(from, p.last)
+	if tail == 0 {
+		return base
+	}
+	next := r.lostUp(final)
+	for _, q := range r.ivs[1:] {
+		if q.sMin != 0 {
+			next = r.upAt(q.segMin, q.sMin, q.cAtSMin)
+			break
+		}
+	}
+	if next > base {
+		base += min(next-base, tail)
+	}
+	return base
+}
+
+// upAt is the loss on the way up of the measured probes up to seq, which
+// is in segment k and whose reply said the reflector had count of them.
+func (r *run) upAt(k int, seq, count uint64) uint64 {
+	var u uint64
+	for j := range k {
+		u += r.upEstimate(j, true)
+	}
+	if first, _ := r.segSpan(k); seq >= first {
+		if sent := seq - first + 1; sent > count {
+			u += min(sent-count, r.segs[k].lost)
+		}
+	}
+	return u
+}
+
+// lostAmong counts the probes from first to last declared lost, of those
+// the history still holds.
+func (r *run) lostAmong(first, last uint64) uint64 {
+	var n uint64
+	for seq := first; seq <= last && seq != 0; seq++ {
+		if s := &r.ring[seq&r.mask]; s.seq == seq && (s.state == stateLost || s.state == stateLate) {
+			n++
+		}
+	}
+	return n
+}
