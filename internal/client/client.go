@@ -380,7 +380,6 @@ type acc struct {
 	bytesDown uint64
 	d         [numDists]*stats.Dist
 	k         [numKDists]*stats.Dist // kernel stamps' figures; nil without them
-	best      exchange               // the fastest exchange, for the clock offset
 }
 
 // kernel returns a's kernel distributions, made on first use.
@@ -405,7 +404,6 @@ func (a *acc) merge(o *acc) {
 	a.counts.Add(o.counts)
 	a.bytesUp += o.bytesUp
 	a.bytesDown += o.bytesDown
-	a.best.merge(o.best)
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}
@@ -421,7 +419,6 @@ func (a *acc) reset(start int64) {
 	a.start = start
 	a.counts = result.Counts{}
 	a.bytesUp, a.bytesDown = 0, 0
-	a.best = exchange{}
 	for _, d := range a.d {
 		d.Reset()
 	}
@@ -514,7 +511,8 @@ type run struct {
 	tcp                  transport.TCPConn // nil unless over TCP
 	tcpRetrans           uint32            // the connection's retransmits at the last interval's end
 	segs                 []segment         // the sessions of the run; see reconnect.go
-	drift                driftFit          // over each interval's fastest exchange, for the clock's drift
+	offset               offsetEst         // the smallest delays of each window, for the clock offset
+	sameClock            bool              // every session's reflector reads the client's clock
 	intervals            int               // intervals ended so far
 	recon                *reconnect        // looking for a new session
 	reportedU, reportedD uint64
@@ -803,6 +801,7 @@ func (r *run) handshake(ctx context.Context) error {
 				r.session.Store(&sessionKey{token: h.Token, nonce: nonce})
 				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
 				r.lastHeard = r.clk.Now()
+				r.sameClock = sameClock(r.clk, &h)
 				return nil
 			}
 		}
@@ -815,6 +814,13 @@ func (r *run) handshake(ctx context.Context) error {
 	}
 	over := time.Duration(r.cfg.HandshakeTries) * r.cfg.Timeout
 	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+// sameClock reports whether the reflector whose Cookie is h reads the
+// client's clock clk (see wire.FlagClockID).
+func sameClock(clk clock.Clock, h *wire.Header) bool {
+	id := wire.ClockIDOf(h)
+	return id != 0 && id == clock.IdentityOf(clk)
 }
 
 // hello returns the Hello with nonce, and clears the send buffer it goes
@@ -1438,7 +1444,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
-	a.best.add(s.sent, h.T2, h.T3, t4)
+	r.offset.add(t4, up, down)
 	// The hold the reflector applied is not its response time.
 	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
@@ -1503,9 +1509,6 @@ func (r *run) flush(end int64, u uint64) {
 			r.collect(r.intervals, r.cur, iv.Start, iv.End)
 		}
 		r.intervals++
-	}
-	if r.cur.best.has {
-		r.drift.add(r.cur.best)
 	}
 	r.total.merge(r.cur)
 	r.cur.reset(end)
@@ -1637,7 +1640,7 @@ func (r *run) finish() error {
 		return r.finishOneWay()
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
-	r.res.ClockOffset = clockOffset(r.total.best, &r.drift, sum.Up, sum.Down)
+	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
 	return nil
 }
