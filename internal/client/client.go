@@ -1671,6 +1671,9 @@ func (r *run) finishOneWay() error {
 	}
 	sum.Up = d.Summary(r.cfg.Percentiles)
 	r.total.d[distUp] = d // the reflector's delays are this run's up delays
+	// Measured on one clock; between two, the up delays include an
+	// offset that nothing came back down to estimate.
+	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, result.Latency{})
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	r.res.Histogram = histogram(&r.cfg, r.total)

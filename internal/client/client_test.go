@@ -554,6 +554,34 @@ func TestOneWay(t *testing.T) {
 	})
 }
 
+// TestOneWaySameClock: a one-way run's up delays are measured when the
+// reflector reads the client's clock, and said to be; between two clocks
+// nothing estimates the offset.
+func TestOneWaySameClock(t *testing.T) {
+	for _, id := range []uint64{0, 9} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newMemConn(t)
+			refl, err := reflector.New(reflector.Config{Clock: idClock{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.refl, c.delay = refl, 300*time.Microsecond
+			cfg := Config{OneWay: true, Rate: 1000, Count: 100, sleep: time.Sleep, Clock: idClock{id}}
+			res, err := Run(context.Background(), cfg, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			co := res.ClockOffset
+			if id == 0 && co != nil {
+				t.Fatalf("clock offset %+v between clocks without identity: want none", co)
+			}
+			if id != 0 && (co == nil || co.Method != "same-clock" || co.Offset != 0) {
+				t.Fatalf("clock offset %+v on one clock: want same-clock, offset 0", co)
+			}
+		})
+	}
+}
+
 func TestOneWayNoResults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemConn(t)

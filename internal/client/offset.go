@@ -151,16 +151,20 @@ func drift(ws []offsetWindow) (slope, errSlope float64, ok bool) {
 
 // clockOffset reports the offset of a run whose replies went to o, with
 // up and down its summary's raw one-way delays; sameClock says the
-// reflector reads the client's clock. nil without replies.
+// reflector reads the client's clock. nil for an estimate without replies
+// (a one-way run's).
 func clockOffset(o *offsetEst, sameClock bool, up, down result.Latency) *result.ClockOffset {
 	ws := o.windows()
-	if len(ws) == 0 {
-		return nil
+	var span int64
+	if len(ws) > 0 {
+		span = ws[len(ws)-1].mid() - ws[0].mid()
 	}
-	span := ws[len(ws)-1].mid() - ws[0].mid()
 	if sameClock {
 		return &result.ClockOffset{Method: "same-clock", Bound: clock.IdentityPrecision,
 			Drift: &result.Drift{Span: time.Duration(span), Windows: len(ws)}}
+	}
+	if len(ws) == 0 {
+		return nil
 	}
 	c := &result.ClockOffset{Method: "estimate", Assumes: estimateAssumes}
 	slope, errSlope, ok := drift(ws)
