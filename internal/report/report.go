@@ -428,12 +428,12 @@ func writeClock(b *strings.Builder, c *result.ClockOffset) {
 	if c.Offset < 0 {
 		sign = "-"
 	}
-	fmt.Fprintf(b, "clock    reflector %s%s ± %s from the client, an estimate that assumes %s; the bound holds whatever the asymmetry\n",
+	fmt.Fprintf(b, "clock    reflector %s%s ± %s from the client, an estimate that assumes %s; the bound holds whatever the asymmetry, barring clock steps\n",
 		sign, Duration(c.Offset.Abs()), Duration(c.Bound), c.Assumes)
 	if d := c.Drift; d != nil {
 		fmt.Fprintf(b, "         drift %+.1f ± %.1f ppm (95%%, over %s)\n", d.PPM, d.ErrorPPM, Duration(d.Span))
 	} else {
-		b.WriteString("         drift not estimated: the run was too short to tell\n")
+		b.WriteString("         drift not estimated: the run was too short, or had too few replies, to tell\n")
 	}
 	if c.EstimatedUp != nil && c.EstimatedDown != nil {
 		fmt.Fprintf(b, "         estimated up p50 %s, down p50 %s: the raw delays corrected by the estimate, each within ±%s of the truth\n",
