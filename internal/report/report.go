@@ -369,6 +369,11 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 			b.WriteString("; the kern rows are from the kernel's stamps, send stack is T1k-T1 and recv stack T4-T4k: what the stacks and volley add to rtt")
 		}
 		b.WriteString("\n")
+		if s.Kernel != nil && s.Kernel.Up.Count > 0 && (t.Client == "hardware" || t.Reflector == "hardware") {
+			// The clock identity is the kernel's: NICs keep clocks of
+			// their own.
+			b.WriteString("note: up kern and down kern compare the NICs' clocks at each end, raw: the clock line does not cover them\n")
+		}
 		for _, n := range t.Notes {
 			fmt.Fprintf(&b, "note: %s\n", n)
 		}

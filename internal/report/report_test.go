@@ -126,6 +126,23 @@ func TestClockText(t *testing.T) {
 	if strings.Contains(est, "up and down are measured") || strings.Contains(est, "corrected up") {
 		t.Errorf("estimate's summary shows delays as measured:\n%s", est)
 	}
+	hw := stampedFixture()
+	hw.ClockOffset = &result.ClockOffset{Method: "same-clock", Bound: time.Microsecond}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, hw); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "NICs' clocks") {
+		t.Errorf("kernel stamps said to come from NIC clocks:\n%s", b.String())
+	}
+	hw.Timestamps.Client, hw.Timestamps.Reflector = "hardware", "hardware"
+	b.Reset()
+	if err := WriteSummary(&b, hw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "up kern and down kern compare the NICs' clocks") {
+		t.Errorf("hardware stamps on one host not said to compare NIC clocks:\n%s", b.String())
+	}
 	none := text(nil)
 	if !strings.Contains(none, "include the reflector's clock offset, unknown here") {
 		t.Errorf("summary without a clock offset does not say up and down include it:\n%s", none)
