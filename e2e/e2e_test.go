@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/wire"
@@ -1204,5 +1205,39 @@ func TestMaxDuration(t *testing.T) {
 	res := parseResult(t, r.stdout)
 	if res.Stopped != "reflector-ended" || res.Summary.Counts.Received == 0 || res.Summary.End > 3*time.Second {
 		t.Fatalf("stopped %q after %v with %+v", res.Stopped, res.Summary.End, res.Summary.Counts)
+	}
+}
+
+// TestClockSameHost: a client and reflector on one host read one clock,
+// so through a relay that delays probes 1ms and replies 3ms the offset is
+// exactly 0 and the one-way delays are measured (not estimated, as before,
+// when the asymmetry was taken for an offset of -1ms and the "corrected"
+// delays erased it).
+func TestClockSameHost(t *testing.T) {
+	if clock.NewSystem().Identity() == 0 {
+		t.Skip("this kernel has no boot ID (/proc/sys/kernel/random/boot_id): clocks have no identity, offsets are estimated")
+	}
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	const up, down = time.Millisecond, 3 * time.Millisecond
+	relay, err := testrelay.Start(srv.addr,
+		func(wire.Header) testrelay.Action { return testrelay.Action{Delay: up} },
+		func(wire.Header) testrelay.Action { return testrelay.Action{Delay: down} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	r := volleyRun(t, "client", relay.Addr(), "-n", "100", "--timeout", "500ms", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := parseResult(t, r.stdout)
+	co := res.ClockOffset
+	if co == nil || co.Method != "same-clock" || co.Offset != 0 || co.EstimatedUp != nil || co.EstimatedDown != nil {
+		t.Fatalf("clock offset %+v, want same-clock, offset exactly 0, no estimated delays", co)
+	}
+	// The relay adds at least its delay each way, however loaded the
+	// machine; measured delays cannot be below it.
+	if s := res.Summary; s.Up.Count == 0 || s.Up.Min < up || s.Down.Min < down {
+		t.Fatalf("up min %v, down min %v: want at least the relay's %v and %v", s.Up.Min, s.Down.Min, up, down)
 	}
 }

@@ -389,7 +389,6 @@ type acc struct {
 	bytesDown uint64
 	d         [numDists]*stats.Dist
 	k         [numKDists]*stats.Dist // kernel stamps' figures; nil without them
-	best      exchange               // the fastest exchange, for the clock offset
 }
 
 // kernel returns a's kernel distributions, made on first use.
@@ -414,7 +413,6 @@ func (a *acc) merge(o *acc) {
 	a.counts.Add(o.counts)
 	a.bytesUp += o.bytesUp
 	a.bytesDown += o.bytesDown
-	a.best.merge(o.best)
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}
@@ -430,7 +428,6 @@ func (a *acc) reset(start int64) {
 	a.start = start
 	a.counts = result.Counts{}
 	a.bytesUp, a.bytesDown = 0, 0
-	a.best = exchange{}
 	for _, d := range a.d {
 		d.Reset()
 	}
@@ -524,7 +521,8 @@ type run struct {
 	tcp        transport.TCPConn // nil unless over TCP
 	tcpRetrans uint32            // the connection's retransmits at the last interval's end
 	segs       []segment         // the sessions of the run; see reconnect.go
-	drift      driftFit          // over each interval's fastest exchange, for the clock's drift
+	offset     offsetEst         // the smallest delays of each window, for the clock offset
+	sameClock  bool              // every session's reflector reads the client's clock
 	intervals  int               // intervals ended so far
 	recon      *reconnect        // looking for a new session
 	reportedU  uint64            // loss on the way up in the intervals reported
@@ -822,6 +820,7 @@ func (r *run) handshake(ctx context.Context) error {
 				r.session.Store(&sessionKey{token: h.Token, nonce: nonce})
 				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
 				r.lastHeard = r.clk.Now()
+				r.sameClock = sameClock(r.clk, &h)
 				return nil
 			}
 		}
@@ -834,6 +833,13 @@ func (r *run) handshake(ctx context.Context) error {
 	}
 	over := time.Duration(r.cfg.HandshakeTries) * r.cfg.Timeout
 	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+// sameClock reports whether the reflector whose Cookie is h reads the
+// client's clock clk (see wire.FlagClockID).
+func sameClock(clk clock.Clock, h *wire.Header) bool {
+	id := wire.ClockIDOf(h)
+	return id != 0 && id == clock.IdentityOf(clk)
 }
 
 // hello returns the Hello with nonce, and clears the send buffer it goes
@@ -1497,7 +1503,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
-	a.best.add(s.sent, h.T2, h.T3, t4)
+	r.offset.add(t4, up, down)
 	// The hold the reflector applied is not its response time.
 	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
@@ -1694,7 +1700,7 @@ func (r *run) finish() error {
 		return r.finishOneWay()
 	}
 	r.res.Histogram = histogram(&r.cfg, r.total)
-	r.res.ClockOffset = clockOffset(r.total.best, &r.drift, sum.Up, sum.Down)
+	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
 	return nil
 }
@@ -1739,6 +1745,9 @@ func (r *run) finishOneWay() error {
 			}
 		}
 	}
+	// Measured on one clock; between two, the up delays include an
+	// offset that nothing came back down to estimate.
+	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, result.Latency{})
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	r.res.Histogram = histogram(&r.cfg, r.total)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -630,6 +631,34 @@ func TestOneWayLastBehindClose(t *testing.T) {
 	})
 }
 
+// TestOneWaySameClock: a one-way run's up delays are measured when the
+// reflector reads the client's clock, and said to be; between two clocks
+// nothing estimates the offset.
+func TestOneWaySameClock(t *testing.T) {
+	for _, id := range []uint64{0, 9} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newMemConn(t)
+			refl, err := reflector.New(reflector.Config{Clock: idClock{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.refl, c.delay = refl, 300*time.Microsecond
+			cfg := Config{OneWay: true, Rate: 1000, Count: 100, sleep: time.Sleep, Clock: idClock{id}}
+			res, err := Run(context.Background(), cfg, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			co := res.ClockOffset
+			if id == 0 && co != nil {
+				t.Fatalf("clock offset %+v between clocks without identity: want none", co)
+			}
+			if id != 0 && (co == nil || co.Method != "same-clock" || co.Offset != 0) {
+				t.Fatalf("clock offset %+v on one clock: want same-clock, offset 0", co)
+			}
+		})
+	}
+}
+
 func TestOneWayNoResults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemConn(t)
@@ -943,32 +972,38 @@ func TestProbeLog(t *testing.T) {
 	})
 }
 
-// TestClockOffset: on one clock, the estimated offset is zero for
-// symmetric ways, and for asymmetric ones within its bound of zero; the
-// corrected delays equal the raw ones shifted by it.
-func TestClockOffset(t *testing.T) {
-	for _, up := range []time.Duration{100 * time.Microsecond, 300 * time.Microsecond} {
-		synctest.Test(t, func(t *testing.T) {
-			c := newMemConn(t)
-			c.delay = 100 * time.Microsecond
-			c.delayOf = func(uint64) time.Duration { return up }
-			res, err := Run(context.Background(), Config{Count: 100}, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			co := res.ClockOffset
-			if co == nil {
-				t.Fatal("no clock offset")
-			}
-			want := (up - c.delay) / 2 // what NTP's rule takes the asymmetry for
-			if co.Offset != want || co.Offset.Abs() > co.Bound || co.Bound != (up+c.delay)/2 || co.DriftPPM != 0 {
-				t.Fatalf("offset %+v, want %v within a bound of %v, no drift", co, want, (up+c.delay)/2)
-			}
-			if co.Up.Min != res.Summary.Up.Min-want || co.Down.Max != res.Summary.Down.Max+want {
-				t.Fatalf("corrected up %+v / down %+v, want the raw ones moved by %v", co.Up, co.Down, want)
-			}
-		})
-	}
+// idClock is the system clock (synctest's, in a bubble) with an identity.
+type idClock struct{ id uint64 }
+
+func (c idClock) Now() int64              { return time.Now().UnixNano() }
+func (c idClock) Time(ns int64) time.Time { return time.Unix(0, ns) }
+func (c idClock) Identity() uint64        { return c.id }
+
+// TestClockSameClock: when the reflector's Cookie says it reads the
+// client's clock, the offset is 0 and the one-way delays are measured,
+// however asymmetric the path (100µs up, 300µs down): not taken for an
+// offset of -100µs as the estimate would.
+func TestClockSameClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		refl, err := reflector.New(reflector.Config{Clock: idClock{7}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.refl, c.delay = refl, 300*time.Microsecond
+		c.delayOf = func(uint64) time.Duration { return 100 * time.Microsecond }
+		res, err := Run(context.Background(), Config{Count: 100, Clock: idClock{7}}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		co := res.ClockOffset
+		if co == nil || co.Method != "same-clock" || co.Offset != 0 || co.EstimatedUp != nil || co.Drift == nil || co.Drift.PPM != 0 {
+			t.Fatalf("clock offset %+v, want same-clock, offset 0, drift 0, no estimated delays", co)
+		}
+		if up, down := res.Summary.Up, res.Summary.Down; up.Min != 100*time.Microsecond || down.Min != 300*time.Microsecond {
+			t.Fatalf("up min %v, down min %v; want the path's 100µs and 300µs", up.Min, down.Min)
+		}
+	})
 }
 
 // shiftedClock is the system clock moved by d.
@@ -979,65 +1014,131 @@ type shiftedClock struct {
 func (c shiftedClock) Now() int64              { return time.Now().UnixNano() + int64(c.d) }
 func (c shiftedClock) Time(ns int64) time.Time { return time.Unix(0, ns-int64(c.d)) }
 
-// TestClockShift: a reflector whose clock is ahead of or behind the
-// client's by a second is found out within the estimate's bound, and the
-// corrected one-way delays are the true ones within it.
-func TestClockShift(t *testing.T) {
-	for _, shift := range []time.Duration{time.Second, -1234567 * time.Microsecond} {
+// TestClockEstimate: a reflector whose clock is off the client's (by a
+// second either way, or not at all but without saying so) is estimated,
+// labelled as such with its assumption, and its bound holds the true
+// offset and the true one-way delays, symmetric or not. An asymmetric
+// path is taken for an offset of half its asymmetry: the assumption.
+func TestClockEstimate(t *testing.T) {
+	const down = 100 * time.Microsecond
+	for _, tt := range []struct {
+		shift, up time.Duration
+	}{
+		{time.Second, down},
+		{-1234567 * time.Microsecond, 150 * time.Microsecond},
+		{0, 300 * time.Microsecond},
+		{time.Second, 20 * time.Microsecond},
+	} {
 		synctest.Test(t, func(t *testing.T) {
 			c := newMemConn(t)
-			refl, err := reflector.New(reflector.Config{Clock: shiftedClock{shift}})
+			refl, err := reflector.New(reflector.Config{Clock: shiftedClock{tt.shift}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.refl, c.shift = refl, shift
-			c.delay = 100 * time.Microsecond
-			c.delayOf = func(seq uint64) time.Duration { return 150*time.Microsecond + time.Duration(seq%7)*time.Microsecond }
-			res, err := Run(context.Background(), Config{Count: 200}, c)
+			c.refl, c.shift, c.delay = refl, tt.shift, down
+			c.delayOf = func(seq uint64) time.Duration { return tt.up + time.Duration(seq%7)*time.Microsecond }
+			res, err := Run(context.Background(), Config{Count: 200, Clock: shiftedClock{}}, c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			co := res.ClockOffset
-			if co == nil {
-				t.Fatal("no clock offset")
+			if co == nil || co.Method != "estimate" || !strings.Contains(co.Assumes, "symmetric minimum delays") {
+				t.Fatalf("clock offset %+v, want an estimate that says what it assumes", co)
 			}
-			if d := (co.Offset - shift).Abs(); d > co.Bound {
-				t.Errorf("offset %v for a shift of %v: off by %v, beyond the bound %v", co.Offset, shift, d, co.Bound)
+			if want := tt.shift + (tt.up-down)/2; co.Offset != want {
+				t.Errorf("offset %v, want %v: the shift %v and half the asymmetry", co.Offset, want, tt.shift)
 			}
-			if up := co.Up.Min; (up - 150*time.Microsecond).Abs() > co.Bound {
-				t.Errorf("corrected up min %v, want 150µs within %v", up, co.Bound)
+			if d := (co.Offset - tt.shift).Abs(); d > co.Bound {
+				t.Errorf("offset %v for a shift of %v: off by %v, beyond the bound %v", co.Offset, tt.shift, d, co.Bound)
 			}
-			if down := co.Down.Max; (down - c.delay).Abs() > co.Bound {
-				t.Errorf("corrected down max %v, want %v within %v", down, c.delay, co.Bound)
+			if up := co.EstimatedUp.Min; (up - tt.up).Abs() > co.Bound {
+				t.Errorf("estimated up min %v, want %v within %v", up, tt.up, co.Bound)
 			}
-			if len(co.Warnings) != 0 {
-				t.Errorf("warnings %v for a steady shift", co.Warnings)
+			if dn := co.EstimatedDown.Max; (dn - down).Abs() > co.Bound {
+				t.Errorf("estimated down max %v, want %v within %v", dn, down, co.Bound)
+			}
+			if len(co.Warnings) != 0 || co.Drift != nil {
+				t.Errorf("warnings %v, drift %+v for a steady shift over a short run: want none", co.Warnings, co.Drift)
 			}
 		})
 	}
 }
 
-// TestClockDrift: an offset that moves over the run shows as drift, and a
-// large one is warned of.
-func TestClockDrift(t *testing.T) {
-	best := exchange{has: true, delay: 1000, theta: 0}
-	slow := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 200}, {has: true, at: 2e9, theta: 400}}
-	if c := clockOffset(best, fitOf(slow), result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-0.2) > 1e-9 || len(c.Warnings) != 0 {
-		t.Fatalf("drift %v ppm, warnings %v; want 0.2 ppm and none", c.DriftPPM, c.Warnings)
+// seriesStart is when series start.
+const seriesStart = int64(1_700_000_000e9)
+
+// series feeds est a synthetic run of secs seconds at rate replies/s over
+// a path of 1ms up and 3ms down with exponential queueing on top (mean
+// 200µs, and one reply in 20 stuck for up to 50ms), between clocks whose
+// offset starts at offset and drifts by ppm.
+func series(est *offsetEst, secs, rate int, offset time.Duration, ppm float64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	queue := func() int64 {
+		q := rng.ExpFloat64() * 200e3
+		if rng.IntN(20) == 0 {
+			q += rng.Float64() * 50e6
+		}
+		return int64(q)
 	}
-	fast := []exchange{{has: true, at: 0, theta: 0}, {has: true, at: 1e9, theta: 500_000}}
-	if c := clockOffset(best, fitOf(fast), result.Latency{}, result.Latency{}); math.Abs(c.DriftPPM-500) > 1e-6 || len(c.Warnings) != 1 {
-		t.Fatalf("drift %v ppm, warnings %v; want 500 ppm and a warning", c.DriftPPM, c.Warnings)
+	for i := range secs * rate {
+		t1 := seriesStart + int64(i)*int64(time.Second)/int64(rate)
+		theta := int64(offset) + int64(ppm*float64(t1-seriesStart)/1e6)
+		u, d := int64(time.Millisecond)+queue(), 3*int64(time.Millisecond)+queue()
+		est.add(t1+u+d, u+theta, d-theta)
 	}
 }
 
-// fitOf fits the exchanges es as a run's intervals would.
-func fitOf(es []exchange) *driftFit {
-	var f driftFit
-	for _, e := range es {
-		f.add(e)
+// TestClockDrift: the drift of one clock is 0 within its stated error,
+// that of two clocks apart by 20ppm is found within its error; a short
+// run reports none; a day of replies keeps at most maxOffsetWindows
+// windows.
+func TestClockDrift(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		secs      int
+		ppm       float64
+		offset    time.Duration
+		wantDrift bool
+	}{
+		{"one clock", 30, 0, 0, true},
+		{"one clock, long", 3600, 0, 0, true},
+		{"20ppm", 60, 20, 5 * time.Millisecond, true},
+		{"-3ppm, a day", 86400, -3, -time.Second, true},
+		{"too short", 4, 0, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(5) {
+				var est offsetEst
+				series(&est, tt.secs, 20, tt.offset, tt.ppm, seed)
+				if n := len(est.windows()); n > maxOffsetWindows {
+					t.Fatalf("%d windows kept, want at most %d", n, maxOffsetWindows)
+				}
+				co := clockOffset(&est, false, result.Latency{}, result.Latency{})
+				if !tt.wantDrift {
+					if co.Drift != nil {
+						t.Fatalf("drift %+v from %ds: want none reported", *co.Drift, tt.secs)
+					}
+					continue
+				}
+				d := co.Drift
+				if d == nil {
+					t.Fatalf("no drift from %ds of replies", tt.secs)
+				}
+				if math.Abs(d.PPM-tt.ppm) > d.ErrorPPM || d.ErrorPPM > 5 {
+					t.Fatalf("seed %d: drift %+.3f ± %.3f ppm, want %+.1f within its error (and an error below 5ppm)", seed, d.PPM, d.ErrorPPM, tt.ppm)
+				}
+				// The asymmetry (1ms up, 3ms down) is what the
+				// estimate takes for -1ms of offset: the offset at the
+				// middle of the run, within its bound of the truth.
+				ws := est.windows()
+				ref := (ws[0].mid() + ws[len(ws)-1].mid()) / 2
+				mid := tt.offset + time.Duration(tt.ppm*float64(ref-seriesStart)/1e6)
+				if got := (co.Offset - mid).Abs(); got > co.Bound {
+					t.Fatalf("seed %d: offset %v ± %v, the truth %v mid-run", seed, co.Offset, co.Bound, mid)
+				}
+			}
+		})
 	}
-	return &f
 }
 
 // TestWindDownSilent: a reflector that goes silent does not hold the end of

@@ -266,7 +266,7 @@ func BenchmarkIntervalMemory(b *testing.B) {
 					d.Record(int64(15 * time.Microsecond))
 				}
 				a.counts.Sent, a.counts.Received = 1000, 1000
-				a.best.add(1, 2, 3, 4)
+				r.offset.add(r.clk.Now(), 2, 3)
 				r.closeCurrent(r.clk.Now())
 			}
 			interval() // the first two make the kernel distributions of the two accumulators that take turns

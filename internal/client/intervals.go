@@ -169,9 +169,6 @@ func (r *run) report(p *pending, final bool) {
 		}
 		r.intervals++
 	}
-	if a.best.has {
-		r.drift.add(a.best)
-	}
 	r.total.merge(a)
 }
 

@@ -78,6 +78,15 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	}
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
+	// The flows' delays are measured when every flow's reflector reads
+	// the client's clock; estimates of one flow would not fit the
+	// merged delays.
+	res.ClockOffset = runs[0].res.ClockOffset
+	for _, r := range runs {
+		if co := r.res.ClockOffset; co == nil || co.Method != "same-clock" {
+			res.ClockOffset = nil
+		}
+	}
 	for i, r := range runs {
 		f := result.Flow{LocalAddr: r.res.Config.LocalAddr, Summary: r.res.Summary,
 			ReflectorCount: r.res.ReflectorCount, Stopped: r.res.Stopped, Error: r.res.Error}

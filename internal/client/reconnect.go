@@ -187,6 +187,10 @@ func (r *run) resume(h *wire.Header, now int64) {
 	}
 	r.segs = append(r.segs, g)
 	r.token, r.nonce = g.token, g.nonce
+	// The new session's reflector may read another clock (it restarted
+	// after a step, or moved): the run's delays are measured only if
+	// every session's were.
+	r.sameClock = r.sameClock && sameClock(r.clk, h)
 	if r.open {
 		// The sender takes the new session for its next probe; drain
 		// sets the segment's first probe when it sees it.

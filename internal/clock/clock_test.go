@@ -27,3 +27,63 @@ func TestFake(t *testing.T) {
 		t.Fatalf("Time(5).UnixNano() = %d, want 5", got)
 	}
 }
+
+// TestSystemIdentity: two System clocks of one process read the same
+// time, and say so; a clock that kept a wall-clock step the other did not
+// see (one made before the step, one after) does not claim to be the same.
+func TestSystemIdentity(t *testing.T) {
+	a, b := NewSystem(), NewSystem()
+	if a.Identity() == 0 {
+		t.Skip("this kernel has no boot ID to read: System clocks have no identity here")
+	}
+	if a.Identity() != b.Identity() {
+		t.Fatalf("Identity() = %x and %x for two clocks of one kernel, want equal", a.Identity(), b.Identity())
+	}
+	for _, step := range []time.Duration{50 * time.Microsecond, -3 * time.Millisecond, time.Second} {
+		stepped := &System{base: a.base, baseUnix: a.baseUnix + int64(step), host: a.host}
+		if stepped.Identity() == a.Identity() {
+			t.Errorf("a clock %v off the other has its identity %x", step, a.Identity())
+		}
+	}
+	other := &System{base: a.base, baseUnix: a.baseUnix, host: a.host ^ 2}
+	if other.Identity() == a.Identity() {
+		t.Errorf("a clock of another kernel has this one's identity %x", a.Identity())
+	}
+}
+
+// TestIdentityRounding: steps within half of IdentityPrecision of each
+// other's microsecond share an identity; the host always counts.
+func TestIdentityRounding(t *testing.T) {
+	const h = 0x1234
+	tests := []struct {
+		a, b int64
+		same bool
+	}{
+		{0, 0, true},
+		{0, 499, true},
+		{0, -500, true},
+		{0, 500, false},
+		{0, -501, false},
+		{7_000_200, 6_999_900, true},
+		{7_000_000, 7_001_000, false},
+	}
+	for _, tt := range tests {
+		if got := identity(h, tt.a) == identity(h, tt.b); got != tt.same {
+			t.Errorf("identity(%d) == identity(%d): %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+	if identity(h, 0) == identity(h+1, 0) {
+		t.Error("two hosts with no step share an identity")
+	}
+}
+
+func TestFakeIdentity(t *testing.T) {
+	f := NewFake(0)
+	if got := IdentityOf(f); got != 0 {
+		t.Fatalf("IdentityOf(NewFake) = %x, want 0 (none)", got)
+	}
+	f.SetIdentity(42)
+	if got := IdentityOf(f); got != 42 {
+		t.Fatalf("IdentityOf after SetIdentity(42) = %d, want 42", got)
+	}
+}

@@ -152,7 +152,8 @@ type Config struct {
 	// reflecting goroutine and must return quickly, and not keep the
 	// Stats' distributions (Stats.Add makes copies).
 	OnInterval func(Stats)
-	// Clock defaults to the system clock.
+	// Clock defaults to the system clock. When it has an identity
+	// (clock.Identifier), Cookies carry it (wire.FlagClockID).
 	Clock clock.Clock
 	// Secret keys the cookies; a random one is made when nil.
 	Secret []byte
@@ -533,6 +534,11 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		h = wire.Header{
 			Type: wire.TypeCookie, Token: r.cookie(addr, h.Seq, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
 			Count: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
+		}
+		if id := clock.IdentityOf(r.clk); id != 0 {
+			// A client on the same clock measures its one-way delays
+			// instead of estimating them.
+			h.Flags, h.T3 = wire.FlagClockID, int64(id)
 		}
 		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
@@ -927,7 +933,9 @@ func (r *Reflector) refuse(pkt []byte, h *wire.Header, code wire.ErrorCode) []by
 // reply stamps T3 and encodes h into pkt, and signs it (in stream mode,
 // the connection signs it).
 func (r *Reflector) reply(pkt []byte, h *wire.Header) []byte {
-	h.T3 = r.clk.Now()
+	if wire.ClockIDOf(h) == 0 {
+		h.T3 = r.clk.Now()
+	}
 	if r.signer != nil {
 		h.Flags |= wire.FlagAuth
 	}

@@ -757,3 +757,25 @@ func TestHoldScheduler(t *testing.T) {
 		t.Fatalf("sent %+v, want T3-T2 = 307µs", sent)
 	}
 }
+
+// TestCookieClockID: a reflector whose clock has an identity tells it in
+// its Cookies; without one, the Cookie is as before (T3 its send time, no
+// flag), and a probe that sets the flag gets its reply's T3 all the same.
+func TestCookieClockID(t *testing.T) {
+	r, clk := newTest(t)
+	hello := func() wire.Header {
+		return decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeHello, Seq: 5}, wire.HeaderLen), alice, clk.Now()))
+	}
+	if c := hello(); c.Flags&wire.FlagClockID != 0 || c.T3 != clk.Now() || wire.ClockIDOf(&c) != 0 {
+		t.Fatalf("cookie %+v from a clock without identity: want no flag and T3 its send time %d", c, clk.Now())
+	}
+	clk.SetIdentity(0xfeedface)
+	c := hello()
+	if got := wire.ClockIDOf(&c); got != 0xfeedface {
+		t.Fatalf("cookie %+v carries clock identity %#x, want 0xfeedface", c, got)
+	}
+	p := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagClockID, Token: c.Token, Count: 5, Seq: 1}, wire.HeaderLen), alice, clk.Now()))
+	if p.Type != wire.TypeReply || p.T3 != clk.Now() {
+		t.Fatalf("reply %+v to a probe flagged FlagClockID: want T3 %d, its send time", p, clk.Now())
+	}
+}

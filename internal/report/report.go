@@ -398,15 +398,10 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		}
 		row(append(cells, latMax(l.lat)))
 	}
-	switch {
-	case oneWay:
-		b.WriteString("(up is the raw clock difference T2-T1: exact on one host, offset by the clock difference between two)\n")
-	case s.RTTFromSchedule != nil:
+	if !oneWay && s.RTTFromSchedule != nil {
 		b.WriteString("(rtt sched is measured from each probe's scheduled send time: what a stalled sender would hide)\n")
-		fallthrough
-	default:
-		b.WriteString("(up and down are raw clock differences T2-T1 and T4-T3: exact on one host, offset by the clock difference between two)\n")
 	}
+	b.WriteString(delayNote(res.ClockOffset, oneWay))
 	if t := res.Timestamps; t != nil {
 		refl := t.Reflector
 		if refl == "" {
@@ -417,20 +412,17 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 			b.WriteString("; the kern rows are from the kernel's stamps, send stack is T1k-T1 and recv stack T4-T4k: what the stacks and volley add to rtt")
 		}
 		b.WriteString("\n")
+		if s.Kernel != nil && s.Kernel.Up.Count > 0 && (t.Client == "hardware" || t.Reflector == "hardware") {
+			// The clock identity is the kernel's: NICs keep clocks of
+			// their own.
+			b.WriteString("note: up kern and down kern compare the NICs' clocks at each end, raw: the clock line does not cover them\n")
+		}
 		for _, n := range t.Notes {
 			fmt.Fprintf(&b, "note: %s\n", n)
 		}
 	}
 	if c := res.ClockOffset; c != nil {
-		sign := "+"
-		if c.Offset < 0 {
-			sign = "-"
-		}
-		fmt.Fprintf(&b, "clock    reflector %s%s ± %s from the client (NTP-style, from the fastest exchange), drift %+.1f ppm; corrected up p50 %s, down p50 %s\n",
-			sign, Duration(max(c.Offset, -c.Offset)), Duration(c.Bound), c.DriftPPM, latP(c.Up, 50), latP(c.Down, 50))
-		for _, w := range c.Warnings {
-			fmt.Fprintf(&b, "warning: %s\n", w)
-		}
+		writeClock(&b, c)
 	}
 	if len(res.Workload) > 0 {
 		fmt.Fprintf(&b, "%-16s %7s %6s %6s %8s %8s %8s %8s %8s %8s %8s\n", "workload entry", "weight", "size", "reply",
@@ -465,6 +457,49 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// delayNote says what the summary's up and down rows (one-way runs: up
+// only) are, as the clock offset c (nil: not known) makes them.
+func delayNote(c *result.ClockOffset, oneWay bool) string {
+	switch {
+	case oneWay && c != nil && c.Method == "same-clock":
+		return "(up is measured, T2-T1: the reflector reads the client's clock)\n"
+	case oneWay:
+		return "(up is the raw clock difference T2-T1: it includes the reflector's clock offset, unknown here)\n"
+	case c != nil && c.Method == "same-clock":
+		return "(up and down are measured, T2-T1 and T4-T3: the reflector reads the client's clock)\n"
+	case c != nil:
+		return "(up and down are raw clock differences T2-T1 and T4-T3: they include the reflector's clock offset, which is only estimated, see clock)\n"
+	}
+	return "(up and down are raw clock differences T2-T1 and T4-T3: they include the reflector's clock offset, unknown here)\n"
+}
+
+// writeClock writes the clock offset's lines: what was measured, or what
+// was estimated and on which assumption.
+func writeClock(b *strings.Builder, c *result.ClockOffset) {
+	if c.Method == "same-clock" {
+		fmt.Fprintf(b, "clock    the reflector reads the client's clock (same host and boot): offset 0 within %s, no drift; up and down are measured\n", Duration(c.Bound))
+		return
+	}
+	sign := "+"
+	if c.Offset < 0 {
+		sign = "-"
+	}
+	fmt.Fprintf(b, "clock    reflector %s%s ± %s from the client, an estimate that assumes %s; the bound holds whatever the asymmetry, barring clock steps\n",
+		sign, Duration(c.Offset.Abs()), Duration(c.Bound), c.Assumes)
+	if d := c.Drift; d != nil {
+		fmt.Fprintf(b, "         drift %+.1f ± %.1f ppm (95%%, over %s)\n", d.PPM, d.ErrorPPM, Duration(d.Span))
+	} else {
+		b.WriteString("         drift not estimated: the run was too short, or had too few replies, to tell\n")
+	}
+	if c.EstimatedUp != nil && c.EstimatedDown != nil {
+		fmt.Fprintf(b, "         estimated up p50 %s, down p50 %s: the raw delays corrected by the estimate, each within ±%s of the truth\n",
+			latP(*c.EstimatedUp, 50), latP(*c.EstimatedDown, 50), Duration(c.Bound))
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(b, "warning: %s\n", w)
+	}
 }
 
 // WriteHistogram writes h as text: a line per bin with its count, share

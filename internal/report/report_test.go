@@ -66,6 +66,13 @@ func fixture() *result.Result {
 	// Reported with two probes in flight; their replies came later, and
 	// count in the summary only.
 	second.Counts.Received, second.Counts.InFlight = 998, 2
+	// An estimate between two hosts.
+	clk := &result.ClockOffset{Method: "estimate", Offset: -666, Bound: 9031,
+		Assumes:       "the smallest up and down delays of the run were equal (symmetric minimum delays)",
+		Drift:         &result.Drift{PPM: 0.8, ErrorPPM: 0.5, Span: 1500 * time.Millisecond, Windows: 4},
+		EstimatedUp:   &upC,
+		EstimatedDown: &downC,
+	}
 	return &result.Result{
 		SchemaVersion: result.SchemaVersion,
 		Tool:          "volley",
@@ -86,8 +93,63 @@ func fixture() *result.Result {
 		ReflectorCount: "partial",
 		Reconnects:     []result.Reconnect{{At: 1200 * time.Millisecond, Reason: "restarted", InFlight: 1, Resumed: true, Gap: 150 * time.Millisecond}},
 		Stopped:        "duration",
-		ClockOffset:    &result.ClockOffset{Offset: -666, Bound: 9031, DriftPPM: 0.8, Up: upC, Down: downC},
+		ClockOffset:    clk,
 		Timestamps:     &result.Timestamps{Asked: "auto", Client: "kernel", Reflector: "kernel"},
+	}
+}
+
+// TestClockText: the clock line says "measured" only for one clock, and
+// an estimate says so, what it assumes, and its bound, also for the
+// corrected delays; the note under the table says what up and down are.
+func TestClockText(t *testing.T) {
+	text := func(c *result.ClockOffset) string {
+		res := fixture()
+		res.ClockOffset = c
+		var b bytes.Buffer
+		if err := WriteSummary(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	same := text(&result.ClockOffset{Method: "same-clock", Bound: time.Microsecond, Drift: &result.Drift{}})
+	for _, want := range []string{"reads the client's clock (same host and boot): offset 0 within 1.00µs", "(up and down are measured"} {
+		if !strings.Contains(same, want) {
+			t.Errorf("same-clock summary lacks %q:\n%s", want, same)
+		}
+	}
+	if strings.Contains(same, "an estimate") || strings.Contains(same, "estimated up") {
+		t.Errorf("same-clock summary mentions an estimate:\n%s", same)
+	}
+	est := text(fixture().ClockOffset)
+	for _, want := range []string{"reflector -666ns ± 9.03µs from the client, an estimate that assumes", "(symmetric minimum delays)",
+		"drift +0.8 ± 0.5 ppm", "estimated up p50", "each within ±9.03µs", "include the reflector's clock offset, which is only estimated"} {
+		if !strings.Contains(est, want) {
+			t.Errorf("estimate's summary lacks %q:\n%s", want, est)
+		}
+	}
+	if strings.Contains(est, "up and down are measured") || strings.Contains(est, "corrected up") {
+		t.Errorf("estimate's summary shows delays as measured:\n%s", est)
+	}
+	hw := stampedFixture()
+	hw.ClockOffset = &result.ClockOffset{Method: "same-clock", Bound: time.Microsecond}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, hw); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "NICs' clocks") {
+		t.Errorf("kernel stamps said to come from NIC clocks:\n%s", b.String())
+	}
+	hw.Timestamps.Client, hw.Timestamps.Reflector = "hardware", "hardware"
+	b.Reset()
+	if err := WriteSummary(&b, hw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "up kern and down kern compare the NICs' clocks") {
+		t.Errorf("hardware stamps on one host not said to compare NIC clocks:\n%s", b.String())
+	}
+	none := text(nil)
+	if !strings.Contains(none, "include the reflector's clock offset, unknown here") {
+		t.Errorf("summary without a clock offset does not say up and down include it:\n%s", none)
 	}
 }
 
@@ -453,6 +515,9 @@ func onewayFixture() *result.Result {
 		Stopped:        "reflector-silent",
 		Flows:          []result.Flow{flow(40001, 0), silent},
 		Error:          "flow 2: " + silent.Error,
+		// Both flows' reflector reads the client's clock: the up delays
+		// are measured.
+		ClockOffset: &result.ClockOffset{Method: "same-clock", Bound: time.Microsecond, Drift: &result.Drift{}},
 	}
 }
 
@@ -474,8 +539,8 @@ func tcpFixture() *result.Result {
 	res.Summary.TCP = &result.TCPInterval{Retransmits: 1, Cwnd: 10, RTT: 40 * time.Microsecond, RTTVar: 9 * time.Microsecond}
 	res.Timestamps = &result.Timestamps{Asked: "auto", Client: "user",
 		Notes: []string{"tcp has no stamps per message (only UDP sockets take them); the times are the tool's own clock readings (user)"}}
-	res.ClockOffset.Warnings = []string{"the offset drifted 120 ppm over the run: one of the clocks is being slewed"}
-	res.ClockOffset.DriftPPM = 120
+	res.ClockOffset.Warnings = []string{"the offset moved 240µs over the run (drift +120.0 ppm), more than its bound: the offset is the one at the middle of the run, and the estimated delays are off by up to 120µs at its ends"}
+	res.ClockOffset.Drift = &result.Drift{PPM: 120, ErrorPPM: 3.5, Span: 2 * time.Second, Windows: 4}
 	res.ReflectorCount, res.Reconnects = "close", nil
 	res.Summary.Counts.Reconnects, res.Intervals[1].Counts.Reconnects = 0, 0
 	small, _ := latency(1200, 20*time.Microsecond)

@@ -11,7 +11,12 @@ import "time"
 // A change that removes or renames a field, or changes its type, unit or
 // meaning, must bump this number (and the schema's schema_version const);
 // adding a field does not, but the field must be added to the schema.
-const SchemaVersion = 1
+//
+// Version 2: clock_offset says how it was found (method) and what it
+// assumes; its drift became an object with its error; its "up" and "down"
+// became "estimated_up" and "estimated_down", present only for an
+// estimate.
+const SchemaVersion = 2
 
 // Result is one client run.
 type Result struct {
@@ -41,9 +46,9 @@ type Result struct {
 	// stream could not be read on, such as a frame longer than a stream
 	// carries).
 	Stopped string `json:"stopped"`
-	// ClockOffset is the reflector's clock offset, estimated from the
-	// exchanges, and the one-way delays corrected by it (round-trip runs
-	// of one flow).
+	// ClockOffset is the reflector's clock offset, measured (same clock)
+	// or estimated, and the one-way delays corrected by an estimate
+	// (round-trip runs of one flow).
 	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
 	// Timestamps says where the times came from, when a run asked for
 	// kernel or hardware stamps (or auto found them).
@@ -158,19 +163,44 @@ type ThresholdHit struct {
 	RTT time.Duration `json:"rtt_ns"`
 }
 
-// ClockOffset is the reflector's clock minus the client's, estimated the
-// NTP way from the exchange with the smallest delay: within Bound (half
-// that delay) of the truth. DriftPPM is how fast the offset moved over the
-// run (least squares over each interval's fastest exchange). Up and Down
-// are the summary's one-way delays corrected by Offset; on one host they
-// equal the raw ones within Bound.
+// ClockOffset is the reflector's clock minus the client's, and how it was
+// found (Method):
+//
+//   - "same-clock": the reflector told its clock's identity and it is the
+//     client's (same host and boot, no wall-clock step between the two
+//     starts; see package clock). Offset is 0 within Bound (the identity's
+//     precision), Drift 0, and the summary's up and down delays are
+//     measured.
+//   - "estimate": the two ends read different clocks (or the reflector did
+//     not say which it reads). Offset assumes what Assumes says: that the
+//     smallest up and down delays of the run were equal. Whatever the
+//     asymmetry, the true offset lies within Bound of it (no delay is
+//     negative), unless the clocks stepped during the run. The summary's
+//     up and down are then raw clock differences, and EstimatedUp and
+//     EstimatedDown are them corrected by Offset: estimates as good as
+//     the assumption, each within Bound of the truth.
 type ClockOffset struct {
-	Offset   time.Duration `json:"offset_ns"`
-	Bound    time.Duration `json:"bound_ns"`
-	DriftPPM float64       `json:"drift_ppm"`
-	Up       Latency       `json:"up"`
-	Down     Latency       `json:"down"`
-	Warnings []string      `json:"warnings,omitempty"`
+	Method  string        `json:"method"`
+	Offset  time.Duration `json:"offset_ns"`
+	Bound   time.Duration `json:"bound_ns"`
+	Assumes string        `json:"assumes,omitempty"`
+	// Drift is how fast the offset moved over the run; nil when the run
+	// was too short, or had too few replies, to tell.
+	Drift         *Drift   `json:"drift,omitempty"`
+	EstimatedUp   *Latency `json:"estimated_up,omitempty"`
+	EstimatedDown *Latency `json:"estimated_down,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
+}
+
+// Drift is the rate at which the reflector's clock gained on the client's,
+// in parts per million, within ErrorPPM (a 95% confidence interval's half
+// width), fitted over Span of the run (Theil–Sen, over the offset that each
+// window's smallest delays give).
+type Drift struct {
+	PPM      float64       `json:"ppm"`
+	ErrorPPM float64       `json:"error_ppm"`
+	Span     time.Duration `json:"span_ns"`
+	Windows  int           `json:"windows"`
 }
 
 // Reconnect is a session lost mid-run and the new one that took over.

@@ -56,7 +56,9 @@
 //
 //   - Hello: the largest reply size and hold the client will ask for.
 //   - Cookie: what the reflector grants of those, within its limits; Count
-//     carries its rate limit per session in probes/s (0: none).
+//     carries its rate limit per session in probes/s (0: none). With
+//     FlagClockID, T3 carries the identity of the reflector's clock instead
+//     of its send time (see FlagClockID).
 //   - Probe: what this probe asks for (reply size 0: the probe's own size);
 //     Count carries the Hello's nonce, which the cookie was made with, so a
 //     stateless reflector can check the token (Close too).
@@ -187,7 +189,25 @@ const (
 	// probe was reordered on the way up. A reflector clears it on
 	// every other reply; it means nothing on other messages.
 	FlagReordered Flags = 1 << 5
+	// FlagClockID on a Cookie says its T3 is the identity of the
+	// reflector's clock, not a time: a number that a clock on the same
+	// host and boot, without a wall-clock step between the two, has too
+	// (see package clock). A client whose clock has the same identity
+	// reads the same time as the reflector: its up and down delays are
+	// measured, with no offset to estimate. A reflector that cannot tell
+	// its clock's identity sends the Cookie without the flag, as
+	// reflectors before it did; clients before it ignore it.
+	FlagClockID Flags = 1 << 6
 )
+
+// ClockIDOf returns the clock identity a Cookie carries (see FlagClockID),
+// 0 when h is not a Cookie or carries none.
+func ClockIDOf(h *Header) uint64 {
+	if h.Type != TypeCookie || h.Flags&FlagClockID == 0 {
+		return 0
+	}
+	return uint64(h.T3)
+}
 
 // StampsLen is the length of the Stamps block.
 const StampsLen = 24

@@ -54,6 +54,19 @@ ffffffffffffffff
 			Type: TypeReply, Token: 0xfffffffffffffffe, Seq: 1<<64 - 1,
 			T1: 1, T2: 2, T3: 3, Count: 100,
 		}},
+		{"cookie with a clock identity", `
+564c 01 02 0040 0000
+0102030405060708
+0000000000000007
+0000000000000001
+0000000000000002
+8badf00d12345678
+00000000000f4240
+00000100
+000003e8`, Header{
+			Type: TypeCookie, Flags: FlagClockID, Token: 0x0102030405060708, Seq: 7,
+			T1: 1, T2: 2, T3: -0x7452_0ff2_edcb_a988, Count: 1_000_000, ReplySize: 256, HoldMicro: 1000,
+		}},
 		{"negative time", `
 564c 01 01 0000 0000
 0000000000000000
@@ -141,6 +154,7 @@ func FuzzDecode(f *testing.F) {
 	seeds := []Header{
 		{Type: TypeHello, Seq: 1},
 		{Type: TypeCookie, Token: 77, Seq: 1, T2: 5, T3: 6},
+		{Type: TypeCookie, Flags: FlagClockID, Token: 77, Seq: 1, T2: 5, T3: -0x7452_0ff2_edcb_a988},
 		{Type: TypeProbe, Flags: FlagWarmup, Token: 77, Seq: 2, T1: 1e18, ReplySize: 1000, HoldMicro: 5},
 		{Type: TypeReply, Token: 77, Seq: 2, T1: 1, T2: 2, T3: 3, Count: 1},
 		{Type: TypeClose, Token: 77},
@@ -297,5 +311,22 @@ func TestFollowUps(t *testing.T) {
 	FollowUps(b, func(seq uint64, t3k int64) { got = append(got, int64(seq), t3k) })
 	if len(got) != 4 || got[0] != 7 || got[1] != 1_700_000_000_000_000_007 || got[2] != 8 || got[3] != -1 {
 		t.Errorf("FollowUps = %v", got)
+	}
+}
+
+func TestClockIDOf(t *testing.T) {
+	tests := []struct {
+		h    Header
+		want uint64
+	}{
+		{Header{Type: TypeCookie, Flags: FlagClockID, T3: 0x1234}, 0x1234},
+		{Header{Type: TypeCookie, Flags: FlagClockID, T3: -1}, 1<<64 - 1},
+		{Header{Type: TypeCookie, T3: 0x1234}, 0},               // a send time, as before the flag
+		{Header{Type: TypeReply, Flags: FlagClockID, T3: 5}, 0}, // only a Cookie carries one
+	}
+	for _, tt := range tests {
+		if got := ClockIDOf(&tt.h); got != tt.want {
+			t.Errorf("ClockIDOf(%+v) = %#x, want %#x", tt.h, got, tt.want)
+		}
 	}
 }
