@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/testenv"
 )
 
 func TestAddress(t *testing.T) {
@@ -37,12 +38,8 @@ func TestAddress(t *testing.T) {
 // session bus) and returns its address; it is stopped by PID at the end.
 func privateBus(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		if strings.Contains(os.Getenv("VOLLEY_REQUIRE"), "dbus") {
-			t.Fatalf("dbus-daemon is required (VOLLEY_REQUIRE) but missing: %v", err)
-		}
-		t.Skipf("skipping: dbus-daemon is missing: %v", err)
-	}
+	_, err := exec.LookPath("dbus-daemon")
+	testenv.Require(t, "dbus", err)
 	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
