@@ -23,6 +23,7 @@ import (
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/testenv"
 	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -97,15 +98,7 @@ func checkLeaks(before int) int {
 // VOLLEY_REQUIRE names it (CI sets it), in which case the test fails.
 func require(t *testing.T, component string, missing error) {
 	t.Helper()
-	if missing == nil {
-		return
-	}
-	for _, c := range strings.Split(os.Getenv("VOLLEY_REQUIRE"), ",") {
-		if c == component || c == "all" {
-			t.Fatalf("%s is required (VOLLEY_REQUIRE=%s) but missing: %v", component, os.Getenv("VOLLEY_REQUIRE"), missing)
-		}
-	}
-	t.Skipf("skipping: %s is missing: %v", component, missing)
+	testenv.Require(t, component, missing)
 }
 
 // server is a running `volley server`.
@@ -1215,7 +1208,7 @@ func TestMaxDuration(t *testing.T) {
 // delays erased it).
 func TestClockSameHost(t *testing.T) {
 	if clock.NewSystem().Identity() == 0 {
-		t.Skip("this kernel has no boot ID (/proc/sys/kernel/random/boot_id): clocks have no identity, offsets are estimated")
+		t.Skip("skipping: this kernel has no boot ID (/proc/sys/kernel/random/boot_id): clocks have no identity, offsets are estimated")
 	}
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	const up, down = time.Millisecond, 3 * time.Millisecond

@@ -34,7 +34,7 @@ func TestFake(t *testing.T) {
 func TestSystemIdentity(t *testing.T) {
 	a, b := NewSystem(), NewSystem()
 	if a.Identity() == 0 {
-		t.Skip("this kernel has no boot ID to read: System clocks have no identity here")
+		t.Skip("skipping: this kernel has no boot ID to read: System clocks have no identity here")
 	}
 	if a.Identity() != b.Identity() {
 		t.Fatalf("Identity() = %x and %x for two clocks of one kernel, want equal", a.Identity(), b.Identity())

@@ -16,6 +16,8 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/introspect"
+
+	"github.com/volley-net/volley/internal/testenv"
 )
 
 func TestAddress(t *testing.T) {
@@ -43,12 +45,8 @@ func TestAddress(t *testing.T) {
 // session bus) and returns its address; it is stopped by PID at the end.
 func privateBus(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		if slices.Contains(strings.Split(os.Getenv("VOLLEY_REQUIRE"), ","), "dbus") {
-			t.Fatalf("dbus-daemon is required (VOLLEY_REQUIRE) but missing: %v", err)
-		}
-		t.Skipf("skipping: dbus-daemon is missing: %v", err)
-	}
+	_, err := exec.LookPath("dbus-daemon")
+	testenv.Require(t, "dbus", err)
 	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

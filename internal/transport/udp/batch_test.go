@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/testenv"
 )
 
 // echoBatches sends n datagrams from a client to p, reads them with
@@ -217,12 +219,7 @@ func listenOrSkip(t *testing.T, addr string) *PacketConn {
 	p, err := Listen(addr)
 	if err != nil {
 		if strings.Contains(addr, "::1") {
-			for _, c := range strings.Split(os.Getenv("VOLLEY_REQUIRE"), ",") {
-				if c == "ipv6" || c == "all" {
-					t.Fatalf("IPv6 loopback is required (VOLLEY_REQUIRE) but missing: %v", err)
-				}
-			}
-			t.Skipf("skipping: no IPv6 loopback: %v", err)
+			testenv.Require(t, "ipv6", fmt.Errorf("no IPv6 loopback: %w", err))
 		}
 		t.Fatal(err)
 	}
