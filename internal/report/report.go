@@ -422,7 +422,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		}
 	}
 	if c := res.ClockOffset; c != nil {
-		writeClock(&b, c)
+		writeClock(&b, c, oneWay)
 	}
 	if len(res.Workload) > 0 {
 		fmt.Fprintf(&b, "%-16s %7s %6s %6s %8s %8s %8s %8s %8s %8s %8s\n", "workload entry", "weight", "size", "reply",
@@ -477,9 +477,13 @@ func delayNote(c *result.ClockOffset, oneWay bool) string {
 
 // writeClock writes the clock offset's lines: what was measured, or what
 // was estimated and on which assumption.
-func writeClock(b *strings.Builder, c *result.ClockOffset) {
+func writeClock(b *strings.Builder, c *result.ClockOffset, oneWay bool) {
 	if c.Method == "same-clock" {
-		fmt.Fprintf(b, "clock    the reflector reads the client's clock (same host and boot): offset 0 within %s, no drift; up and down are measured\n", Duration(c.Bound))
+		rows := "up and down are"
+		if oneWay {
+			rows = "up is"
+		}
+		fmt.Fprintf(b, "clock    the reflector reads the client's clock (same host and boot): offset 0 within %s, no drift; %s measured\n", Duration(c.Bound), rows)
 		return
 	}
 	sign := "+"

@@ -297,21 +297,33 @@ func TestGoldenOneWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "oneway.txt", b.Bytes())
-	for _, l := range strings.Split(b.String(), "\n") {
-		for _, cell := range strings.Fields(l) {
-			if cell == "-" {
-				t.Errorf("a one-way report has a cell with nothing in it: %q", l)
-				break
+	// On one clock too: the clock line speaks of up only.
+	same := oneWayFixture()
+	same.ClockOffset = &result.ClockOffset{Method: "same-clock", Bound: time.Microsecond}
+	var b2 bytes.Buffer
+	if err := WriteText(&b2, same); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{b.String(), b2.String()} {
+		for _, l := range strings.Split(text, "\n") {
+			for _, cell := range strings.Fields(l) {
+				if cell == "-" {
+					t.Errorf("a one-way report has a cell with nothing in it: %q", l)
+					break
+				}
+			}
+			for _, word := range []string{"rtt", "down", "resp", "late", "requests"} {
+				if strings.Contains(l, word) && !strings.Contains(l, "nothing came back down") {
+					t.Errorf("a one-way report shows %s, which it cannot measure: %q", word, l)
+				}
 			}
 		}
-		for _, word := range []string{"rtt", "down", "resp", "late", "requests"} {
-			if strings.Contains(l, word) && !strings.Contains(l, "nothing came back down") {
-				t.Errorf("a one-way report shows %s, which it cannot measure: %q", word, l)
-			}
+		if !strings.Contains(text, "\nipdv up ") {
+			t.Error("a one-way report has no IPDV up")
 		}
 	}
-	if !strings.Contains(b.String(), "\nipdv up ") {
-		t.Error("a one-way report has no IPDV up")
+	if !strings.Contains(b2.String(), "up is measured") {
+		t.Errorf("a one-way report on one clock does not say its up delays are measured:\n%s", b2.String())
 	}
 }
 
