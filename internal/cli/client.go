@@ -153,7 +153,7 @@ no reflector answering.`,
 	fl.BoolVar(&f.oneway, "oneway", false, "one-way: the reflector does not reply but measures delay and loss, and returns its results at the end (open loop; --rate 1000 unless given)")
 	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
 	fl.DurationVar(&f.period, "period", time.Second, "with --burst: how often a burst starts; 0 for no pause")
-	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when")
+	fl.DurationVar(&f.threshold, "threshold", 0, "stop at the first RTT above this, and say which probe and when (without --warmup, the first 10 probes, a cold path's, are not judged; they still count)")
 	fl.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long a probe waits for its reply before it counts as lost")
 	fl.DurationVar(&f.reconnect, "reconnect", 0, "when the reflector restarts, goes silent or goes away, open a new session and carry on, trying for up to this long (--reconnect alone: 30s; a value needs the =, as in --reconnect=2m)")
 	fl.Lookup("reconnect").NoOptDefVal = "30s"
@@ -463,6 +463,15 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		cfg.Socket = &g
 	}
 
+	// The report goes to stdout, unless the probe log takes it (--log -):
+	// then to stderr, so that the CSV pipes alone.
+	out := stdout
+	if f.log == "-" {
+		out = stderr
+	}
+	if cfg.Threshold > 0 && cfg.WarmupCount == 0 && cfg.WarmupDuration == 0 {
+		cfg.ThresholdSkip = client.ThresholdColdProbes
+	}
 	var werr error // the first error writing the report
 	write := func(err error) {
 		if werr == nil {
@@ -482,7 +491,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	var js *report.JSONStream
 	switch f.format {
 	case "json":
-		js = report.NewJSONStream(stdout)
+		js = report.NewJSONStream(out)
 		cfg.OnStart = func(res *result.Result) {
 			opening := *res
 			complete(&opening)
@@ -491,18 +500,19 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		cfg.OnInterval = func(iv result.Interval) { write(js.Interval(iv)) }
 	case "text":
 		if !f.quiet {
-			cfg.OnStart = func(res *result.Result) { write(report.WriteTextHeader(stdout, res.Config)) }
+			mix := workloadMix(cfg.Workload)
+			cfg.OnStart = func(res *result.Result) { write(report.WriteTextHeaderMix(out, res.Config, mix)) }
 			first := true
 			cfg.OnInterval = func(iv result.Interval) {
 				if first {
-					write(report.WriteIntervalHeader(stdout))
+					write(report.WriteIntervalHeader(out))
 					first = false
 				}
-				write(report.WriteInterval(stdout, iv))
+				write(report.WriteInterval(out, iv))
 			}
 		}
 	case "jsonl":
-		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(stdout, iv)) }
+		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
 	case "iperf":
 		if !f.quiet {
 			var mss uint32
@@ -510,9 +520,9 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 				if res.Config.TCP != nil {
 					mss = res.Config.TCP.MSS
 				}
-				write(report.WriteIperfHeader(stdout, res.Config))
+				write(report.WriteIperfHeader(out, res.Config))
 			}
-			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
+			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
 		}
 	}
 	if thread != nil {
@@ -549,25 +559,26 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			return usageError{runErr}
 		}
 		if ctx.Err() != nil {
-			return nil // interrupted before anything was measured
+			// A signal during the handshake: no session, no report.
+			return exitError{ExitError, fmt.Errorf("interrupted before the reflector at %s answered: nothing was measured", t)}
 		}
 		return runErr
 	}
 	complete(res)
 	switch f.format {
 	case "text":
-		write(report.WriteSummary(stdout, res))
+		write(report.WriteSummary(out, res))
 		if res.Histogram != nil {
-			write(report.WriteHistogram(stdout, res.Histogram))
+			write(report.WriteHistogram(out, res.Histogram))
 		}
 	case "json":
 		write(js.End(res))
 	case "jsonl":
-		write(report.WriteJSONLResult(stdout, res))
+		write(report.WriteJSONLResult(out, res))
 	case "iperf":
-		write(report.WriteIperfSummary(stdout, res))
+		write(report.WriteIperfSummary(out, res))
 	case "dping":
-		write(report.WriteDping(stdout, res))
+		write(report.WriteDping(out, res))
 	}
 	if cfg.Log != nil && cfg.Log.Err() != nil {
 		write(fmt.Errorf("--log %s: %w", f.log, cfg.Log.Err()))
@@ -578,7 +589,22 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	if werr != nil {
 		return fmt.Errorf("write report: %w", werr)
 	}
+	if res.Stopped == "interrupted" && res.Summary.Counts.Sent == 0 {
+		// The report says what there is (nothing); the exit code that
+		// nothing was measured.
+		return exitError{ExitError, errors.New("interrupted before any probe was measured")}
+	}
 	return nil
+}
+
+// workloadMix is the workload's entries as the report describes them.
+func workloadMix(es []workload.Entry) []result.WorkloadEntry {
+	mix := make([]result.WorkloadEntry, len(es))
+	for i, e := range es {
+		mix[i] = result.WorkloadEntry{Name: e.Name, Weight: e.Weight, Size: e.Size, ReplySize: e.ReplySize,
+			Hold: time.Duration(e.Hold), Gap: time.Duration(e.Gap)}
+	}
+	return mix
 }
 
 // dialOptions checks the socket flags and turns them into dial options,
