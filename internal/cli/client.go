@@ -117,9 +117,13 @@ max(3 x --timeout, 3s), or within max(--timeout, 1s) of the end of the run or
 of a signal (a stream reflector that stopped reading), ends the run with an
 error and the partial results.
 
-Exit status: 0 done (also when stopped by SIGINT, SIGTERM or SIGHUP), 1 error
-(partial results are still printed), 2 usage error, a wrong or missing key, or
-no reflector answering.`,
+A signal (SIGINT, SIGTERM, SIGHUP) ends the run with its report, after at most
+max(--timeout, 1s) for the probes in flight and the reflector's final count; a
+second signal quits at once, without the report (exit 130).
+
+Exit status: 0 done (also when stopped by a signal), 1 error (partial results
+are still printed) or stopped by a signal before anything was measured, 2 usage
+error, a wrong or missing key, or no reflector answering, 130 a second signal.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("client takes one TARGET, got %d: %s", len(args), strings.Join(args, " "))
@@ -177,7 +181,7 @@ no reflector answering.`,
 	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP, TCP, Unix stream): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
-	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
+	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout, and the report then goes to stderr): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
 	return cmd
