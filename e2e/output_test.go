@@ -193,7 +193,9 @@ func TestLogToStdout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stdout is not one CSV table: %v\n%s", err, r.stdout)
 	}
-	if len(rows) != 51 || rows[0][0] != "flow" {
+	// A line per probe, and one more per late or duplicate reply (a
+	// loaded machine makes some).
+	if len(rows) < 51 || rows[0][0] != "flow" {
 		t.Errorf("stdout has %d CSV rows, the first %q: want a header and 50 probes", len(rows), rows[0])
 	}
 	if !strings.Contains(r.stderr, "--- udp://"+srv.addr+" summary") {
