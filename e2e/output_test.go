@@ -196,7 +196,7 @@ func TestLogToStdout(t *testing.T) {
 	// A line per probe, and one more per late or duplicate reply (a
 	// loaded machine makes some).
 	if len(rows) < 51 || rows[0][0] != "flow" {
-		t.Errorf("stdout has %d CSV rows, the first %q: want a header and 50 probes", len(rows), rows[0])
+		t.Errorf("stdout has %d CSV rows:\n%s\nwant a header and 50 probes", len(rows), r.stdout)
 	}
 	if !strings.Contains(r.stderr, "--- udp://"+srv.addr+" summary") {
 		t.Errorf("stderr has no report:\n%s", r.stderr)
