@@ -1192,12 +1192,19 @@ func TestFlood(t *testing.T) {
 func TestMaxDuration(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q", "--max-duration", "1s")
 	r := volleyRun(t, "client", srv.addr, "-t", "10s", "--format", "json")
-	if r.code != 1 || !strings.Contains(r.stderr, "session reached the reflector's longest duration") {
-		t.Fatalf("exit %d, stderr %q: want 1 and the reason", r.code, r.stderr)
+	want := "the reflector ended the session at udp://" + srv.addr
+	reason := "the session reached the reflector's longest duration (its --max-duration)"
+	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, reason) {
+		t.Fatalf("exit %d, stderr %q: want 1, %q and %q", r.code, r.stderr, want, reason)
 	}
 	res := parseResult(t, r.stdout)
 	if res.Stopped != "reflector-ended" || res.Summary.Counts.Received == 0 || res.Summary.End > 3*time.Second {
 		t.Fatalf("stopped %q after %v with %+v", res.Stopped, res.Summary.End, res.Summary.Counts)
+	}
+	// The text report: said once, on stderr, and not as a refusal.
+	r = volleyRun(t, "client", srv.addr, "-t", "10s")
+	if r.code != 1 || strings.Count(r.stdout+r.stderr, reason) != 1 || !strings.Contains(r.stderr, reason) || strings.Contains(r.stdout+r.stderr, "refused") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant 1 and %q once, on stderr", r.code, r.stdout, r.stderr, reason)
 	}
 }
 

@@ -4,12 +4,22 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/volley-net/volley/internal/cli"
 )
+
+// noticeAfter is how long volley may take to finish after a signal before
+// it says that it is still finishing, and how to stop it at once.
+const noticeAfter = 500 * time.Millisecond
+
+// exitInterrupted is the exit code after a second signal: 128 + SIGINT, as
+// a shell reports a process that SIGINT ended.
+const exitInterrupted = 130
 
 func main() {
 	// SIGINT, SIGTERM and SIGHUP (the terminal went away) each end a run
@@ -19,8 +29,39 @@ func main() {
 	if !signal.Ignored(syscall.SIGHUP) {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, sigs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		sig := <-ch
+		cancel()
+		// Finishing takes at most max(--timeout, 1s) (the client waits
+		// for the probes in flight and the reflector's final count): say
+		// so when it takes a while, and let a second signal end volley
+		// at once, without the report.
+		select {
+		case <-ch:
+		case <-time.After(noticeAfter):
+			fmt.Fprintf(os.Stderr, "volley: %s: finishing; a second signal (Ctrl-C) quits at once, without the report\n", sigName(sig))
+			<-ch
+		}
+		fmt.Fprintln(os.Stderr, "volley: signalled again: quitting at once, without the report")
+		os.Exit(exitInterrupted)
+	}()
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(ch)
+	cancel()
 	os.Exit(code)
+}
+
+func sigName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "interrupted"
+	case syscall.SIGTERM:
+		return "terminated"
+	case syscall.SIGHUP:
+		return "hung up"
+	}
+	return sig.String()
 }

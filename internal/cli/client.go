@@ -127,9 +127,13 @@ max(3 x --timeout, 3s), or within max(--timeout, 1s) of the end of the run or
 of a signal (a stream reflector that stopped reading), ends the run with an
 error and the partial results.
 
-Exit status: 0 done (also when stopped by SIGINT, SIGTERM or SIGHUP), 1 error
-(partial results are still printed), 2 usage error, a wrong or missing key, or
-no reflector answering.`,
+A signal (SIGINT, SIGTERM, SIGHUP) ends the run with its report, after at most
+max(--timeout, 1s) for the probes in flight and the reflector's final count; a
+second signal quits at once, without the report (exit 130).
+
+Exit status: 0 done (also when stopped by a signal), 1 error (partial results
+are still printed) or stopped by a signal before anything was measured, 2 usage
+error, a wrong or missing key, or no reflector answering, 130 a second signal.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := optionalValueArgs(cmd, args, "reconnect", func(a string) bool {
 				_, err := units.ParseDuration(a, true)
@@ -169,7 +173,7 @@ no reflector answering.`,
 	fl.BoolVar(&f.oneway, "oneway", false, "one-way: the reflector does not reply but measures delay and loss, and returns its results at the end (open loop; --rate 1000 unless given)")
 	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
 	durationVarP(fl, &f.period, "period", "", time.Second, false, "with --burst: how often a burst starts; 0 for no pause")
-	durationVarP(fl, &f.threshold, "threshold", "", 0, false, "stop at the first RTT above this, and say which probe and when")
+	durationVarP(fl, &f.threshold, "threshold", "", 0, false, "stop at the first RTT above this, and say which probe and when (without --warmup, the first 10 probes, a cold path's, are not judged; they still count)")
 	durationVarP(fl, &f.timeout, "timeout", "", client.DefaultTimeout, false, fmt.Sprintf("how long a probe waits for its reply before it counts as lost, %s to %s", units.FormatDuration(minTimeout), units.FormatDuration(maxTimeout)))
 	durationVarP(fl, &f.reconnect, "reconnect", "", 0, false, fmt.Sprintf("when the reflector restarts, goes silent or goes away, open a new session and carry on, trying for up to this long, at least %s (--reconnect alone: 30s; a value needs the =, as in --reconnect=2m)", units.FormatDuration(minReconnect)))
 	fl.Lookup("reconnect").NoOptDefVal = "30s"
@@ -193,7 +197,7 @@ no reflector answering.`,
 	f.sched.register(cmd, "measuring threads (each flow's receiver, and its sender in open loop)")
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP, TCP, Unix stream): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
-	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
+	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout, and the report then goes to stderr): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
 	setGroupedUsage(cmd, clientFlagGroups)
@@ -501,6 +505,15 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		cfg.Socket = &g
 	}
 
+	// The report goes to stdout, unless the probe log takes it (--log -):
+	// then to stderr, so that the CSV pipes alone.
+	out := stdout
+	if f.log == "-" {
+		out = stderr
+	}
+	if cfg.Threshold > 0 && cfg.WarmupCount == 0 && cfg.WarmupDuration == 0 {
+		cfg.ThresholdSkip = client.ThresholdColdProbes
+	}
 	var werr error // the first error writing the report
 	write := func(err error) {
 		if werr == nil {
@@ -520,7 +533,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	var js *report.JSONStream
 	switch f.format {
 	case "json":
-		js = report.NewJSONStream(stdout)
+		js = report.NewJSONStream(out)
 		cfg.OnStart = func(res *result.Result) {
 			opening := *res
 			complete(&opening)
@@ -530,21 +543,22 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	case "text":
 		if !f.quiet {
 			var conf result.Config // as run
+			mix := workloadMix(cfg.Workload)
 			cfg.OnStart = func(res *result.Result) {
 				conf = res.Config
-				write(report.WriteTextHeader(stdout, res.Config))
+				write(report.WriteTextHeaderMix(out, res.Config, mix))
 			}
 			first := true
 			cfg.OnInterval = func(iv result.Interval) {
 				if first {
-					write(report.WriteIntervalHeader(stdout, conf))
+					write(report.WriteIntervalHeader(out, conf))
 					first = false
 				}
-				write(report.WriteInterval(stdout, conf, iv))
+				write(report.WriteInterval(out, conf, iv))
 			}
 		}
 	case "jsonl":
-		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(stdout, iv)) }
+		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
 	case "iperf":
 		if !f.quiet {
 			var mss uint32
@@ -552,9 +566,9 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 				if res.Config.TCP != nil {
 					mss = res.Config.TCP.MSS
 				}
-				write(report.WriteIperfHeader(stdout, res.Config))
+				write(report.WriteIperfHeader(out, res.Config))
 			}
-			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(stdout, iv, mss)) }
+			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
 		}
 	}
 	if thread != nil {
@@ -591,25 +605,26 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			return usageError{runErr}
 		}
 		if ctx.Err() != nil {
-			return nil // interrupted before anything was measured
+			// A signal during the handshake: no session, no report.
+			return exitError{ExitError, fmt.Errorf("interrupted before the reflector at %s answered: nothing was measured", t)}
 		}
 		return runErr
 	}
 	complete(res)
 	switch f.format {
 	case "text":
-		write(report.WriteSummary(stdout, res))
+		write(report.WriteSummary(out, res))
 		if res.Histogram != nil {
-			write(report.WriteHistogram(stdout, res.Histogram))
+			write(report.WriteHistogram(out, res.Histogram))
 		}
 	case "json":
 		write(js.End(res))
 	case "jsonl":
-		write(report.WriteJSONLResult(stdout, res))
+		write(report.WriteJSONLResult(out, res))
 	case "iperf":
-		write(report.WriteIperfSummary(stdout, res))
+		write(report.WriteIperfSummary(out, res))
 	case "dping":
-		write(report.WriteDping(stdout, res))
+		write(report.WriteDping(out, res))
 	}
 	if cfg.Log != nil && cfg.Log.Err() != nil {
 		write(fmt.Errorf("--log %s: %w", f.log, cfg.Log.Err()))
@@ -620,7 +635,22 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	if werr != nil {
 		return fmt.Errorf("write report: %w", werr)
 	}
+	if res.Stopped == "interrupted" && res.Summary.Counts.Sent == 0 {
+		// The report says what there is (nothing); the exit code that
+		// nothing was measured.
+		return exitError{ExitError, errors.New("interrupted before any probe was measured")}
+	}
 	return nil
+}
+
+// workloadMix is the workload's entries as the report describes them.
+func workloadMix(es []workload.Entry) []result.WorkloadEntry {
+	mix := make([]result.WorkloadEntry, len(es))
+	for i, e := range es {
+		mix[i] = result.WorkloadEntry{Name: e.Name, Weight: e.Weight, Size: e.Size, ReplySize: e.ReplySize,
+			Hold: time.Duration(e.Hold), Gap: time.Duration(e.Gap)}
+	}
+	return mix
 }
 
 // dialOptions checks the socket flags and turns them into dial options,

@@ -199,7 +199,7 @@ func (r *run) resume(h *wire.Header, now int64) {
 	rc := &r.res.Reconnects[len(r.res.Reconnects)-1]
 	rc.Resumed, rc.Gap = true, time.Duration(now-r.recon.at)
 	r.recon = nil
-	r.lastHeard = now
+	r.lastHeard, r.opened = now, now
 	r.cur.counts.Reconnects++
 	if r.cfg.OnReconnect != nil {
 		r.cfg.OnReconnect(*rc)

@@ -267,7 +267,10 @@ func (r *run) stampsResult() *result.Timestamps {
 	if st := r.stamps; st != nil {
 		if st.reflector {
 			t.Reflector = t.Client
-		} else {
+		} else if r.cfg.Stamps != tstamp.Auto {
+			// Only for a run that asked for stamps: auto takes what
+			// there is, and a default run's 64-byte replies have no
+			// room for the reflector's (--timestamps kernel says why).
 			t.Notes = append(t.Notes, fmt.Sprintf("the reflector sent no stamps: replies need %d bytes or more to carry them (--reply-size), or the reflector runs with --timestamps user or over a socket without stamps",
 				wire.HeaderLen+wire.StampsLen))
 		}

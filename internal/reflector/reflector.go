@@ -513,6 +513,12 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			return nil
 		}
 	}
+	if r.signer == nil && h.Flags&wire.FlagAuth != 0 && h.Type == wire.TypeHello {
+		// A keyed client takes only signed replies: say at once that
+		// none will come, rather than let it wait out its tries.
+		r.st.Drops[DropAuth]++
+		return r.refuse(pkt, &h, wire.ErrorNoKey)
+	}
 	switch h.Type {
 	case wire.TypeHello:
 		if !r.allowed(addr) {

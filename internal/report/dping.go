@@ -47,9 +47,6 @@ func WriteDping(w io.Writer, res *result.Result) error {
 		b.WriteString("Statistics for the whole roundtrip:\n")
 		b.WriteString(DpingMessages(s.Counts.Received, s.Counts.Lost, s.RTT.Min, s.RTT.Mean, s.RTT.Max, span) + "\n")
 	}
-	if res.Error != "" {
-		fmt.Fprintf(&b, "error: %s\n", res.Error)
-	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

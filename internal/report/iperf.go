@@ -62,12 +62,13 @@ func iperfLine(iv result.Interval, mss uint32) string {
 	secs := (iv.End - iv.Start).Seconds()
 	bw := 0.0
 	if secs > 0 {
-		bw = 8 * bytes / secs / 1e6
+		bw = 8 * bytes / secs
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	r := iv.RTT
-	line := fmt.Sprintf("[  1] %.2f-%.2f sec  %.2f MBytes  %.1f Mbits/sec  %d=%.3f/%.3f/%.3f/%.3f ms",
-		iv.Start.Seconds(), iv.End.Seconds(), bytes/(1<<20), bw, r.Count, ms(r.Mean), ms(r.Min), ms(r.Max), ms(r.Stdev))
+	line := fmt.Sprintf("[  1] %.2f-%.2f sec  %ss  %ss/sec  %d=%.3f/%.3f/%.3f/%.3f ms",
+		iv.Start.Seconds(), iv.End.Seconds(), iperfAdaptive(bytes, 1024, byteUnits), iperfAdaptive(bw, 1000, bitUnits),
+		r.Count, ms(r.Mean), ms(r.Min), ms(r.Max), ms(r.Stdev))
 	if t := iv.TCP; t != nil {
 		line += fmt.Sprintf("  %4d  %4dK/%d us", t.Retransmits, uint64(t.Cwnd)*uint64(mss)/1024, t.RTT/time.Microsecond)
 	}
@@ -121,4 +122,31 @@ func iperfBytes(n int) string {
 		return fmt.Sprintf("%d KByte", n>>10)
 	}
 	return fmt.Sprintf("%d Byte", n)
+}
+
+var (
+	byteUnits = [...]string{"Byte", "KByte", "MByte", "GByte", "TByte"}
+	bitUnits  = [...]string{"bit", "Kbit", "Mbit", "Gbit", "Tbit"}
+)
+
+// iperfAdaptive writes v as iperf 2's adaptive formats do ('a' for bits
+// per second, 'A' for bytes): divided by base (1000 for bits, 1024 for
+// bytes) while it is base or more, up to T, and printed in four places:
+// 0.123, 1.23, 12.3, 123 (or 1000 to 1023 bytes). So 2000 bytes over a
+// second are "1.95 KByte" and "16.0 Kbit".
+func iperfAdaptive(v, base float64, units [5]string) string {
+	u := 0
+	for v >= base && u < len(units)-1 {
+		v /= base
+		u++
+	}
+	switch {
+	case v < 0.9995:
+		return fmt.Sprintf("%4.3f %s", v, units[u])
+	case v < 9.995:
+		return fmt.Sprintf("%4.2f %s", v, units[u])
+	case v < 99.95:
+		return fmt.Sprintf("%4.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%4.0f %s", v, units[u])
 }

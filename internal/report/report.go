@@ -57,6 +57,14 @@ func WriteJSONL(w io.Writer, res *result.Result) error {
 
 // WriteTextHeader writes the line that opens a text report.
 func WriteTextHeader(w io.Writer, c result.Config) error {
+	return WriteTextHeaderMix(w, c, nil)
+}
+
+// WriteTextHeaderMix writes the lines that open the text report of a run
+// whose probes are drawn from the workload mix (entries as configured;
+// their counts are not read): the header says so in place of one probe
+// size, and a line per entry follows it.
+func WriteTextHeaderMix(w io.Writer, c result.Config, mix []result.WorkloadEntry) error {
 	length := "for " + Duration(c.Duration)
 	switch {
 	case c.Count > 0 && c.Duration > 0:
@@ -90,6 +98,9 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	}
 	if c.Threshold > 0 {
 		length += ", stopping at an RTT above " + Duration(c.Threshold)
+		if c.ThresholdSkip > 0 {
+			length += fmt.Sprintf(" after the first %d probes", c.ThresholdSkip)
+		}
 	}
 	sizes := fmt.Sprintf("%d-byte probes", c.Size)
 	if c.Granted.ReplySize > 0 {
@@ -98,8 +109,14 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 	if c.Granted.Hold > 0 {
 		sizes += ", held " + Duration(c.Granted.Hold)
 	}
+	if len(mix) > 0 {
+		sizes = fmt.Sprintf("a mix of %d probe shapes drawn by weight (--workload, seed %d)", len(mix), c.Seed)
+	}
 	if _, err := fmt.Fprintf(w, "volley %s://%s from %s: %s, %s, timeout %s, %s%s\n",
 		c.Transport, c.RemoteAddr, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
+		return err
+	}
+	if err := writeMix(w, mix); err != nil {
 		return err
 	}
 	if so := c.Socket; so != nil && len(so.Asked) > 0 {
@@ -127,6 +144,33 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 		}
 	}
 	return writeGrantNotes(w, c)
+}
+
+// writeMix writes a line per workload entry: its share of the probes and
+// its shape.
+func writeMix(w io.Writer, mix []result.WorkloadEntry) error {
+	var sum float64
+	for _, e := range mix {
+		sum += e.Weight
+	}
+	var b strings.Builder
+	for _, e := range mix {
+		fmt.Fprintf(&b, "  %s: weight %g (%.3g%%), %d-byte probes", e.Name, e.Weight, 100*e.Weight/sum, e.Size)
+		if e.ReplySize > 0 {
+			fmt.Fprintf(&b, ", %d-byte replies", e.ReplySize)
+		} else {
+			b.WriteString(", replies as large")
+		}
+		if e.Hold > 0 {
+			b.WriteString(", held " + Duration(e.Hold))
+		}
+		if e.Gap > 0 {
+			b.WriteString(", then a gap of " + Duration(e.Gap))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // tcpText renders an interval's TCP_INFO, or nothing.
@@ -452,9 +496,8 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 		}
 		b.WriteString("\n")
 	}
-	if res.Error != "" {
-		fmt.Fprintf(&b, "error: %s\n", res.Error)
-	}
+	// res.Error is not repeated here: the command line says it once, on
+	// stderr.
 	_, err := io.WriteString(w, b.String())
 	return err
 }

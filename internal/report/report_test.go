@@ -539,7 +539,8 @@ func tcpFixture() *result.Result {
 	res := userFixture()
 	c := &res.Config
 	c.Target, c.Transport, c.RemoteAddr = "tcp://127.0.0.1:7766", "tcp", "127.0.0.1:7766"
-	c.Rate, c.Poisson, c.Threshold = 0, false, 0
+	c.Rate, c.Poisson, c.WarmupCount = 0, false, 0
+	c.Threshold, c.ThresholdSkip = time.Millisecond, 10 // no warm-up: the cold probes are not judged
 	c.Window, c.Burst, c.Period, c.Seed = 4, 5, 100*time.Millisecond, 5
 	c.TCP = &result.TCPConnect{ConnectTime: 61 * time.Microsecond, Cwnd: 10, MSS: 32768, RTT: 50 * time.Microsecond}
 	c.Socket = &result.Socket{SendBuffer: 2626560, RecvBuffer: 131072, TOS: 0x10, TTL: 64, Congestion: "cubic", NoDelay: true,

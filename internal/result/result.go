@@ -95,6 +95,9 @@ type Config struct {
 	Burst     int           `json:"burst,omitempty"`
 	Period    time.Duration `json:"period_ns,omitempty"`
 	Threshold time.Duration `json:"threshold_ns,omitempty"`
+	// ThresholdSkip: the first measured probes that the threshold did
+	// not judge (a cold path's).
+	ThresholdSkip uint64 `json:"threshold_skip,omitempty"`
 	// ReplySize (0: the request's size) and Hold asked of the reflector,
 	// and what it granted.
 	ReplySize int           `json:"reply_size"`

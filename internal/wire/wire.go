@@ -125,12 +125,17 @@ const (
 	// ErrorMemory refuses a probe whose reply the reflector's memory
 	// budget cannot hold now.
 	ErrorMemory ErrorCode = 9
+	// ErrorNoKey refuses a signed Hello at a reflector that has no key:
+	// its replies would carry no tag, and the client would take none of
+	// them.
+	ErrorNoKey ErrorCode = 10
 )
 
 var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions",
 	"session reached the reflector's longest duration", "session unknown to the reflector (it restarted, or the session idled out)",
 	"too many connections", "too many connections from your address", "too many sessions from your address",
-	"the reflector's memory budget cannot hold the reply asked for now (--max-memory)"}
+	"the reflector's memory budget cannot hold the reply asked for now (--max-memory)",
+	"the reflector has no key"}
 
 // String says what the code means.
 func (c ErrorCode) String() string {

@@ -1,0 +1,117 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// stripAuth is a memConn whose messages lose their authentication flag on
+// the way up: the reflector behind it sees unsigned Hellos, as one from
+// before ErrorNoKey saw a keyed client's (it took them, and answered with
+// an unsigned Cookie).
+type stripAuth struct{ *memConn }
+
+func (c stripAuth) Write(b []byte) (int, error) {
+	m := append([]byte(nil), b...)
+	var h wire.Header
+	if h.Decode(m) == nil {
+		h.Flags &^= wire.FlagAuth
+		_ = h.Encode(m)
+	}
+	return c.memConn.Write(m)
+}
+
+// TestKeyedClientUnkeyedReflector: a keyed client against a reflector
+// without a key fails at its first answer, with the reason, instead of
+// waiting out its tries: the reflector refuses the signed Hello with
+// ErrorNoKey, and an older one's unsigned Cookie says the same.
+func TestKeyedClientUnkeyedReflector(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		old  bool
+	}{{"refused", false}, {"unsigned cookie", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newMemConn(t)
+				c.delay = time.Millisecond
+				cfg := Config{Key: []byte("open sesame"), Timeout: time.Second, Count: 10}
+				start := time.Now()
+				var conn transport.Conn = c
+				if tt.old {
+					conn = stripAuth{c}
+				}
+				_, err := Run(context.Background(), cfg, conn)
+				took := time.Since(start) // the bubble's clock: exact
+				if !errors.Is(err, ErrAuth) || err == nil || !strings.Contains(err.Error(), "the reflector has no key") {
+					t.Fatalf("Run: %v, want ErrAuth saying the reflector has no key", err)
+				}
+				if took >= cfg.Timeout {
+					t.Errorf("failed after %v: want the first answer (2ms), not a timeout", took)
+				}
+			})
+		})
+	}
+}
+
+// TestThresholdSkipsColdProbes: the threshold does not judge the first
+// ThresholdSkip probes (still counted), and judges the ones after them.
+func TestThresholdSkipsColdProbes(t *testing.T) {
+	for _, tt := range []struct {
+		slow    uint64 // the probe that takes 2ms
+		wantHit bool
+	}{{1, false}, {10, false}, {11, true}} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newMemConn(t)
+			c.delay = 100 * time.Microsecond
+			c.delayOf = func(seq uint64) time.Duration {
+				if seq == tt.slow {
+					return 2 * time.Millisecond
+				}
+				return 100 * time.Microsecond
+			}
+			res, err := Run(context.Background(), Config{Threshold: time.Millisecond, ThresholdSkip: 10, Count: 50}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hit := res.Threshold
+			switch {
+			case tt.wantHit && (res.Stopped != "threshold" || hit == nil || hit.Seq != tt.slow):
+				t.Errorf("probe %d slow: stopped %q, hit %+v; want it judged", tt.slow, res.Stopped, hit)
+			case !tt.wantHit && (hit != nil || res.Stopped != "count" || res.Summary.RTT.Max < 2*time.Millisecond):
+				t.Errorf("probe %d slow: stopped %q, hit %+v, rtt max %v; want it not judged but counted", tt.slow, res.Stopped, hit, res.Summary.RTT.Max)
+			}
+			if res.Config.ThresholdSkip != 10 {
+				t.Errorf("config threshold skip %d, want 10", res.Config.ThresholdSkip)
+			}
+		})
+	}
+}
+
+// TestReflectorEndsSession: a session the reflector ends after its longest
+// duration ends the run with ErrEnded, which says so, and the results so
+// far.
+func TestReflectorEndsSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		r, err := reflector.New(reflector.Config{MaxDuration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.refl, c.delay = r, time.Millisecond
+		res, err := Run(context.Background(), Config{Duration: time.Minute}, c)
+		if !errors.Is(err, ErrEnded) || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the session reached the reflector's longest duration (its --max-duration)") {
+			t.Fatalf("Run: %v, want ErrEnded with the reason", err)
+		}
+		if res == nil || res.Stopped != "reflector-ended" || res.Summary.Counts.Received == 0 {
+			t.Fatalf("result %+v: want the partial results, stopped by the reflector", res)
+		}
+	})
+}
