@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -241,21 +240,15 @@ func TestKeyedClientUnkeyedReflector(t *testing.T) {
 // warm-up it judges every measured probe.
 func TestThresholdColdProbes(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
-	skip := func(args ...string) any {
+	skip := func(args ...string) uint64 {
 		t.Helper()
 		r := volleyRun(t, append([]string{"client", srv.addr, "-n", "20", "--threshold", "10s", "--format", "json"}, args...)...)
-		var doc struct {
-			Config map[string]any `json:"config"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-			t.Fatalf("exit %d, not a JSON result: %v\n%s", r.code, err, r.stdout)
-		}
-		return doc.Config["threshold_skip"]
+		return parseResult(t, r.stdout).Config.ThresholdSkip
 	}
-	if got := skip(); got != 10.0 {
+	if got := skip(); got != 10 {
 		t.Errorf("threshold_skip %v, want 10", got)
 	}
-	if got := skip("--warmup", "5"); got != nil {
+	if got := skip("--warmup", "5"); got != 0 {
 		t.Errorf("with --warmup: threshold_skip %v, want none", got)
 	}
 	r := volleyRun(t, "client", srv.addr, "-n", "20", "--threshold", "10s")
