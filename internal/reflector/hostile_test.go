@@ -228,3 +228,108 @@ func TestAdmitOnlyOpenSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedSessionsGo: a peer that keeps sending to a session that is
+// closing (its one-way Close waits for probes that never come), closed, or
+// past its longest duration does not keep it: it goes within two idle
+// timeouts whatever arrives.
+func TestClosedSessionsGo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(tok uint64, seq uint64) wire.Header
+	}{
+		{"closing, Close repeated", func(tok, seq uint64) wire.Header {
+			return wire.Header{Type: wire.TypeClose, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: 1 << 40}
+		}},
+		{"closed, Close repeated", func(tok, seq uint64) wire.Header {
+			return wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 1}
+		}},
+		{"past its longest duration, probes", func(tok, seq uint64) wire.Header {
+			return wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(int64(1000 * time.Hour))
+			r, err := New(Config{Clock: clk, Secret: []byte("test secret"), IdleTimeout: 2 * time.Second, MaxDuration: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := handshake(t, r, clk, alice)
+			p := make([]byte, 64, 65536)
+			_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: 1}).Encode(p)
+			r.Handle(p, alice, clk.Now())
+			for seq := uint64(2); seq < 30; seq++ {
+				clk.Advance(time.Second)
+				b := make([]byte, wire.CloseOneWayLen)
+				h := tc.send(tok, seq)
+				_ = h.Encode(b)
+				r.Handle(b, alice, clk.Now())
+				r.Sweep(clk.Now())
+			}
+			if s := r.sessions[tok]; s != nil && !s.swept {
+				t.Fatalf("after 28s of a peer sending to it, the session is still kept (closed %v, closing %v); want it gone within two idle timeouts", s.closed, s.closing != nil)
+			}
+			if st := r.Stats(); st.Sessions != 0 {
+				t.Fatalf("%d sessions open, want 0", st.Sessions)
+			}
+		})
+	}
+}
+
+// TestRepeatedCloseCheap: a closed one-way session's results are encoded
+// once; a Close repeated (by a client whose CloseAck was lost, or a peer's
+// flood) is answered from them without encoding them again.
+func TestRepeatedCloseCheap(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	for seq := uint64(1); seq <= 1000; seq++ {
+		clk.Advance(time.Microsecond)
+		p := make([]byte, 64, 65536)
+		_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now() - int64(seq%50)*1000}).Encode(p)
+		r.Handle(p, alice, clk.Now())
+	}
+	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 1}, wire.CloseOneWayLen)
+	buf := make([]byte, wire.CloseOneWayLen)
+	first := decode(t, r.Handle(append(buf[:0], closeMsg...), alice, clk.Now()))
+	if first.Type != wire.TypeCloseAck || first.Count != 1000 {
+		t.Fatalf("CloseAck %+v, want one counting 1000", first)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if r.Handle(append(buf[:0], closeMsg...), alice, clk.Now()) == nil {
+			t.Fatal("a repeated Close went unanswered")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a repeated Close allocates %.0f times: its results are encoded again", allocs)
+	}
+}
+
+// TestHeldPerSource: one source cannot take every held reply's slot; another
+// still gets its replies held.
+func TestHeldPerSource(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk, MaxHeld: 4 * minHeldShare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := func(addr netip.AddrPort, n int) {
+		tok := handshake(t, r, clk, addr)
+		for seq := uint64(1); seq <= uint64(n); seq++ {
+			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: 1_000_000}, 64)
+			r.Handle(p, addr, clk.Now())
+		}
+	}
+	hold(alice, 4*minHeldShare) // asks for every slot
+	if got := len(r.heldQ); got != minHeldShare {
+		t.Fatalf("one source holds %d replies, want its share, %d", got, minHeldShare)
+	}
+	hold(bob, 10)
+	if got := len(r.heldQ); got != minHeldShare+10 {
+		t.Fatalf("after another source's 10: %d held, want %d", got, minHeldShare+10)
+	}
+	clk.Advance(2 * time.Second)
+	r.Due(clk.Now(), func([]byte, netip.AddrPort) {})
+	if r.heldBy.Of(quota.Source(alice)) != 0 || r.heldBy.Of(quota.Source(bob)) != 0 {
+		t.Fatal("held replies sent, but their sources still count them")
+	}
+}

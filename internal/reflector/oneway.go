@@ -62,6 +62,11 @@ type oneway struct {
 	win OneWayReport
 	// maxSeq at the start of the window, for its loss.
 	winSeq uint64
+
+	// The results, encoded once the session closed (they no longer
+	// change): a Close repeated, by a client whose CloseAck was lost or
+	// by a peer's flood, costs no encoding again.
+	full, short []byte
 }
 
 // OneWayReport is what a reflector saw of one session's one-way probes in
@@ -125,22 +130,38 @@ func (o *oneway) report(addr netip.AddrPort) OneWayReport {
 }
 
 // results encodes the session's totals for the CloseAck, in at most room
-// bytes where it can: the IPDV is left out when it does not fit.
+// bytes where it can: the IPDV is left out when it does not fit. It is
+// called once the session is closed, and encodes only the first time.
 func (o *oneway) results(room int) ([]byte, error) {
+	if o.full == nil {
+		full, short, err := o.encode()
+		if err != nil {
+			return nil, err
+		}
+		o.full, o.short = full, short
+	}
+	if len(o.full) <= room {
+		return o.full, nil
+	}
+	return o.short, nil
+}
+
+// encode returns the session's results with the IPDV and without it.
+func (o *oneway) encode() (full, short []byte, err error) {
 	d, err := snapshotJSON(o.delay)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := wire.OneWayResults{Received: o.received, Duplicates: o.dups, Reordered: o.reordered, Delay: d}
 	if res.IPDV, err = snapshotJSON(o.ipdv); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	b, err := json.Marshal(res)
-	if err != nil || len(b) <= room {
-		return b, err
+	if full, err = json.Marshal(res); err != nil {
+		return nil, nil, err
 	}
 	res.IPDV = nil
-	return json.Marshal(res)
+	short, err = json.Marshal(res)
+	return full, short, err
 }
 
 func snapshotJSON(d *stats.Dist) (json.RawMessage, error) {

@@ -168,7 +168,8 @@ type Config struct {
 	// MaxRate bounds each session's probes/s (default DefaultMaxRate);
 	// probes above it are dropped and counted.
 	MaxRate float64
-	// MaxHeld bounds the replies held at once (default DefaultMaxHeld).
+	// MaxHeld bounds the replies held at once (default DefaultMaxHeld),
+	// a source's at a quarter of it (heldShare) or 64, when more.
 	MaxHeld int
 	// OnOneWay receives, for each session sending one-way probes, what it
 	// received in each report interval, or every ReportEvery probes when
@@ -286,8 +287,13 @@ type held struct {
 // maxFreeHeld bounds the size of a held reply's buffer kept for reuse, and
 // maxFree their number: larger ones come from the memory budget each time.
 const (
-	maxFreeHeld = 2048
-	maxFree     = 1024
+	// heldShare: a source may hold at most 1/heldShare of MaxHeld (or
+	// minHeldShare, when that is more), so that one cannot take every
+	// slot from the others.
+	heldShare    = 4
+	minHeldShare = 64
+	maxFreeHeld  = 2048
+	maxFree      = 1024
 )
 
 // Reflector holds the state of one reflecting loop. It is not safe for
@@ -310,8 +316,9 @@ type Reflector struct {
 	open   int
 	st     Stats
 
-	heldQ []held   // a min-heap by due time
-	free  [][]byte // buffers of replies sent after their hold
+	heldQ  []held         // a min-heap by due time
+	heldBy *quota.Counter // the held replies of each source, at most heldShare of MaxHeld
+	free   [][]byte       // buffers of replies sent after their hold
 	// alarm wakes the goroutine that sends held replies when they are
 	// due (see holdStep); a reply held for sooner than the others wakes
 	// it early.
@@ -432,7 +439,8 @@ func New(cfg Config) (*Reflector, error) {
 		byAddr:   make(map[netip.AddrPort]uint64),
 		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
 			deadPerSession*cfg.MaxSessionsPerSource),
-		alarm: pace.NewAlarm(cfg.Clock),
+		alarm:  pace.NewAlarm(cfg.Clock),
+		heldBy: quota.NewCounter(0, max(cfg.MaxHeld/heldShare, min(cfg.MaxHeld, minHeldShare))),
 	}
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
@@ -570,7 +578,14 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		// A session's message, while it is open, keeps a stream
 		// connection in (Close included); a closed one's do not.
 		r.admit = !s.closed
-		s.lastSeen = t2
+		if !s.closed && s.closing == nil && t2-s.opened <= int64(r.cfg.MaxDuration) {
+			// Only an open session's messages keep it: Closes repeated
+			// after the first, and messages past the longest duration,
+			// do not, so that a closed, closing or ended session goes
+			// within an idle timeout (two for a closing one's results)
+			// whatever its peer sends.
+			s.lastSeen = t2
+		}
 		if h.Type == wire.TypeClose {
 			return r.close(pkt, &h, s, addr, t2)
 		}
@@ -719,7 +734,7 @@ func (r *Reflector) grant(h *wire.Header, room int) (size int, holdMicro uint32)
 // Small replies' buffers are reused; larger ones are taken from the memory
 // budget.
 func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64, rep sentReply) {
-	if len(r.heldQ) >= r.cfg.MaxHeld {
+	if len(r.heldQ) >= r.cfg.MaxHeld || r.heldBy.Take(src) != quota.OK {
 		r.st.Drops[DropHoldFull]++
 		return
 	}
@@ -731,6 +746,7 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64
 			buf = make([]byte, 0, maxFreeHeld)
 		}
 	} else if r.cfg.Memory.Take(src, len(pkt)) != quota.OK {
+		r.heldBy.Give(src)
 		r.st.Drops[DropMemory]++
 		return
 	}
@@ -831,6 +847,7 @@ func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
 // release gives back a held reply's buffer once it was sent: to the free
 // list when small, to the memory budget otherwise.
 func (r *Reflector) release(hd held) {
+	r.heldBy.Give(hd.src)
 	if cap(hd.buf) <= maxFreeHeld {
 		if len(r.free) < maxFree {
 			r.free = append(r.free, hd.buf)
