@@ -1158,7 +1158,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		r.st.BytesOut += uint64(len(b))
 		r.sent(id)
 	}
-	if !r.stream {
+	// A busy-polling socket honours read deadlines to the microsecond,
+	// and its spinning readers leave no CPU for another goroutine: held
+	// replies go from this loop, the read deadline set to the next one.
+	bp, _ := conn.(interface{ BusyPolling() bool })
+	busy := bp != nil && bp.BusyPolling()
+	if !r.stream && !busy {
 		// Held replies leave from a goroutine of their own, each when
 		// due: this loop waits in the poller, which rounds its
 		// deadlines up to the millisecond.
@@ -1185,8 +1190,14 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	lastAt := start
 	var deadline int64
 	for {
-		if next != deadline {
-			deadline = next
+		want := next
+		if busy {
+			if due := r.NextDue(); due != 0 && due < want {
+				want = due
+			}
+		}
+		if want != deadline {
+			deadline = want
 			if err := conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
 				return r.total(start), fmt.Errorf("set read deadline: %w", err)
 			}
@@ -1242,6 +1253,9 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 			pending, preps = pending[sent+1:], preps[sent+1:]
 		}
 		out, reps = out[:0], reps[:0]
+		if busy && len(r.heldQ) > 0 {
+			r.Due(r.clk.Now(), send)
+		}
 		if r.stamps != nil {
 			r.drainTx()
 		}

@@ -779,3 +779,78 @@ func TestCookieClockID(t *testing.T) {
 		t.Fatalf("reply %+v to a probe flagged FlagClockID: want T3 %d, its send time", p, clk.Now())
 	}
 }
+
+// busyConn is a packet socket that says it busy-polls, and records the
+// read deadlines set on it.
+type busyConn struct {
+	transport.PacketConn
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (c *busyConn) BusyPolling() bool { return true }
+
+func (c *busyConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadlines = append(c.deadlines, t)
+	c.mu.Unlock()
+	return c.PacketConn.SetReadDeadline(t)
+}
+
+// TestServeBusyPollHolds: on a busy-polling socket, whose spinning reader
+// leaves no CPU to another goroutine, held replies go from the read loop,
+// which sets its read deadline to the next one due (on other sockets a
+// goroutine of their own sends them).
+func TestServeBusyPollHolds(t *testing.T) {
+	pc, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &busyConn{PacketConn: pc}
+	r, err := New(Config{ReportInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := r.Serve(ctx, conn); err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	})
+	c, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 128)
+	exchange := func(h wire.Header) wire.Header {
+		if _, err := c.Write(msg(t, h, 80)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, buf[:n])
+	}
+	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
+	start := time.Now()
+	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1, HoldMicro: 200_000})
+	cancel()
+	wg.Wait()
+	pc.Close()
+	if reply.Type != wire.TypeReply || reply.Seq != 1 {
+		t.Fatalf("reply = %+v, want the held reply to probe 1", reply)
+	}
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	for _, d := range conn.deadlines {
+		// Before the report tick an hour away: the held reply's time.
+		if d.After(start) && d.Before(start.Add(30*time.Minute)) {
+			return
+		}
+	}
+	t.Fatalf("read deadlines %v: none at the held reply's time", conn.deadlines)
+}

@@ -57,8 +57,14 @@ func (p *PacketConn) SetBusyPoll(on bool) error {
 		return errors.ErrUnsupported
 	}
 	p.b.setBusyPoll(on)
+	p.busy = on
 	return nil
 }
+
+// BusyPolling reports whether reads spin (SetBusyPoll): a reader that
+// must also act at a time sets its read deadline to it, which a spinning
+// read honours to the microsecond.
+func (p *PacketConn) BusyPolling() bool { return p.busy }
 
 // SetBusyPoll is PacketConn.SetBusyPoll for the client's socket.
 func (c *Conn) SetBusyPoll(on bool) error {

@@ -83,8 +83,9 @@ func setBuffers(c *net.UDPConn) {
 
 // PacketConn is a reflector's UDP socket.
 type PacketConn struct {
-	c *net.UDPConn
-	b *batcher // nil where batches are one datagram at a time
+	c    *net.UDPConn
+	b    *batcher // nil where batches are one datagram at a time
+	busy bool     // reads spin (SetBusyPoll)
 }
 
 func newPacketConn(c *net.UDPConn) *PacketConn {
