@@ -132,7 +132,13 @@ func (a *Alarm) nap(d int64) {
 	if len(a.ch) == 0 {
 		if !futexWait(&a.word, v, d) {
 			a.sleeping.Store(false)
-			a.park(time.Duration(d)) // no futex here: a Go timer, coarse
+			if a.park(time.Duration(d)) { // no futex here: a Go timer, coarse
+				// It took the Wake from ch: leave it for the caller.
+				select {
+				case a.ch <- struct{}{}:
+				default:
+				}
+			}
 			return
 		}
 	}

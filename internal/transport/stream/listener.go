@@ -196,6 +196,10 @@ type peer struct {
 	writer sync.WaitGroup
 }
 
+// streamSpinFor is how long a connection's writer spins before a held
+// reply is due: next to nothing (see Accept).
+const streamSpinFor = time.Nanosecond
+
 // holdClock is the clock the writers wait for held replies on.
 var holdClock = clock.NewSystem()
 
@@ -282,6 +286,11 @@ func (l *Listener) accept() {
 			continue
 		}
 		p := &peer{c: NewConn(c), addr: addr, src: src, free: make(chan struct{}), alarm: pace.NewAlarm(holdClock)}
+		// Each connection's writer waits on its own alarm: one that spun
+		// before each held reply would let a peer with many connections
+		// keep every CPU spinning. The kernel sleep alone (timer slack
+		// 1ns) ends within some tens of µs of the time.
+		p.alarm.SpinFor = streamSpinFor
 		p.since.Store(time.Now().UnixNano())
 		p.counted.Store(true)
 		if l.busy.Load() {
