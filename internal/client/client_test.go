@@ -372,7 +372,9 @@ func BenchmarkProbePath(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
-		ring: make([]slot, 4096), mask: 4095, cur: newAcc(), total: newAcc(), res: &result.Result{}}
+		ring: make([]slot, 4096), mask: 4095, total: newAcc(), res: &result.Result{}}
+	r.pendLimit = pendingLimit(&r.cfg)
+	r.openInterval(0)
 	r.wg = newWriteGuard(r)
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}

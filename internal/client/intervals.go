@@ -19,7 +19,7 @@ package client
 
 // maxPendingIntervals bounds the intervals a run keeps pending, whatever
 // the timeout and the interval: each holds a full set of histograms.
-const maxPendingIntervals = 16
+const maxPendingIntervals = 8
 
 // pending is an interval not reported yet.
 type pending struct {

@@ -191,6 +191,9 @@ func (r *run) resume(h *wire.Header, now int64) {
 	// after a step, or moved): the run's delays are measured only if
 	// every session's were.
 	r.sameClock = r.sameClock && sameClock(r.clk, h)
+	// Its send times are not comparable with the last session's: a
+	// reply's reordering down is judged within its session.
+	r.maxT3 = 0
 	if r.open {
 		// The sender takes the new session for its next probe; drain
 		// sets the segment's first probe when it sees it.

@@ -267,7 +267,7 @@ func TestClosedSessionsGo(t *testing.T) {
 				r.Sweep(clk.Now())
 			}
 			if s := r.sessions[tok]; s != nil && !s.swept {
-				t.Fatalf("after 28s of a peer sending to it, the session is still kept (closed %v, closing %v); want it gone within two idle timeouts", s.closed, s.closing != nil)
+				t.Fatalf("after 28s of a peer sending to it, the session is still kept (closed %v, closing %v); want it gone within two idle timeouts", s.closed, s.closing.on)
 			}
 			if st := r.Stats(); st.Sessions != 0 {
 				t.Fatalf("%d sessions open, want 0", st.Sessions)

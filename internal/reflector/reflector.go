@@ -251,12 +251,13 @@ type session struct {
 	t3q *t3Queue
 	// A one-way session whose Close came before all its probes: the
 	// CloseAck waits for them (see close).
-	closing *pendingClose
+	closing pendingClose
 }
 
 // pendingClose is a one-way session's Close whose CloseAck waits for the
 // probes the Close overtook.
 type pendingClose struct {
+	on   bool   // a Close waits
 	want uint64 // the measured probes the client sent
 	seq  uint64 // the Close's, echoed
 	t1   int64
@@ -578,7 +579,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		// A session's message, while it is open, keeps a stream
 		// connection in (Close included); a closed one's do not.
 		r.admit = !s.closed
-		if !s.closed && s.closing == nil && t2-s.opened <= int64(r.cfg.MaxDuration) {
+		if !s.closed && !s.closing.on && t2-s.opened <= int64(r.cfg.MaxDuration) {
 			// Only an open session's messages keep it: Closes repeated
 			// after the first, and messages past the longest duration,
 			// do not, so that a closed, closing or ended session goes
@@ -609,7 +610,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 				s.count++
 			}
 			r.oneWay(s, &h, addr, t2)
-			if c := s.closing; c != nil && s.onewayDone(c.want) {
+			if c := &s.closing; c.on && s.onewayDone(c.want) {
 				// The last probe the Close overtook: the CloseAck goes
 				// now, in this probe's buffer, with the Close's room.
 				hc := wire.Header{Type: wire.TypeClose, Token: h.Token, Seq: c.seq, T1: c.t1}
@@ -871,10 +872,10 @@ func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.Add
 		// them, and answer when the last has, or at the client's next
 		// Close (sent when its timeout ran out), whichever is first. A
 		// stream keeps order: nothing can come after its Close.
-		s.closing = &pendingClose{want: h.Seq, seq: h.Seq, t1: h.T1, size: len(pkt)}
+		s.closing = pendingClose{on: true, want: h.Seq, seq: h.Seq, t1: h.T1, size: len(pkt)}
 		return nil
 	}
-	s.closing = nil
+	s.closing = pendingClose{}
 	if !s.closed {
 		s.closed = true
 		r.open--
@@ -1066,11 +1067,11 @@ func (r *Reflector) Sweep(now int64) {
 		}
 	}
 	for tok, s := range r.sessions {
-		if s.closing != nil && now-s.lastSeen > int64(r.cfg.IdleTimeout) {
+		if s.closing.on && now-s.lastSeen > int64(r.cfg.IdleTimeout) {
 			// A one-way session that waited this long for the probes its
 			// Close overtook: closed now, its results kept for the
 			// client's next Close for another idle timeout.
-			s.closing, s.closed, s.lastSeen = nil, true, now
+			s.closing, s.closed, s.lastSeen = pendingClose{}, true, now
 			r.open--
 			continue
 		}
