@@ -293,3 +293,47 @@ func TestWorkloadHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestDoubledSignal: one signal delivered twice at once (GNU timeout
+// signals its child, then its process group) is not a second Ctrl-C: only
+// a signal after volley said it is still finishing is. The run ends with
+// its report.
+func TestDoubledSignal(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "-i", "100ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	outDone := make(chan struct{})
+	outLines := lines(stdout, &out, outDone)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	waitLine(t, outLines, "0.00-0.10s", 20*time.Second) // measuring
+	// Two signals 10ms apart: far enough that the first was taken (a
+	// pending signal would absorb the second), well before volley would
+	// say it is still finishing (half a second).
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-outDone
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "summary") {
+		t.Fatalf("exit %d (%v), want 0 and the report; stdout:\n%s\nstderr:\n%s", code, err, out.String(), stderr.String())
+	}
+}

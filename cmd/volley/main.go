@@ -36,15 +36,23 @@ func main() {
 		sig := <-ch
 		cancel()
 		// Finishing takes at most max(--timeout, 1s) (the client waits
-		// for the probes in flight and the reflector's final count): say
-		// so when it takes a while, and let a second signal end volley
-		// at once, without the report.
-		select {
-		case <-ch:
-		case <-time.After(noticeAfter):
-			fmt.Fprintf(os.Stderr, "volley: %s: finishing; a second signal (Ctrl-C) quits at once, without the report\n", sigName(sig))
-			<-ch
+		// for the probes in flight and the reflector's final count):
+		// when it takes a while, say so, and from then on let a second
+		// signal end volley at once, without the report. Signals before
+		// that are the first one again (GNU timeout signals its child,
+		// then its process group) or impatience that finishing will
+		// serve: they change nothing.
+		notice := time.After(noticeAfter)
+	wait:
+		for {
+			select {
+			case <-ch:
+			case <-notice:
+				fmt.Fprintf(os.Stderr, "volley: %s: finishing; a second signal (Ctrl-C) quits at once, without the report\n", sigName(sig))
+				break wait
+			}
 		}
+		<-ch
 		fmt.Fprintln(os.Stderr, "volley: signalled again: quitting at once, without the report")
 		os.Exit(exitInterrupted)
 	}()

@@ -128,8 +128,9 @@ of a signal (a stream reflector that stopped reading), ends the run with an
 error and the partial results.
 
 A signal (SIGINT, SIGTERM, SIGHUP) ends the run with its report, after at most
-max(--timeout, 1s) for the probes in flight and the reflector's final count; a
-second signal quits at once, without the report (exit 130).
+max(--timeout, 1s) for the probes in flight and the reflector's final count;
+once volley says it is still finishing (after half a second), a second signal
+quits at once, without the report (exit 130).
 
 Exit status: 0 done (also when stopped by a signal), 1 error (partial results
 are still printed) or stopped by a signal before anything was measured, 2 usage
