@@ -1712,13 +1712,16 @@ func (r *run) finish() error {
 	if len(r.segs) > 1 && r.res.ReflectorCount == "close" {
 		r.res.ReflectorCount = "partial"
 	}
-	// The last interval ends now; every probe is accounted for.
-	r.ivs[len(r.ivs)-1].end = now
-	r.settle(true)
 	end := now
 	if r.sendEnd > r.origin {
 		end = r.sendEnd
 	}
+	// The last interval ends where sending ended, as the summary does (it
+	// is about the probes sent in it, and its rates are over its span),
+	// not when the wind-down did; every probe is accounted for.
+	last := r.ivs[len(r.ivs)-1]
+	last.end = max(end, last.acc.start)
+	r.settle(true)
 	sum := r.total.interval(r.origin, end, r.cfg.Percentiles)
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u

@@ -267,6 +267,31 @@ func TestIntervals(t *testing.T) {
 	})
 }
 
+// TestLastIntervalEndsWithSending: the last interval ends where sending
+// ended, as the summary does, not when the run's wind-down (here a lost
+// last probe's timeout) did; its rate is over its own span.
+func TestLastIntervalEndsWithSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newMemConn(t)
+		c.delay = 100 * time.Microsecond
+		c.dropDown = func(seq uint64) bool { return seq == 500 } // the last
+		cfg := Config{Rate: 1000, Duration: 500 * time.Millisecond, ReportInterval: 100 * time.Millisecond,
+			Timeout: 300 * time.Millisecond, sleep: time.Sleep}
+		res, err := Run(context.Background(), cfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := res.Intervals[len(res.Intervals)-1]
+		if last.End != res.Summary.End || last.End != cfg.Duration {
+			t.Fatalf("last interval %v-%v, summary ends %v: want both to end at %v", last.Start, last.End, res.Summary.End, cfg.Duration)
+		}
+		if got := last.Throughput.ProbesPerSecUp; got < 999 || got > 1001 {
+			t.Errorf("last interval's rate %v probes/s, want 1000", got)
+		}
+		checkTotals(t, res)
+	})
+}
+
 func TestSilentReflector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMemConn(t)
