@@ -76,6 +76,13 @@ func TestTextHeaderMix(t *testing.T) {
 	if strings.Contains(got, "1400-byte probes and") {
 		t.Errorf("header:\n%s\ndescribes one entry's sizes as the run's", got)
 	}
+	b.Reset()
+	if err := WriteTextHeaderMix(&b, c, mix[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "one probe shape (--workload, seed 5)") {
+		t.Errorf("header of a one-entry workload:\n%s\nwant \"one probe shape\", not a mix of 1", got)
+	}
 }
 
 // TestErrorNotInReport: the run's error is said once, on stderr by the

@@ -109,7 +109,10 @@ func WriteTextHeaderMix(w io.Writer, c result.Config, mix []result.WorkloadEntry
 	if c.Granted.Hold > 0 {
 		sizes += ", held " + Duration(c.Granted.Hold)
 	}
-	if len(mix) > 0 {
+	switch {
+	case len(mix) == 1:
+		sizes = fmt.Sprintf("one probe shape (--workload, seed %d)", c.Seed)
+	case len(mix) > 1:
 		sizes = fmt.Sprintf("a mix of %d probe shapes drawn by weight (--workload, seed %d)", len(mix), c.Seed)
 	}
 	if _, err := fmt.Fprintf(w, "volley %s://%s from %s: %s, %s, timeout %s, %s%s\n",
