@@ -113,11 +113,14 @@ var (
 )
 
 // sendErr says what a failed send means: the bus gone when the
-// connection is closed or its socket failed, else what the library said
-// (a message it could not encode, say).
+// connection is closed or its socket failed; the bus's answer, when it
+// came before the call returned (the name has no owner, say), as Read
+// would have said it; else what the library said (a message it could not
+// encode, say).
 func (c *Conn) sendErr(err error) error {
 	var ne *net.OpError
-	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) || errors.As(err, &ne) {
+	var de godbus.Error
+	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) || errors.As(err, &ne) || errors.As(err, &de) {
 		return c.wrap(err)
 	}
 	return err

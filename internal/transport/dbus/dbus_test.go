@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,6 +271,19 @@ func TestMachineID(t *testing.T) {
 		got, err := machineID()
 		if got != tt.want || (err == nil) != (tt.want != "") || (err != nil && !strings.Contains(err.Error(), missing)) {
 			t.Errorf("machineID() from %v = %q, %v; want %q", tt.files, got, err, tt.want)
+		}
+	}
+}
+
+// TestSendErrNoOwner: the bus's answer that nobody has the name may come
+// before the call that caused it returns (the reply goroutine fills the
+// call's error); Write then says it as Read would: no reflector, refused.
+func TestSendErrNoOwner(t *testing.T) {
+	c := &Conn{dest: "net.volley.Nobody", peer: Addr{Bus: "unix:path=/x"}, closed: make(chan struct{})}
+	for _, name := range []string{"org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"} {
+		err := c.sendErr(godbus.Error{Name: name, Body: []any{"The name net.volley.Nobody was not provided by any .service files"}})
+		if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "no reflector has the name") {
+			t.Errorf("sendErr(%s) = %v, want no reflector (refused)", name, err)
 		}
 	}
 }
