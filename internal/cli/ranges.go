@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -64,11 +65,7 @@ func optionalValueArgs(cmd *cobra.Command, args []string, name string, isValue f
 // isList reports whether s is a comma-separated list of words from words.
 func isList(s string, words ...string) bool {
 	for _, w := range strings.Split(s, ",") {
-		found := false
-		for _, x := range words {
-			found = found || w == x
-		}
-		if !found {
+		if !slices.Contains(words, w) {
 			return false
 		}
 	}

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +147,7 @@ func parseEntry(n *yaml.Node, i int, e *Entry, lim Limits) error {
 	at := map[string]*yaml.Node{} // each field's value
 	for k := 0; k+1 < len(n.Content); k += 2 {
 		key, val := n.Content[k], n.Content[k+1]
-		if !isField(key.Value) {
+		if !slices.Contains(fields, key.Value) {
 			return fmt.Errorf("line %d: entry %d: unknown field %q (want %s)", key.Line, i+1, key.Value, strings.Join(fields, ", "))
 		}
 		if at[key.Value] != nil {
@@ -214,15 +215,6 @@ func parseDuration(s string) (time.Duration, error) {
 		return time.Duration(n), nil
 	}
 	return units.ParseDuration(s, false)
-}
-
-func isField(k string) bool {
-	for _, f := range fields {
-		if f == k {
-			return true
-		}
-	}
-	return false
 }
 
 // Picker draws entries in proportion to their weights.
