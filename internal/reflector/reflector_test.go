@@ -234,6 +234,32 @@ func TestDrops(t *testing.T) {
 	}
 }
 
+// udpExchange returns a socket of its own to the reflector at addr (closed
+// at the test's end), and a function that sends on it a message with
+// header h (80 bytes) and returns the header of its answer; every
+// exchange must be over within limit.
+func udpExchange(t *testing.T, addr string, limit time.Duration) (net.Conn, func(h wire.Header) wire.Header) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(limit))
+	buf := make([]byte, 128)
+	return c, func(h wire.Header) wire.Header {
+		t.Helper()
+		if _, err := c.Write(msg(t, h, 80)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, buf[:n])
+	}
+}
+
 func TestServe(t *testing.T) {
 	conn, err := transport.ListenUDP("127.0.0.1:0")
 	if err != nil {
@@ -253,23 +279,7 @@ func TestServe(t *testing.T) {
 			t.Errorf("Serve = %v", err)
 		}
 	})
-	c, err := net.Dial("udp", conn.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 128)
-	exchange := func(h wire.Header) wire.Header {
-		if _, err := c.Write(msg(t, h, 80)); err != nil {
-			t.Fatal(err)
-		}
-		n, err := c.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return decode(t, buf[:n])
-	}
+	c, exchange := udpExchange(t, conn.LocalAddr().String(), 5*time.Second)
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
 	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1})
 	if reply.Type != wire.TypeReply || reply.Count != 1 {
@@ -818,23 +828,7 @@ func TestServeBusyPollHolds(t *testing.T) {
 			t.Errorf("Serve = %v", err)
 		}
 	})
-	c, err := net.Dial("udp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	buf := make([]byte, 128)
-	exchange := func(h wire.Header) wire.Header {
-		if _, err := c.Write(msg(t, h, 80)); err != nil {
-			t.Fatal(err)
-		}
-		n, err := c.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return decode(t, buf[:n])
-	}
+	_, exchange := udpExchange(t, pc.LocalAddr().String(), 30*time.Second)
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
 	start := time.Now()
 	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1, HoldMicro: 200_000})
