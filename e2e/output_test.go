@@ -112,43 +112,59 @@ func waitLine(t *testing.T, ch <-chan string, want string, limit time.Duration) 
 	}
 }
 
+// live is a volley process started by startLive, its output read line by
+// line as it comes.
+type live struct {
+	cmd                *exec.Cmd
+	outLines, errLines <-chan string
+	out, errOut        syncBuffer
+	done               chan error // cmd.Wait's, once both pipes are read to their end
+}
+
+// startLive starts `volley args...`; it is killed, by its PID, if still
+// running at the test's end.
+func startLive(t *testing.T, args ...string) *live {
+	t.Helper()
+	c := &live{cmd: exec.Command(volley, args...), done: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	c.outLines, c.errLines = lines(stdout, &c.out, outDone), lines(stderr, &c.errOut, errDone)
+	go func() {
+		// Wait only once the readers have read the pipes to their end.
+		<-outDone
+		<-errDone
+		c.done <- c.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
 // TestClientSecondSignal: with a frozen reflector, the first SIGINT leaves
 // the client waiting for its probes in flight and the final count (up to
 // --timeout, 20s here), and it says so; a second SIGINT ends it at once,
 // with exit 130.
 func TestClientSecondSignal(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
-	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "--timeout", "20s", "-i", "100ms")
-	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut syncBuffer
-	outDone, errDone := make(chan struct{}), make(chan struct{})
-	outLines, errLines := lines(stdout, &out, outDone), lines(stderr, &errOut, errDone)
-	done := make(chan error, 1)
-	go func() {
-		// Wait only once the readers have read the pipes to their end.
-		<-outDone
-		<-errDone
-		done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	c := startLive(t, "client", srv.addr, "-t", "1m", "--timeout", "20s", "-i", "100ms")
+	cmd, errLines, errOut, done := c.cmd, c.errLines, &c.errOut, c.done
 	// The first interval line: the session is open and measuring.
-	waitLine(t, outLines, "0.00-0.10s", 20*time.Second)
+	waitLine(t, c.outLines, "0.00-0.10s", 20*time.Second)
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -300,26 +316,8 @@ func TestWorkloadHeader(t *testing.T) {
 // its report.
 func TestDoubledSignal(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
-	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "-i", "100ms")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out syncBuffer
-	outDone := make(chan struct{})
-	outLines := lines(stdout, &out, outDone)
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	waitLine(t, outLines, "0.00-0.10s", 20*time.Second) // measuring
+	c := startLive(t, "client", srv.addr, "-t", "1m", "-i", "100ms")
+	waitLine(t, c.outLines, "0.00-0.10s", 20*time.Second) // measuring
 	// Two signals 10ms apart: far enough that the first was taken (a
 	// pending signal would absorb the second), well before volley would
 	// say it is still finishing (half a second).
@@ -327,13 +325,12 @@ func TestDoubledSignal(t *testing.T) {
 		if i > 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
-	<-outDone
-	err = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "summary") {
-		t.Fatalf("exit %d (%v), want 0 and the report; stdout:\n%s\nstderr:\n%s", code, err, out.String(), stderr.String())
+	err := <-c.done
+	if code := c.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(c.out.String(), "summary") {
+		t.Fatalf("exit %d (%v), want 0 and the report; stdout:\n%s\nstderr:\n%s", code, err, c.out.String(), c.errOut.String())
 	}
 }
