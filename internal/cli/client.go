@@ -544,7 +544,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	case "text":
 		if !f.quiet {
 			var conf result.Config // as run
-			mix := workloadMix(cfg.Workload)
+			mix := client.WorkloadMix(cfg.Workload)
 			cfg.OnStart = func(res *result.Result) {
 				conf = res.Config
 				write(report.WriteTextHeaderMix(out, res.Config, mix))
@@ -642,16 +642,6 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		return exitError{ExitError, errors.New("interrupted before any probe was measured")}
 	}
 	return nil
-}
-
-// workloadMix is the workload's entries as the report describes them.
-func workloadMix(es []workload.Entry) []result.WorkloadEntry {
-	mix := make([]result.WorkloadEntry, len(es))
-	for i, e := range es {
-		mix[i] = result.WorkloadEntry{Name: e.Name, Weight: e.Weight, Size: e.Size, ReplySize: e.ReplySize,
-			Hold: time.Duration(e.Hold), Gap: time.Duration(e.Gap)}
-	}
-	return mix
 }
 
 // dialOptions checks the socket flags and turns them into dial options,

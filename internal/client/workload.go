@@ -5,6 +5,7 @@ import (
 
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/stats"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 // entryAcc accumulates one workload entry over the whole run.
@@ -21,17 +22,25 @@ func (e *entryAcc) merge(o *entryAcc) {
 	e.response.Merge(o.response)
 }
 
+// WorkloadMix is the workload's entries as configured, as a result
+// describes them (what was measured of each left zero): what a report's
+// header shows of the mix before the run.
+func WorkloadMix(es []workload.Entry) []result.WorkloadEntry {
+	mix := make([]result.WorkloadEntry, len(es))
+	for i, w := range es {
+		mix[i] = result.WorkloadEntry{Name: w.Name, Weight: w.Weight, Size: w.Size, ReplySize: w.ReplySize,
+			Hold: time.Duration(w.Hold), Gap: time.Duration(w.Gap)}
+	}
+	return mix
+}
+
 // workloadResults renders the per-entry results.
 func workloadResults(cfg *Config, entries []*entryAcc) []result.WorkloadEntry {
-	out := make([]result.WorkloadEntry, len(entries))
+	out := WorkloadMix(cfg.Workload)
 	for i, e := range entries {
-		w := cfg.Workload[i]
-		out[i] = result.WorkloadEntry{
-			Name: w.Name, Weight: w.Weight, Size: w.Size, ReplySize: w.ReplySize,
-			Hold: time.Duration(w.Hold), Gap: time.Duration(w.Gap),
-			Sent: e.sent, Received: e.received, Lost: e.lost,
-			RTT: e.rtt.Summary(cfg.Percentiles), Response: e.response.Summary(cfg.Percentiles),
-		}
+		o := &out[i]
+		o.Sent, o.Received, o.Lost = e.sent, e.received, e.lost
+		o.RTT, o.Response = e.rtt.Summary(cfg.Percentiles), e.response.Summary(cfg.Percentiles)
 	}
 	return out
 }
