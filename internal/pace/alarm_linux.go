@@ -18,7 +18,7 @@ const (
 // futexWake; the thread's timer slack is lowered to 1ns first (whichever
 // thread the goroutine is on), so the sleep ends on time.
 func futexWait(w *atomic.Uint32, v uint32, d int64) bool {
-	unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0)
+	_ = prepareThread() // as the Waiter's threads: a timer slack of 1ns
 	ts := unix.NsecToTimespec(d)
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitPrivate, uintptr(v), uintptr(unsafe.Pointer(&ts)), 0, 0)
 	return true
