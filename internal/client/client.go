@@ -1572,6 +1572,16 @@ func (r *run) measured(seq uint64) bool { return !r.warm && seq > r.warmupLast }
 
 func (r *run) lostSoFar() uint64 { return r.lostN }
 
+// sentSoFar returns the measured probes sent: those of the intervals
+// reported, and of those still pending (the current one among them).
+func (r *run) sentSoFar() uint64 {
+	n := r.total.counts.Sent
+	for _, p := range r.ivs {
+		n += p.acc.counts.Sent
+	}
+	return n
+}
+
 func abs(v int64) int64 {
 	if v < 0 {
 		return -v
@@ -1617,7 +1627,7 @@ func (r *run) close() {
 		// answers once they all came, or at the next Close, sent when a
 		// timeout has passed. The wait is on top of the wind-down.
 		h.Flags |= wire.FlagOneWay
-		h.Seq = r.total.counts.Sent + r.cur.counts.Sent
+		h.Seq = r.sentSoFar()
 		h.T1 = r.clk.Now()
 		r.encode(&h, buf)
 		acked, failed := r.closeTry(buf, h.T1, int64(r.cfg.Timeout), tag)
