@@ -13,7 +13,7 @@ import (
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/transport"
-	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/sockopt"
 )
 
 // serverSetup is what openServer opens: the server's sockets, its bus and

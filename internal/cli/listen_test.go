@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/transport"
-	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/sockopt"
 )
 
 // portOf returns the port of a socket's address.

@@ -20,7 +20,7 @@ import (
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
-	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/units"
 	"github.com/volley-net/volley/internal/wire"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/volley-net/volley/internal/transport/sockopt"
+	"github.com/volley-net/volley/internal/sockopt"
 )
 
 // The range of --buffer: the kernel grants at least about 2K whatever is
