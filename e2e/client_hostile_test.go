@@ -141,7 +141,7 @@ func reflectThen(n int, raw []byte) func(f *fakeStream, c net.Conn) {
 				return
 			}
 			now := time.Now().UnixNano()
-			h.Type, h.T2, h.T3, h.Count = wire.TypeReply, now, now, uint64(i)
+			h.Type, h.T2, h.T3, h.Received = wire.TypeReply, now, now, uint64(i)
 			_ = h.Encode(msg)
 			if writeFrame(c, msg) != nil {
 				return

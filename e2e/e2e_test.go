@@ -1142,7 +1142,7 @@ func TestFlood(t *testing.T) {
 				}
 			default: // a probe with a forged token, then mutated
 				msg = buf[:wire.HeaderLen+rng.IntN(100)]
-				h := wire.Header{Type: wire.TypeProbe, Token: rng.Uint64(), Count: rng.Uint64(), Seq: rng.Uint64()}
+				h := wire.Header{Type: wire.TypeProbe, Token: rng.Uint64(), Nonce: rng.Uint64(), Seq: rng.Uint64()}
 				_ = h.Encode(msg)
 				for k := rng.IntN(4); k > 0; k-- {
 					msg[rng.IntN(len(msg))] = byte(rng.Uint32())

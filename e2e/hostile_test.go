@@ -150,7 +150,7 @@ func TestStalledStreamPeer(t *testing.T) {
 			// 1.2 GB of replies for a peer that reads none of them.
 			go func() {
 				for seq := uint64(1); seq <= 300; seq++ {
-					h := wire.Header{Type: wire.TypeProbe, Token: p.token, Count: p.nonce, Seq: seq, ReplySize: 4 << 20, HoldMicro: 10000}
+					h := wire.Header{Type: wire.TypeProbe, Token: p.token, Nonce: p.nonce, Seq: seq, ReplySize: 4 << 20, HoldMicro: 10000}
 					if p.send(h, wire.HeaderLen) != nil {
 						return
 					}
@@ -229,7 +229,7 @@ func TestIdleConnections(t *testing.T) {
 		if c := p.handshake(); c.Type != wire.TypeCookie {
 			t.Fatalf("Hello answered with %+v", c)
 		}
-		if err := p.send(wire.Header{Type: wire.TypeProbe, Token: p.token, Count: p.nonce, Seq: 1}, wire.HeaderLen); err != nil {
+		if err := p.send(wire.Header{Type: wire.TypeProbe, Token: p.token, Nonce: p.nonce, Seq: 1}, wire.HeaderLen); err != nil {
 			t.Fatal(err)
 		}
 		if h, err := p.recv(); err != nil || h.Type != wire.TypeReply {
@@ -320,8 +320,8 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("answers to a Hello: %+v", hs)
 	}
 	tok := hs[0].Token
-	probe := encode(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: nonce, Seq: 1, ReplySize: 65000}, wire.HeaderLen)
-	closeMsg := encode(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: nonce}, wire.HeaderLen)
+	probe := encode(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: nonce, Seq: 1, ReplySize: 65000}, wire.HeaderLen)
+	closeMsg := encode(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: nonce}, wire.HeaderLen)
 	p.send(probe)
 	if hs := p.answers(time.Second, 1); len(hs) != 1 || hs[0].Type != wire.TypeReply {
 		t.Fatalf("answers to the first probe: %+v", hs)
@@ -368,13 +368,13 @@ func TestSessionsPerSource(t *testing.T) {
 				t.Fatalf("hello %d: %+v, want a cookie", i, hs[0])
 			}
 			// Open the session and keep it.
-			p.send(encode(t, wire.Header{Type: wire.TypeProbe, Token: hs[0].Token, Count: uint64(i), Seq: 1}, wire.HeaderLen))
+			p.send(encode(t, wire.Header{Type: wire.TypeProbe, Token: hs[0].Token, Nonce: uint64(i), Seq: 1}, wire.HeaderLen))
 			if hs := p.answers(5*time.Second, 1); len(hs) != 1 || hs[0].Type != wire.TypeReply {
 				t.Fatalf("probe %d: %+v, want a reply", i, hs)
 			}
 			continue
 		}
-		if hs[0].Type != wire.TypeError || wire.ErrorCode(hs[0].Count) != wire.ErrorSourceSessions {
+		if hs[0].Type != wire.TypeError || hs[0].Code != wire.ErrorSourceSessions {
 			t.Fatalf("hello %d beyond the share: %+v, want %q", i, hs[0], wire.ErrorSourceSessions)
 		}
 	}
@@ -432,7 +432,7 @@ func TestStalledGramPeer(t *testing.T) {
 				return
 			default:
 			}
-			send(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 7, Seq: seq, ReplySize: 60000})
+			send(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 7, Seq: seq, ReplySize: 60000})
 			if seq%100 == 0 {
 				time.Sleep(5 * time.Millisecond)
 			}

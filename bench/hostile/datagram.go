@@ -228,12 +228,12 @@ func fill(args []string) error {
 			}
 			if ans.Type == wire.TypeError {
 				mu.Lock()
-				refused[wire.ErrorCode(ans.Count)]++
+				refused[ans.Code]++
 				mu.Unlock()
 				return
 			}
 			s.token, s.seq = ans.Token, 1
-			h = wire.Header{Type: wire.TypeProbe, Token: s.token, Seq: 1, T1: time.Now().UnixNano(), Count: s.nonce}
+			h = wire.Header{Type: wire.TypeProbe, Token: s.token, Seq: 1, T1: time.Now().UnixNano(), Nonce: s.nonce}
 			_ = h.Encode(msg)
 			ans, err = s.exchange(msg, func(h wire.Header) bool { return h.Token == s.token && h.Seq == 1 })
 			if err != nil {
@@ -242,7 +242,7 @@ func fill(args []string) error {
 			}
 			if ans.Type != wire.TypeReply {
 				mu.Lock()
-				refused[wire.ErrorCode(ans.Count)]++
+				refused[ans.Code]++
 				mu.Unlock()
 				return
 			}
@@ -275,7 +275,7 @@ func fill(args []string) error {
 		for i := 0; ctx.Err() == nil && time.Since(start) < af.hold; i++ {
 			s := open[i%len(open)]
 			s.seq++
-			h := wire.Header{Type: wire.TypeProbe, Token: s.token, Seq: s.seq, T1: time.Now().UnixNano(), Count: s.nonce}
+			h := wire.Header{Type: wire.TypeProbe, Token: s.token, Seq: s.seq, T1: time.Now().UnixNano(), Nonce: s.nonce}
 			_ = h.Encode(msg)
 			if _, err := s.c.Write(msg); err == nil {
 				s.in.Add(uint64(len(msg)))
@@ -402,15 +402,15 @@ func replay(args []string) error {
 		return fmt.Errorf("the legitimate session's hello: %w", err)
 	}
 	if ans.Type == wire.TypeError {
-		return fmt.Errorf("the legitimate session was refused: %s", wire.ErrorCode(ans.Count))
+		return fmt.Errorf("the legitimate session was refused: %s", ans.Code)
 	}
 	token = ans.Token
-	probe := encode(wire.Header{Type: wire.TypeProbe, Token: token, Seq: 1, T1: time.Now().UnixNano(), Count: nc, ReplySize: uint32(*reply)})
+	probe := encode(wire.Header{Type: wire.TypeProbe, Token: token, Seq: 1, T1: time.Now().UnixNano(), Nonce: nc, ReplySize: uint32(*reply)})
 	_, got, err := exchange(probe, func(h wire.Header) bool { return h.Type == wire.TypeReply && h.Token == token && h.Seq == 1 })
 	if err != nil {
 		return fmt.Errorf("the legitimate session's probe: %w", err)
 	}
-	closeMsg := encode(wire.Header{Type: wire.TypeClose, Token: token, Seq: 2, T1: time.Now().UnixNano(), Count: nc})
+	closeMsg := encode(wire.Header{Type: wire.TypeClose, Token: token, Seq: 2, T1: time.Now().UnixNano(), Nonce: nc})
 
 	// From here the victim's socket only counts.
 	var phase atomic.Int32

@@ -87,7 +87,7 @@ func (p *streamPeer) handshake(replySize, holdMicro uint32) (token, n uint64, er
 		case wire.TypeCookie:
 			return in.Token, n, nil
 		case wire.TypeError:
-			return 0, 0, fmt.Errorf("refused: %s", wire.ErrorCode(in.Count))
+			return 0, 0, fmt.Errorf("refused: %s", in.Code)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func held(args []string) error {
 		_ = p.raw.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		msg := make([]byte, wire.HeaderLen)
 		for seq := 1; seq <= *probes && ctx.Err() == nil; seq++ {
-			h := wire.Header{Type: wire.TypeProbe, Token: token, Seq: uint64(seq), T1: time.Now().UnixNano(), Count: n, ReplySize: uint32(*reply), HoldMicro: hm}
+			h := wire.Header{Type: wire.TypeProbe, Token: token, Seq: uint64(seq), T1: time.Now().UnixNano(), Nonce: n, ReplySize: uint32(*reply), HoldMicro: hm}
 			_ = h.Encode(msg)
 			if _, err := p.c.Write(msg); err != nil {
 				errs.note("send probe", err)
@@ -260,7 +260,7 @@ func partial(args []string) error {
 			if err != nil {
 				return err
 			}
-			h = wire.Header{Type: wire.TypeProbe, Token: token, Seq: 1, T1: time.Now().UnixNano(), Count: n, ReplySize: wire.HeaderLen}
+			h = wire.Header{Type: wire.TypeProbe, Token: token, Seq: 1, T1: time.Now().UnixNano(), Nonce: n, ReplySize: wire.HeaderLen}
 		} else {
 			h = wire.Header{Type: wire.TypeHello, Seq: nonce(), T1: time.Now().UnixNano(), ReplySize: wire.HeaderLen}
 		}

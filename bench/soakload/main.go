@@ -103,7 +103,7 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 			var in wire.Header
 			if in.Decode(rbuf[:n]) == nil && in.Seq == nonce {
 				if in.Type == wire.TypeError {
-					return fmt.Errorf("refused: %s", wire.ErrorCode(in.Count))
+					return fmt.Errorf("refused: %s", in.Code)
 				}
 				if in.Type == wire.TypeCookie {
 					token = in.Token
@@ -134,7 +134,7 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 			case wire.TypeReply:
 				tot.received.Add(1)
 			case wire.TypeCloseAck:
-				acked.Store(in.Count)
+				acked.Store(in.Received)
 				close(closed)
 				return
 			}
@@ -143,7 +143,7 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 
 	t := time.NewTicker(gap)
 	defer t.Stop()
-	h := wire.Header{Type: wire.TypeProbe, Token: token, Count: nonce}
+	h := wire.Header{Type: wire.TypeProbe, Token: token, Nonce: nonce}
 	for seq := uint64(1); ; seq++ {
 		select {
 		case <-ctx.Done():
@@ -162,7 +162,7 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 // closeSession sends Closes until the CloseAck comes, a second apart.
 func closeSession(conn net.Conn, buf []byte, token, nonce uint64, closed chan struct{}, acked *atomic.Uint64, tot *totals) error {
 	time.Sleep(200 * time.Millisecond) // the last replies
-	h := wire.Header{Type: wire.TypeClose, Token: token, Count: nonce}
+	h := wire.Header{Type: wire.TypeClose, Token: token, Nonce: nonce}
 	for try := uint64(1); try <= 3; try++ {
 		h.Seq, h.T1 = try, time.Now().UnixNano()
 		_ = h.Encode(buf[:wire.HeaderLen])

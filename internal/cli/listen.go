@@ -12,8 +12,8 @@ import (
 
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/reflector"
-	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport"
 )
 
 // serverSetup is what openServer opens: the server's sockets, its bus and

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport"
 )
 
 // portOf returns the port of a socket's address.

@@ -816,7 +816,7 @@ func (r *run) handshake(ctx context.Context) error {
 			if h.Type == wire.TypeError {
 				// Unsigned by design: a client without the key must be
 				// able to read why it was refused.
-				code := wire.ErrorCode(h.Count)
+				code := h.Code
 				if code == wire.ErrorNoKey {
 					return r.noKey()
 				}
@@ -842,7 +842,7 @@ func (r *run) handshake(ctx context.Context) error {
 				r.token = h.Token
 				r.segs = []segment{{token: h.Token, nonce: nonce, first: 1}}
 				r.session.Store(&sessionKey{token: h.Token, nonce: nonce})
-				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.Count)}
+				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.RateLimit)}
 				r.lastHeard = r.clk.Now()
 				r.sameClock = sameClock(r.clk, &h)
 				r.opened = r.lastHeard
@@ -895,18 +895,7 @@ func (r *run) helloMsg() []byte {
 
 // encode writes h into msg, signed when there is a key (the tag takes the
 // last bytes of msg).
-func (r *run) encode(h *wire.Header, msg []byte) { encodeSigned(h, msg, r.signer) }
-
-// encodeSigned writes h into msg and, when s is not nil, flags and signs it.
-func encodeSigned(h *wire.Header, msg []byte, s *wire.Signer) {
-	if s != nil {
-		h.Flags |= wire.FlagAuth
-	}
-	_ = h.Encode(msg)
-	if s != nil {
-		s.Sign(msg)
-	}
-}
+func (r *run) encode(h *wire.Header, msg []byte) { h.Seal(msg, r.signer) }
 
 // verified reports whether msg, whose header is h, is properly signed, or
 // needs no signature.
@@ -1187,7 +1176,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 	if r.recon != nil && h.Seq == r.recon.nonce && (h.Type == wire.TypeCookie || h.Type == wire.TypeError) {
 		if h.Type == wire.TypeError {
 			r.stopSending("reflector-ended")
-			return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+			return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, h.Code)
 		}
 		r.resume(&h, now)
 		return nil
@@ -1199,15 +1188,15 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 	}
 	switch {
 	case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
-		if wire.ErrorCode(h.Count) == wire.ErrorSession {
+		if h.Code == wire.ErrorSession {
 			err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
 			return r.lostSession(now, "restarted", err)
 		}
 		r.stopSending("reflector-ended")
-		if code := wire.ErrorCode(h.Count); code == wire.ErrorDuration {
+		if code := h.Code; code == wire.ErrorDuration {
 			return fmt.Errorf("%w at %s after %s: the %s (its --max-duration)", ErrEnded, r.peer, time.Duration(now-r.opened).Round(time.Millisecond), code)
 		}
-		return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, wire.ErrorCode(h.Count))
+		return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, h.Code)
 	case h.Type == wire.TypeReply:
 		if r.open {
 			r.drain() // the probe may have left since the last look
@@ -1330,7 +1319,7 @@ func (r *run) send() error {
 	// T1 as late as possible: the bookkeeping since the last reply is not
 	// part of this probe's round trip.
 	now := r.clk.Now()
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Count: r.nonce, Seq: seq, T1: now,
+	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Nonce: r.nonce, Seq: seq, T1: now,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
 	if r.warm {
 		h.Flags = wire.FlagWarmup
@@ -1511,7 +1500,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 		return
 	}
 	if g := &r.segs[k]; seq > g.sMax {
-		g.sMax, g.cAtSMax = seq, h.Count
+		g.sMax, g.cAtSMax = seq, h.Received
 	}
 	a := r.fateOf(p)
 	if r.stamps != nil && msg != nil {
@@ -1562,7 +1551,7 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	}
 	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down = seq, rtt, up, down
 	if p != nil {
-		p.answered(seq, h.Count, k)
+		p.answered(seq, h.Received, k)
 		r.resolved(p)
 	}
 }
@@ -1596,7 +1585,7 @@ func (r *run) close() {
 		return
 	}
 	// Replies that straggle in now still count as late or duplicate.
-	h := wire.Header{Type: wire.TypeClose, Token: r.token, Count: r.nonce}
+	h := wire.Header{Type: wire.TypeClose, Token: r.token, Nonce: r.nonce}
 	if r.stamps != nil && r.stamps.reflector {
 		h.Flags = wire.FlagStamps // the transmit stamps still owed come back with the CloseAck
 	}
@@ -1691,7 +1680,7 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 			r.reply(&in, n, now, k, nil, tstamp.Stamp{})
 		case in.Type == wire.TypeCloseAck && in.Token == r.token:
 			r.res.ReflectorCount = "close"
-			r.finalCount = in.Count
+			r.finalCount = in.Received
 			if r.stamps != nil && in.Flags&wire.FlagStamps != 0 && !r.cfg.OneWay {
 				wire.FollowUps(r.rbuf[wire.HeaderLen:n-tag], r.followUp)
 			}

@@ -196,7 +196,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 		}
 		seq++
 		key := r.session.Load() // a new one after a reconnection
-		h.Token, h.Count = key.token, key.nonce
+		h.Token, h.Nonce = key.token, key.nonce
 		h.Seq, h.T1, h.Flags = seq, now, 0
 		if warm {
 			h.Flags = wire.FlagWarmup
@@ -221,7 +221,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			// next, in order.
 			txID = r.stamps.sock.NextTxID() + uint32(len(ob.msgs))
 		}
-		encodeSigned(&h, out, signer)
+		h.Seal(out, signer)
 		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm, txID: txID}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.

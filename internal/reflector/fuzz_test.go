@@ -18,10 +18,10 @@ func FuzzHandle(f *testing.F) {
 	tok := handshake(f, r, clk, alice)
 	for _, h := range []wire.Header{
 		{Type: wire.TypeHello, Seq: 1},
-		{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1, T1: 5},
-		{Type: wire.TypeProbe, Flags: wire.FlagWarmup, Token: tok, Count: 99, Seq: 2},
-		{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: 3, T1: 1},
-		{Type: wire.TypeClose, Token: tok, Count: 99},
+		{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1, T1: 5},
+		{Type: wire.TypeProbe, Flags: wire.FlagWarmup, Token: tok, Nonce: 99, Seq: 2},
+		{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: 3, T1: 1},
+		{Type: wire.TypeClose, Token: tok, Nonce: 99},
 		{Type: wire.TypeReply, Token: tok},
 	} {
 		for _, size := range []int{wire.HeaderLen, 200} {
@@ -36,7 +36,7 @@ func FuzzHandle(f *testing.F) {
 		if got := handshake(t, r, clk, alice); got != tok {
 			t.Fatalf("cookie for alice changed: %x, want %x", got, tok)
 		}
-		r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, wire.HeaderLen), alice, clk.Now())
+		r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1}, wire.HeaderLen), alice, clk.Now())
 		from := alice
 		if fromBob {
 			from = bob

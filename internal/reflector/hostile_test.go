@@ -24,14 +24,14 @@ func TestTokenDeadAfterSession(t *testing.T) {
 			}
 			tok := handshake(t, r, clk, alice)
 			probe := func(seq uint64) []byte {
-				return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, ReplySize: 1000}, 64), alice, clk.Now())
+				return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, ReplySize: 1000}, 64), alice, clk.Now())
 			}
 			if probe(1) == nil {
 				t.Fatal("first probe not answered")
 			}
 			switch end {
 			case "close", "close, evicted":
-				r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, 64), alice, clk.Now())
+				r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, 64), alice, clk.Now())
 			case "idle":
 				clk.Advance(2 * time.Second)
 				r.Sweep(clk.Now())
@@ -40,7 +40,7 @@ func TestTokenDeadAfterSession(t *testing.T) {
 				// Two new sessions need its room.
 				for _, a := range []netip.AddrPort{bob, netip.MustParseAddrPort("192.0.2.7:9")} {
 					tk := handshake(t, r, clk, a)
-					if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tk, Count: 99, Seq: 1}, 64), a, clk.Now()) == nil {
+					if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tk, Nonce: 99, Seq: 1}, 64), a, clk.Now()) == nil {
 						t.Fatalf("a new session from %s was refused", a)
 					}
 				}
@@ -68,7 +68,7 @@ func TestNoAmplification(t *testing.T) {
 		r, clk := newTest(t)
 		tok := handshake(t, r, clk, alice)
 		ask := func() []byte {
-			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1, ReplySize: 60000}, 65536)
+			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1, ReplySize: 60000}, 65536)
 			return r.Handle(p[:64], alice, clk.Now())
 		}
 		if n := len(ask()); n != 60000 {
@@ -95,7 +95,7 @@ func TestNoAmplification(t *testing.T) {
 			return b
 		}
 		c := decode(t, r.Handle(signed(wire.Header{Type: wire.TypeHello, Seq: 7}, 80), alice, clk.Now()))
-		p := signed(wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 7, Seq: 1}, 80)
+		p := signed(wire.Header{Type: wire.TypeProbe, Token: c.Token, Nonce: 7, Seq: 1}, 80)
 		if r.Handle(append([]byte(nil), p...), alice, clk.Now()) == nil {
 			t.Fatal("signed probe not answered")
 		}
@@ -110,11 +110,11 @@ func TestNoAmplification(t *testing.T) {
 		r, clk := newTest(t)
 		tok := handshake(t, r, clk, alice)
 		for seq := uint64(1); seq <= 50; seq++ {
-			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now() - int64(seq)*1000}, 64), alice, clk.Now())
+			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: seq, T1: clk.Now() - int64(seq)*1000}, 64), alice, clk.Now())
 		}
 		for range 3 {
 			b := make([]byte, 65536)
-			_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}).Encode(b)
+			_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}).Encode(b)
 			if ack := r.Handle(b[:64], alice, clk.Now()); len(ack) > 64 {
 				t.Fatalf("a 64-byte Close got a %d-byte CloseAck", len(ack))
 			}
@@ -133,7 +133,7 @@ func TestSessionsPerSource(t *testing.T) {
 	open := func(addr netip.AddrPort) wire.Header {
 		c := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeHello, Seq: 1}, 64), addr, clk.Now()))
 		if c.Type == wire.TypeCookie {
-			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 1}, 64), addr, clk.Now())
+			r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: c.Token, Nonce: 1, Seq: 1}, 64), addr, clk.Now())
 		}
 		return c
 	}
@@ -142,7 +142,7 @@ func TestSessionsPerSource(t *testing.T) {
 		if port < 4 && c.Type != wire.TypeCookie {
 			t.Fatalf("hello %d from alice: %+v, want a cookie", port, c)
 		}
-		if port >= 4 && (c.Type != wire.TypeError || wire.ErrorCode(c.Count) != wire.ErrorSourceSessions) {
+		if port >= 4 && (c.Type != wire.TypeError || c.Code != wire.ErrorSourceSessions) {
 			t.Fatalf("hello %d from alice: %+v, want %q", port, c, wire.ErrorSourceSessions)
 		}
 	}
@@ -165,7 +165,7 @@ func TestHeldMemory(t *testing.T) {
 	}
 	tok := handshake(t, r, clk, alice)
 	for seq := uint64(1); seq <= 40; seq++ {
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, ReplySize: 60000, HoldMicro: 1000}, 65536)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, ReplySize: 60000, HoldMicro: 1000}, 65536)
 		r.Handle(p[:64], alice, clk.Now())
 	}
 	st := r.Stats()
@@ -194,11 +194,11 @@ func TestFullAtFirstProbe(t *testing.T) {
 	}
 	one, two := netip.AddrPortFrom(alice.Addr(), 1), netip.AddrPortFrom(alice.Addr(), 2)
 	t1, t2 := handshake(t, r, clk, one), handshake(t, r, clk, two)
-	if h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t1, Count: 99, Seq: 1}, 64), one, clk.Now())); h.Type != wire.TypeReply {
+	if h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t1, Nonce: 99, Seq: 1}, 64), one, clk.Now())); h.Type != wire.TypeReply {
 		t.Fatalf("first client's probe: %+v", h)
 	}
-	h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t2, Count: 99, Seq: 1}, 64), two, clk.Now()))
-	if h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSourceSessions || h.Token != t2 || h.Seq != 1 {
+	h := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: t2, Nonce: 99, Seq: 1}, 64), two, clk.Now()))
+	if h.Type != wire.TypeError || h.Code != wire.ErrorSourceSessions || h.Token != t2 || h.Seq != 1 {
 		t.Fatalf("second client's probe: %+v, want %q for its token and seq", h, wire.ErrorSourceSessions)
 	}
 }
@@ -217,10 +217,10 @@ func TestAdmitOnlyOpenSessions(t *testing.T) {
 		h    wire.Header
 		want bool
 	}{
-		{"probe", wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, true},
-		{"close", wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, true},
-		{"probe after close", wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 2}, false},
-		{"close again", wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, false},
+		{"probe", wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1}, true},
+		{"close", wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, true},
+		{"probe after close", wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 2}, false},
+		{"close again", wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, false},
 	} {
 		r.Handle(msg(t, tt.h, 64), alice, clk.Now())
 		if r.admit != tt.want {
@@ -239,13 +239,13 @@ func TestClosedSessionsGo(t *testing.T) {
 		send func(tok uint64, seq uint64) wire.Header
 	}{
 		{"closing, Close repeated", func(tok, seq uint64) wire.Header {
-			return wire.Header{Type: wire.TypeClose, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: 1 << 40}
+			return wire.Header{Type: wire.TypeClose, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: 1 << 40}
 		}},
 		{"closed, Close repeated", func(tok, seq uint64) wire.Header {
-			return wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 1}
+			return wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99, Seq: 1}
 		}},
 		{"past its longest duration, probes", func(tok, seq uint64) wire.Header {
-			return wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}
+			return wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,7 +256,7 @@ func TestClosedSessionsGo(t *testing.T) {
 			}
 			tok := handshake(t, r, clk, alice)
 			p := make([]byte, 64, 65536)
-			_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: 1}).Encode(p)
+			_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: 1}).Encode(p)
 			r.Handle(p, alice, clk.Now())
 			for seq := uint64(2); seq < 30; seq++ {
 				clk.Advance(time.Second)
@@ -285,13 +285,13 @@ func TestRepeatedCloseCheap(t *testing.T) {
 	for seq := uint64(1); seq <= 1000; seq++ {
 		clk.Advance(time.Microsecond)
 		p := make([]byte, 64, 65536)
-		_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now() - int64(seq%50)*1000}).Encode(p)
+		_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: seq, T1: clk.Now() - int64(seq%50)*1000}).Encode(p)
 		r.Handle(p, alice, clk.Now())
 	}
-	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 1}, wire.CloseOneWayLen)
+	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99, Seq: 1}, wire.CloseOneWayLen)
 	buf := make([]byte, wire.CloseOneWayLen)
 	first := decode(t, r.Handle(append(buf[:0], closeMsg...), alice, clk.Now()))
-	if first.Type != wire.TypeCloseAck || first.Count != 1000 {
+	if first.Type != wire.TypeCloseAck || first.Received != 1000 {
 		t.Fatalf("CloseAck %+v, want one counting 1000", first)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
@@ -315,7 +315,7 @@ func TestHeldPerSource(t *testing.T) {
 	hold := func(addr netip.AddrPort, n int) {
 		tok := handshake(t, r, clk, addr)
 		for seq := uint64(1); seq <= uint64(n); seq++ {
-			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: 1_000_000}, 64)
+			p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, HoldMicro: 1_000_000}, 64)
 			r.Handle(p, addr, clk.Now())
 		}
 	}

@@ -548,7 +548,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		size, hold := r.grant(&h, r.cfg.MaxSize)
 		h = wire.Header{
 			Type: wire.TypeCookie, Token: r.cookie(addr, h.Seq, t2/cookieEpoch), Seq: h.Seq, T1: h.T1, T2: t2,
-			Count: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
+			RateLimit: uint64(r.cfg.MaxRate), ReplySize: uint32(size), HoldMicro: hold,
 		}
 		if id := clock.IdentityOf(r.clk); id != 0 {
 			// A client on the same clock measures its one-way delays
@@ -557,14 +557,14 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		}
 		return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &h)
 	case wire.TypeProbe, wire.TypeClose:
-		s, known, full := r.session(h.Token, h.Count, addr, t2)
+		s, known, full := r.session(h.Token, h.Nonce, addr, t2)
 		if s == nil {
 			switch {
 			case full != 0 && h.Type == wire.TypeProbe:
 				// Its Hello found room, but others took it since: say
 				// so, no larger than the probe (a valid cookie shows
 				// its sender receives at its address).
-				e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(full)}
+				e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Code: full}
 				return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
 			case !known:
 				return r.unknownSession(pkt, &h, t2)
@@ -598,7 +598,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 			r.st.Drops[DropDuration]++
 			// Within the session, so signed when there is a key; no
 			// larger than the probe.
-			e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, Count: uint64(wire.ErrorDuration)}
+			e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, Code: wire.ErrorDuration}
 			return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
 		}
 		if !s.bucket.take(r.cfg.MaxRate, t2) || (r.cfg.MaxTotalRate > 0 && !r.allRate.take(r.cfg.MaxTotalRate, t2)) {
@@ -662,7 +662,7 @@ func (r *Reflector) Handle(pkt []byte, addr netip.AddrPort, t2 int64) []byte {
 		} else {
 			pkt = pkt[:size]
 		}
-		h.Type, h.T2, h.Count, h.ReplySize, h.HoldMicro = wire.TypeReply, t2, s.count, uint32(size), hold
+		h.Type, h.T2, h.Received, h.ReplySize, h.HoldMicro = wire.TypeReply, t2, s.count, uint32(size), hold
 		r.putStamps(pkt, &h, s)
 		rep := sentReply{addr: addr, token: h.Token, seq: h.Seq, t2: t2, t2k: r.rxStamp, hold: int64(hold) * int64(time.Microsecond)}
 		if hold == 0 {
@@ -881,7 +881,7 @@ func (r *Reflector) close(pkt []byte, h *wire.Header, s *session, addr netip.Add
 		r.open--
 	}
 	asked := h.Flags & wire.FlagStamps
-	*h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Count: s.count}
+	*h = wire.Header{Type: wire.TypeCloseAck, Token: h.Token, Seq: h.Seq, T1: h.T1, T2: t2, Received: s.count}
 	room := len(pkt) - r.tagLen() // what came, less the tag the answer needs too
 	size := wire.HeaderLen
 	if asked != 0 && s.oneway == nil {
@@ -920,7 +920,7 @@ func (r *Reflector) unknownSession(pkt []byte, h *wire.Header, t2 int64) []byte 
 	if h.Type != wire.TypeProbe || !r.unknown.take(unknownRate, t2) {
 		return nil
 	}
-	e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Count: uint64(wire.ErrorSession)}
+	e := wire.Header{Type: wire.TypeError, Token: h.Token, Seq: h.Seq, T1: h.T1, Code: wire.ErrorSession}
 	return r.reply(pkt[:wire.HeaderLen+r.tagLen()], &e)
 }
 
@@ -949,7 +949,7 @@ func (r *Reflector) allowed(addr netip.AddrPort) bool {
 // refuse answers a Hello with an Error of the header's size, unsigned: no
 // larger than what came, and readable by a client without the key.
 func (r *Reflector) refuse(pkt []byte, h *wire.Header, code wire.ErrorCode) []byte {
-	e := wire.Header{Type: wire.TypeError, Seq: h.Seq, T1: h.T1, Count: uint64(code)}
+	e := wire.Header{Type: wire.TypeError, Seq: h.Seq, T1: h.T1, Code: code}
 	_ = e.Encode(pkt)
 	return pkt[:wire.HeaderLen]
 }
@@ -1495,7 +1495,7 @@ func (h streamHandler) Refuse(msg []byte, from netip.AddrPort, why transport.Ref
 	case hd.Type == wire.TypeHello:
 		reply = r.refuse(msg, &hd, code)
 	case ok:
-		e := wire.Header{Type: wire.TypeError, Token: hd.Token, Seq: hd.Seq, T1: hd.T1, Count: uint64(code)}
+		e := wire.Header{Type: wire.TypeError, Token: hd.Token, Seq: hd.Seq, T1: hd.T1, Code: code}
 		reply = r.reply(msg[:wire.HeaderLen+r.tagLen()], &e)
 	}
 	r.mu.Unlock()

@@ -76,7 +76,7 @@ func TestSession(t *testing.T) {
 		if seq == 1 {
 			flags = wire.FlagWarmup
 		}
-		probe := msg(t, wire.Header{Type: wire.TypeProbe, Flags: flags, Token: tok, Count: 99, Seq: seq, T1: 5}, 100)
+		probe := msg(t, wire.Header{Type: wire.TypeProbe, Flags: flags, Token: tok, Nonce: 99, Seq: seq, T1: 5}, 100)
 		clk.Advance(time.Microsecond)
 		t2 := clk.Now()
 		reply := r.Handle(probe, alice, t2)
@@ -85,7 +85,7 @@ func TestSession(t *testing.T) {
 		}
 		h := decode(t, reply)
 		want := seq - 1 // the warm-up probe is not counted
-		if h.Type != wire.TypeReply || h.Seq != seq || h.T1 != 5 || h.T2 != t2 || h.T3 < t2 || h.Count != want {
+		if h.Type != wire.TypeReply || h.Seq != seq || h.T1 != 5 || h.T2 != t2 || h.T3 < t2 || h.Received != want {
 			t.Fatalf("reply %d = %+v, want seq %d T1 5 T2 %d count %d", seq, h, seq, t2, want)
 		}
 	}
@@ -93,19 +93,19 @@ func TestSession(t *testing.T) {
 		t.Fatalf("sessions = %d, want 1", got)
 	}
 	// The token from another address is refused.
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 4}, 64), bob, clk.Now()); reply != nil {
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 4}, 64), bob, clk.Now()); reply != nil {
 		t.Fatal("probe with alice's token from bob was answered")
 	}
-	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 9}, 64), alice, clk.Now()))
-	if ack.Type != wire.TypeCloseAck || ack.Count != 2 {
+	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99, Seq: 9}, 64), alice, clk.Now()))
+	if ack.Type != wire.TypeCloseAck || ack.Received != 2 {
 		t.Fatalf("close ack = %+v, want count 2", ack)
 	}
 	// A repeated close (the ack was lost) gets the same answer.
-	ack = decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99, Seq: 9}, 64), alice, clk.Now()))
-	if ack.Count != 2 {
-		t.Fatalf("second close ack count = %d, want 2", ack.Count)
+	ack = decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99, Seq: 9}, 64), alice, clk.Now()))
+	if ack.Received != 2 {
+		t.Fatalf("second close ack count = %d, want 2", ack.Received)
 	}
-	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 5}, 64), alice, clk.Now()); reply != nil {
+	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 5}, 64), alice, clk.Now()); reply != nil {
 		t.Fatal("probe after close was answered")
 	}
 	st := r.Stats()
@@ -127,11 +127,11 @@ func TestCookieExpires(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
 	clk.Advance(3 * time.Duration(cookieEpoch))
-	reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64), alice, clk.Now())
+	reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1}, 64), alice, clk.Now())
 	if reply == nil {
 		t.Fatal("a probe with a stale cookie got no answer")
 	}
-	if h := decode(t, reply); h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession {
+	if h := decode(t, reply); h.Type != wire.TypeError || h.Code != wire.ErrorSession {
 		t.Fatalf("a cookie three epochs old got %+v, want an ErrorSession", h)
 	}
 	if st := r.Stats(); st.Drops[DropToken] != 1 || st.SessionsOpened != 0 {
@@ -147,7 +147,7 @@ func TestUnknownSession(t *testing.T) {
 	r, clk := newTest(t)
 	answered := 0
 	for i := range 1000 {
-		in := msg(t, wire.Header{Type: wire.TypeProbe, Token: 777, Count: 5, Seq: uint64(i + 1)}, 64)
+		in := msg(t, wire.Header{Type: wire.TypeProbe, Token: 777, Nonce: 5, Seq: uint64(i + 1)}, 64)
 		reply := r.Handle(in, alice, clk.Now())
 		if reply == nil {
 			continue
@@ -157,7 +157,7 @@ func TestUnknownSession(t *testing.T) {
 			t.Fatalf("answer of %d bytes to a %d-byte probe", len(reply), len(in))
 		}
 		h := decode(t, reply)
-		if h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession || h.Token != 777 || h.Seq != uint64(i+1) {
+		if h.Type != wire.TypeError || h.Code != wire.ErrorSession || h.Token != 777 || h.Seq != uint64(i+1) {
 			t.Fatalf("answer %+v, want ErrorSession with the probe's token and seq", h)
 		}
 	}
@@ -176,7 +176,7 @@ func TestReplayed(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
 	probe := func(seq uint64) []byte {
-		return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now())
+		return r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now())
 	}
 	if probe(1) == nil || probe(seenWindow+1) == nil {
 		t.Fatal("fresh probes were not answered")
@@ -220,7 +220,7 @@ func TestDrops(t *testing.T) {
 			if tt.want == DropToken {
 				// Answered, so that a client whose reflector restarted
 				// learns it: see TestUnknownSession.
-				if h := decode(t, reply); h.Type != wire.TypeError || wire.ErrorCode(h.Count) != wire.ErrorSession {
+				if h := decode(t, reply); h.Type != wire.TypeError || h.Code != wire.ErrorSession {
 					t.Fatalf("Handle(%s) answered %+v, want ErrorSession", tt.name, h)
 				}
 			} else if reply != nil {
@@ -281,15 +281,15 @@ func TestServe(t *testing.T) {
 	})
 	c, exchange := udpExchange(t, conn.LocalAddr().String(), 5*time.Second)
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
-	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1})
-	if reply.Type != wire.TypeReply || reply.Count != 1 {
+	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 1, Seq: 1})
+	if reply.Type != wire.TypeReply || reply.Received != 1 {
 		t.Fatalf("reply = %+v, want count 1", reply)
 	}
 	if _, err := c.Write([]byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	ack := exchange(wire.Header{Type: wire.TypeClose, Token: cookie.Token})
-	if ack.Count != 1 {
+	if ack.Received != 1 {
 		t.Fatalf("close ack = %+v, want count 1", ack)
 	}
 	cancel()
@@ -303,7 +303,7 @@ func TestServe(t *testing.T) {
 func BenchmarkHandleProbe(b *testing.B) {
 	r, clk := newTest(b)
 	tok := handshake(b, r, clk, alice)
-	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: 1}, 64)
+	probe := msg(b, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 1}, 64)
 	r.Handle(probe, alice, clk.Now())
 	seq := uint64(1)
 	b.ReportAllocs()
@@ -336,8 +336,8 @@ func TestGrants(t *testing.T) {
 	}
 	hello := msg(t, wire.Header{Type: wire.TypeHello, Seq: 1, ReplySize: 1000, HoldMicro: 9000}, 100)
 	c := decode(t, r.Handle(hello, alice, clk.Now()))
-	if c.ReplySize != 200 || c.HoldMicro != 5000 || c.Count != 100 {
-		t.Fatalf("cookie grants size %d, hold %dµs, rate %d; want 200, 5000, 100", c.ReplySize, c.HoldMicro, c.Count)
+	if c.ReplySize != 200 || c.HoldMicro != 5000 || c.RateLimit != 100 {
+		t.Fatalf("cookie grants size %d, hold %dµs, rate %d; want 200, 5000, 100", c.ReplySize, c.HoldMicro, c.RateLimit)
 	}
 	// A 100-byte probe asking for a 150-byte reply, in a buffer with room,
 	// whose tail holds an earlier datagram's bytes.
@@ -346,7 +346,7 @@ func TestGrants(t *testing.T) {
 		buf[i] = 0xee
 	}
 	probe := buf[:100]
-	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 1, ReplySize: 150}).Encode(probe)
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Nonce: 1, Seq: 1, ReplySize: 150}).Encode(probe)
 	clear(probe[wire.HeaderLen:])
 	reply := r.Handle(probe, alice, clk.Now())
 	if len(reply) != 150 || decode(t, reply).ReplySize != 150 {
@@ -359,7 +359,7 @@ func TestGrants(t *testing.T) {
 	}
 	// Asking beyond the limit gets the limit.
 	probe = buf[:64]
-	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Count: 1, Seq: 2, ReplySize: 60000}).Encode(probe)
+	_ = (&wire.Header{Type: wire.TypeProbe, Token: c.Token, Nonce: 1, Seq: 2, ReplySize: 60000}).Encode(probe)
 	if reply := r.Handle(probe, alice, clk.Now()); len(reply) != 200 {
 		t.Fatalf("reply to a 60000-byte ask is %d bytes, want the 200-byte limit", len(reply))
 	}
@@ -374,7 +374,7 @@ func TestHold(t *testing.T) {
 	tok := handshake(t, r, clk, alice)
 	t2 := clk.Now()
 	for seq, hold := range map[uint64]uint32{1: 3000, 2: 1000, 3: 2000} {
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: hold}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, HoldMicro: hold}, 64)
 		if reply := r.Handle(p, alice, t2); reply != nil {
 			t.Fatalf("probe %d with a hold was answered at once", seq)
 		}
@@ -418,7 +418,7 @@ func TestRateLimit(t *testing.T) {
 	tok := handshake(t, r, clk, alice)
 	answered := 0
 	for seq := uint64(1); seq <= 20; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
 			answered++
 		}
 	}
@@ -428,7 +428,7 @@ func TestRateLimit(t *testing.T) {
 	clk.Advance(50 * time.Millisecond) // five more tokens
 	answered = 0
 	for seq := uint64(21); seq <= 30; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
 			answered++
 		}
 	}
@@ -448,7 +448,7 @@ func TestOneWay(t *testing.T) {
 	t1 := clk.Now()
 	for i, seq := range []uint64{1, 2, 2, 4, 3, 6} {
 		clk.Advance(time.Microsecond)
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: t1 + int64(i)*1000}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: seq, T1: t1 + int64(i)*1000}, 64)
 		if reply := r.Handle(p, alice, clk.Now()); reply != nil {
 			t.Fatalf("one-way probe %d was answered", seq)
 		}
@@ -459,7 +459,7 @@ func TestOneWay(t *testing.T) {
 	}
 	buf := make([]byte, 65536)
 	closeMsg := buf[:wire.CloseOneWayLen] // a client's Close makes room for the results
-	_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}).Encode(closeMsg)
+	_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}).Encode(closeMsg)
 	ack := r.Handle(closeMsg, alice, clk.Now())
 	if decode(t, ack).Type != wire.TypeCloseAck || len(ack) <= wire.HeaderLen {
 		t.Fatalf("close ack of %d bytes, want results after the header", len(ack))
@@ -511,7 +511,7 @@ func TestOneWayStragglers(t *testing.T) {
 			probe := func(seq uint64) []byte {
 				clk.Advance(time.Microsecond)
 				p := make([]byte, 64, 65536) // as Serve reads: room for a CloseAck
-				_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Count: 99, Seq: seq, T1: clk.Now()}).Encode(p)
+				_ = (&wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: seq, T1: clk.Now()}).Encode(p)
 				return r.Handle(p, alice, clk.Now())
 			}
 			for seq := uint64(1); seq <= 5; seq++ {
@@ -524,7 +524,7 @@ func TestOneWayStragglers(t *testing.T) {
 			}
 			closeMsg := func(flags wire.Flags, seq uint64) []byte {
 				b := make([]byte, wire.CloseOneWayLen)
-				_ = (&wire.Header{Type: wire.TypeClose, Flags: flags, Token: tok, Count: 99, Seq: seq, T1: 7}).Encode(b)
+				_ = (&wire.Header{Type: wire.TypeClose, Flags: flags, Token: tok, Nonce: 99, Seq: seq, T1: 7}).Encode(b)
 				return b
 			}
 			if ack := r.Handle(closeMsg(wire.FlagOneWay, 5), alice, clk.Now()); ack != nil {
@@ -588,7 +588,7 @@ func TestKeyAllowSessions(t *testing.T) {
 	}
 	// Wrong key: the Hello is refused, with a reason, no larger than it.
 	e := decode(t, r.Handle(signed(bad, wire.Header{Type: wire.TypeHello, Seq: 5}, 80), alice, clk.Now()))
-	if e.Type != wire.TypeError || wire.ErrorCode(e.Count) != wire.ErrorAuth || e.Seq != 5 {
+	if e.Type != wire.TypeError || e.Code != wire.ErrorAuth || e.Seq != 5 {
 		t.Fatalf("answer to a wrongly signed hello = %+v, want an auth error", e)
 	}
 	// Right key: a signed cookie, then signed replies.
@@ -597,27 +597,27 @@ func TestKeyAllowSessions(t *testing.T) {
 		t.Fatalf("cookie of %d bytes: %v", len(reply), err)
 	}
 	tok := decode(t, reply).Token
-	reply = r.Handle(signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 1}, 100), alice, clk.Now())
-	if err := good.Verify(reply); err != nil || decode(t, reply).Count != 1 {
+	reply = r.Handle(signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 6, Seq: 1}, 100), alice, clk.Now())
+	if err := good.Verify(reply); err != nil || decode(t, reply).Received != 1 {
 		t.Fatalf("signed probe's reply: %v", err)
 	}
 	// Unsigned, or tampered: dropped.
-	if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 2}, 100), alice, clk.Now()) != nil {
+	if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 6, Seq: 2}, 100), alice, clk.Now()) != nil {
 		t.Fatal("an unsigned probe was answered")
 	}
-	p := signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 6, Seq: 3}, 100)
+	p := signed(good, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 6, Seq: 3}, 100)
 	p[70] ^= 1
 	if r.Handle(p, alice, clk.Now()) != nil {
 		t.Fatal("a tampered probe was answered")
 	}
 	// Outside --allow: refused. Beyond one session: refused.
 	e = decode(t, r.Handle(signed(good, wire.Header{Type: wire.TypeHello, Seq: 7}, 80), bob, clk.Now()))
-	if wire.ErrorCode(e.Count) != wire.ErrorRefused {
+	if e.Code != wire.ErrorRefused {
 		t.Fatalf("hello from outside --allow: %+v", e)
 	}
 	carol := netip.MustParseAddrPort("192.0.2.3:1")
 	e = decode(t, r.Handle(signed(good, wire.Header{Type: wire.TypeHello, Seq: 8}, 80), carol, clk.Now()))
-	if wire.ErrorCode(e.Count) != wire.ErrorSessions {
+	if e.Code != wire.ErrorSessions {
 		t.Fatalf("hello beyond --max-sessions: %+v", e)
 	}
 	st := r.Stats()
@@ -630,14 +630,14 @@ func TestDuplicatesNotCounted(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
 	for _, seq := range []uint64{1, 2, 2, 3, 1} {
-		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now())
+		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now())
 		if reply == nil {
 			t.Fatalf("probe %d (a duplicate is answered too) got no reply", seq)
 		}
 	}
-	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Count: 99}, 64), alice, clk.Now()))
-	if ack.Count != 3 || r.Stats().Duplicates != 2 {
-		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Count, r.Stats().Duplicates)
+	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, 64), alice, clk.Now()))
+	if ack.Received != 3 || r.Stats().Duplicates != 2 {
+		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Received, r.Stats().Duplicates)
 	}
 }
 
@@ -651,7 +651,7 @@ func TestReorderedFlag(t *testing.T) {
 		want bool
 	}{{1, false}, {3, false}, {2, true}, {3, false}, {4, false}, {2, false}} {
 		// Every probe asks for the flag, as a forged one would.
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagReordered, Token: tok, Count: 99, Seq: tt.seq}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagReordered, Token: tok, Nonce: 99, Seq: tt.seq}, 64)
 		h := decode(t, r.Handle(p, alice, clk.Now()))
 		if got := h.Flags&wire.FlagReordered != 0; got != tt.want {
 			t.Errorf("reply to probe %d: reordered %v, want %v (duplicates are not reordered)", tt.seq, got, tt.want)
@@ -668,7 +668,7 @@ func TestDurationAndTotalRate(t *testing.T) {
 	tok := handshake(t, r, clk, alice)
 	answered := 0
 	for seq := uint64(1); seq <= 20; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
 			answered++
 		}
 	}
@@ -677,7 +677,7 @@ func TestDurationAndTotalRate(t *testing.T) {
 	}
 	clk.Advance(2 * time.Second)
 	e := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Seq: 21}, 64), alice, clk.Now()))
-	if e.Type != wire.TypeError || wire.ErrorCode(e.Count) != wire.ErrorDuration || e.Token != tok {
+	if e.Type != wire.TypeError || e.Code != wire.ErrorDuration || e.Token != tok {
 		t.Fatalf("probe after the longest duration got %+v, want ErrorDuration", e)
 	}
 	if st := r.Stats(); st.Drops[DropRate] != 10 || st.Drops[DropDuration] != 1 {
@@ -714,7 +714,7 @@ func TestHoldScheduler(t *testing.T) {
 	}
 	probe := func(seq uint64, hold time.Duration) int64 {
 		t2 := clk.Now()
-		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Count: 99, Seq: seq, HoldMicro: uint32(hold / time.Microsecond)}, 64)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, HoldMicro: uint32(hold / time.Microsecond)}, 64)
 		if r.Handle(p, alice, t2) != nil {
 			t.Fatalf("probe %d with a %v hold answered at once", seq, hold)
 		}
@@ -784,7 +784,7 @@ func TestCookieClockID(t *testing.T) {
 	if got := wire.ClockIDOf(&c); got != 0xfeedface {
 		t.Fatalf("cookie %+v carries clock identity %#x, want 0xfeedface", c, got)
 	}
-	p := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagClockID, Token: c.Token, Count: 5, Seq: 1}, wire.HeaderLen), alice, clk.Now()))
+	p := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagClockID, Token: c.Token, Nonce: 5, Seq: 1}, wire.HeaderLen), alice, clk.Now()))
 	if p.Type != wire.TypeReply || p.T3 != clk.Now() {
 		t.Fatalf("reply %+v to a probe flagged FlagClockID: want T3 %d, its send time", p, clk.Now())
 	}
@@ -831,7 +831,7 @@ func TestServeBusyPollHolds(t *testing.T) {
 	_, exchange := udpExchange(t, pc.LocalAddr().String(), 30*time.Second)
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
 	start := time.Now()
-	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Count: 1, Seq: 1, HoldMicro: 200_000})
+	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 1, Seq: 1, HoldMicro: 200_000})
 	cancel()
 	wg.Wait()
 	pc.Close()

@@ -31,7 +31,7 @@ func TestStampsFollowUp(t *testing.T) {
 	probe := func(seq uint64, size int) (wire.Header, wire.Stamps, bool) {
 		t.Helper()
 		r.rxStamp, r.lastOK = int64(1000+seq), false
-		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagStamps, Token: token, Count: 99, Seq: seq}, size), addr, clk.Now())
+		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagStamps, Token: token, Nonce: 99, Seq: seq}, size), addr, clk.Now())
 		if !r.lastOK || r.last.seq != seq || r.last.t2k != int64(1000+seq) {
 			t.Fatalf("probe %d: last reply %+v", seq, r.last)
 		}
@@ -70,7 +70,7 @@ func TestStampsFollowUp(t *testing.T) {
 	r.replied(&four, 5004)
 	r.replied(&six, 5006)
 	// A Close with room for the follow-ups, as a client's.
-	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Flags: wire.FlagStamps, Token: token, Count: 99}, wire.CloseStampsLen)
+	closeMsg := msg(t, wire.Header{Type: wire.TypeClose, Flags: wire.FlagStamps, Token: token, Nonce: 99}, wire.CloseStampsLen)
 	closeAck := r.Handle(closeMsg, addr, clk.Now())
 	if h := decode(t, closeAck); h.Type != wire.TypeCloseAck || h.Flags&wire.FlagStamps == 0 {
 		t.Fatalf("CloseAck %+v, want FlagStamps", h)

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
-	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
 	"github.com/volley-net/volley/internal/transport/unixgram"

@@ -26,7 +26,7 @@
 //	|           T3: reflector send time (int64 Unix ns)             | 40
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Count: probes the reflector received in the session       | 48
+//	|   Received, Nonce, RateLimit or Code: one per type (Header)   | 48
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|              Reply size asked for (bytes, uint32)             | 56
@@ -42,10 +42,10 @@
 //	  Hello  (Seq = nonce)           ------>
 //	                                 <------  Cookie (Token, Seq = nonce)
 //	  Probe  (Token, Seq = 1, T1)    ------>
-//	                                 <------  Reply (T1 echoed, T2, T3, Count)
+//	                                 <------  Reply (T1 echoed, T2, T3, Received)
 //	  ...
 //	  Close  (Token)                 ------>
-//	                                 <------  CloseAck (Count = final count)
+//	                                 <------  CloseAck (Received = final count)
 //
 // The Cookie's token is a keyed hash of the client's address that the
 // reflector can check without keeping any state, so a reflector keeps no
@@ -55,12 +55,12 @@
 // Reply size and hold mean, by type:
 //
 //   - Hello: the largest reply size and hold the client will ask for.
-//   - Cookie: what the reflector grants of those, within its limits; Count
-//     carries its rate limit per session in probes/s (0: none). With
+//   - Cookie: what the reflector grants of those, within its limits;
+//     RateLimit carries its rate limit per session in probes/s (0: none). With
 //     FlagClockID, T3 carries the identity of the reflector's clock instead
 //     of its send time (see FlagClockID).
 //   - Probe: what this probe asks for (reply size 0: the probe's own size);
-//     Count carries the Hello's nonce, which the cookie was made with, so a
+//     Nonce carries the Hello's nonce, which the cookie was made with, so a
 //     stateless reflector can check the token (Close too).
 //   - Reply: what the reflector applied to this probe.
 //
@@ -98,10 +98,10 @@ const (
 	TypeReply    Type = 4 // reflector reply to a probe
 	TypeClose    Type = 5 // client ends the session
 	TypeCloseAck Type = 6 // reflector confirms with its final count
-	TypeError    Type = 7 // reflector refuses a Hello, or ends a session; Count holds an ErrorCode
+	TypeError    Type = 7 // reflector refuses a Hello, or ends a session; Code says why
 )
 
-// ErrorCode says why a reflector refused a client, in a TypeError's Count.
+// ErrorCode says why a reflector refused a client, in a TypeError's Code.
 type ErrorCode uint64
 
 // The error codes.
@@ -330,6 +330,20 @@ func (s *Signer) Sign(msg []byte) {
 	copy(msg[n:], s.mac.Sum(s.sum[:0]))
 }
 
+// Seal writes h into msg and, when s is not nil, sets FlagAuth first and
+// signs msg: the tag takes its last TagLen bytes. msg must hold a header.
+// Every sender of a signed message seals it here, so the flag, the header
+// and the tag cannot disagree.
+func (h *Header) Seal(msg []byte, s *Signer) {
+	if s != nil {
+		h.Flags |= FlagAuth
+	}
+	_ = h.Encode(msg)
+	if s != nil {
+		s.Sign(msg)
+	}
+}
+
 // Verify checks the tag at the end of msg and returns ErrTag if it is
 // missing or wrong.
 func (s *Signer) Verify(msg []byte) error {
@@ -368,16 +382,53 @@ var (
 
 // Header is the fixed part of every message. Times are Unix nanoseconds.
 type Header struct {
-	Type      Type
-	Flags     Flags
-	Token     uint64
-	Seq       uint64
-	T1        int64
-	T2        int64
-	T3        int64
-	Count     uint64
+	Type  Type
+	Flags Flags
+	Token uint64
+	Seq   uint64
+	T1    int64
+	T2    int64
+	T3    int64
+	// The 64 bits at offset 48 mean one thing per type, and each meaning
+	// has its field: Encode writes the one the type uses, Decode fills it
+	// and zeroes the others.
+	Received  uint64    // Reply, CloseAck: probes the reflector received in the session
+	Nonce     uint64    // Probe, Close: the Hello's nonce, which the token was made with
+	RateLimit uint64    // Cookie: the session's rate limit in probes/s (0: none)
+	Code      ErrorCode // Error: why the reflector refused or ended the session
 	ReplySize uint32
 	HoldMicro uint32
+}
+
+// word returns the field that h's type carries at offset 48.
+func (h *Header) word() uint64 {
+	switch h.Type {
+	case TypeProbe, TypeClose:
+		return h.Nonce
+	case TypeReply, TypeCloseAck:
+		return h.Received
+	case TypeCookie:
+		return h.RateLimit
+	case TypeError:
+		return uint64(h.Code)
+	}
+	return 0
+}
+
+// setWord fills the field that h's type carries at offset 48 with w, and
+// zeroes the others.
+func (h *Header) setWord(w uint64) {
+	h.Received, h.Nonce, h.RateLimit, h.Code = 0, 0, 0, 0
+	switch h.Type {
+	case TypeProbe, TypeClose:
+		h.Nonce = w
+	case TypeReply, TypeCloseAck:
+		h.Received = w
+	case TypeCookie:
+		h.RateLimit = w
+	case TypeError:
+		h.Code = ErrorCode(w)
+	}
 }
 
 // Encode writes h into the first HeaderLen bytes of b. It returns ErrShort
@@ -397,7 +448,7 @@ func (h *Header) Encode(b []byte) error {
 	binary.BigEndian.PutUint64(b[24:], uint64(h.T1))
 	binary.BigEndian.PutUint64(b[32:], uint64(h.T2))
 	binary.BigEndian.PutUint64(b[40:], uint64(h.T3))
-	binary.BigEndian.PutUint64(b[48:], h.Count)
+	binary.BigEndian.PutUint64(b[48:], h.word())
 	binary.BigEndian.PutUint32(b[56:], h.ReplySize)
 	binary.BigEndian.PutUint32(b[60:], h.HoldMicro)
 	return nil
@@ -434,7 +485,7 @@ func (h *Header) Decode(b []byte) error {
 	h.T1 = int64(binary.BigEndian.Uint64(b[24:]))
 	h.T2 = int64(binary.BigEndian.Uint64(b[32:]))
 	h.T3 = int64(binary.BigEndian.Uint64(b[40:]))
-	h.Count = binary.BigEndian.Uint64(b[48:])
+	h.setWord(binary.BigEndian.Uint64(b[48:]))
 	h.ReplySize = binary.BigEndian.Uint32(b[56:])
 	h.HoldMicro = binary.BigEndian.Uint32(b[60:])
 	return nil

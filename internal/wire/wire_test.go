@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -52,7 +53,7 @@ ffffffffffffffff
 00000000
 00000000`, Header{
 			Type: TypeReply, Token: 0xfffffffffffffffe, Seq: 1<<64 - 1,
-			T1: 1, T2: 2, T3: 3, Count: 100,
+			T1: 1, T2: 2, T3: 3, Received: 100,
 		}},
 		{"cookie with a clock identity", `
 564c 01 02 0040 0000
@@ -65,7 +66,7 @@ ffffffffffffffff
 00000100
 000003e8`, Header{
 			Type: TypeCookie, Flags: FlagClockID, Token: 0x0102030405060708, Seq: 7,
-			T1: 1, T2: 2, T3: -0x7452_0ff2_edcb_a988, Count: 1_000_000, ReplySize: 256, HoldMicro: 1000,
+			T1: 1, T2: 2, T3: -0x7452_0ff2_edcb_a988, RateLimit: 1_000_000, ReplySize: 256, HoldMicro: 1000,
 		}},
 		{"negative time", `
 564c 01 01 0000 0000
@@ -156,9 +157,9 @@ func FuzzDecode(f *testing.F) {
 		{Type: TypeCookie, Token: 77, Seq: 1, T2: 5, T3: 6},
 		{Type: TypeCookie, Flags: FlagClockID, Token: 77, Seq: 1, T2: 5, T3: -0x7452_0ff2_edcb_a988},
 		{Type: TypeProbe, Flags: FlagWarmup, Token: 77, Seq: 2, T1: 1e18, ReplySize: 1000, HoldMicro: 5},
-		{Type: TypeReply, Token: 77, Seq: 2, T1: 1, T2: 2, T3: 3, Count: 1},
+		{Type: TypeReply, Token: 77, Seq: 2, T1: 1, T2: 2, T3: 3, Received: 1},
 		{Type: TypeClose, Token: 77},
-		{Type: TypeCloseAck, Token: 77, Count: 1 << 40},
+		{Type: TypeCloseAck, Token: 77, Received: 1 << 40},
 	}
 	for _, h := range seeds {
 		b := make([]byte, HeaderLen+16)
@@ -204,7 +205,7 @@ func BenchmarkEncode(b *testing.B) {
 
 func BenchmarkDecode(b *testing.B) {
 	buf := make([]byte, HeaderLen)
-	in := Header{Type: TypeReply, Token: 1, Seq: 2, T1: 3, T2: 4, T3: 5, Count: 6}
+	in := Header{Type: TypeReply, Token: 1, Seq: 2, T1: 3, T2: 4, T3: 5, Received: 6}
 	_ = in.Encode(buf)
 	var h Header
 	b.ReportAllocs()
@@ -221,7 +222,7 @@ func TestPutT3(t *testing.T) {
 	_ = in.Encode(b)
 	PutT3(b, 99)
 	var h Header
-	if err := h.Decode(b); err != nil || h.T3 != 99 || h.T2 != 2 || h.Count != 0 {
+	if err := h.Decode(b); err != nil || h.T3 != 99 || h.T2 != 2 || h.Received != 0 {
 		t.Fatalf("after PutT3(99): %+v, %v; want T3 99 and the rest unchanged", h, err)
 	}
 }
@@ -328,5 +329,69 @@ func TestClockIDOf(t *testing.T) {
 		if got := ClockIDOf(&tt.h); got != tt.want {
 			t.Errorf("ClockIDOf(%+v) = %#x, want %#x", tt.h, got, tt.want)
 		}
+	}
+}
+
+// TestWordByType checks that the word at offset 48 is read into the one
+// field its type gives it, and that a field another type uses is neither
+// written nor left over from an earlier decode.
+func TestWordByType(t *testing.T) {
+	tests := []struct {
+		typ  Type
+		want func(h *Header) uint64
+	}{
+		{TypeProbe, func(h *Header) uint64 { return h.Nonce }},
+		{TypeClose, func(h *Header) uint64 { return h.Nonce }},
+		{TypeReply, func(h *Header) uint64 { return h.Received }},
+		{TypeCloseAck, func(h *Header) uint64 { return h.Received }},
+		{TypeCookie, func(h *Header) uint64 { return h.RateLimit }},
+		{TypeError, func(h *Header) uint64 { return uint64(h.Code) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ.String(), func(t *testing.T) {
+			b := make([]byte, HeaderLen)
+			b[3] = byte(tt.typ)
+			copy(b, []byte{0x56, 0x4c, Version})
+			b[55] = 42
+			h := Header{Received: 7, Nonce: 7, RateLimit: 7, Code: 7}
+			if err := h.Decode(b); err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.want(&h); got != 42 || h.Received+h.Nonce+h.RateLimit+uint64(h.Code) != 42 {
+				t.Fatalf("Decode(%x) = %+v, want 42 in the %s field alone", b, h, tt.typ)
+			}
+			other := Header{Type: tt.typ, Received: 1, Nonce: 1, RateLimit: 1, Code: 1}
+			switch tt.typ {
+			case TypeProbe, TypeClose:
+				other.Nonce = 0
+			case TypeReply, TypeCloseAck:
+				other.Received = 0
+			case TypeCookie:
+				other.RateLimit = 0
+			case TypeError:
+				other.Code = 0
+			}
+			_ = other.Encode(b)
+			if w := binary.BigEndian.Uint64(b[48:]); w != 0 {
+				t.Fatalf("Encode(%+v) wrote word %d, want 0: only the type's own field is sent", other, w)
+			}
+		})
+	}
+}
+
+func TestSeal(t *testing.T) {
+	s := NewSigner([]byte("key"))
+	msg := make([]byte, HeaderLen+TagLen)
+	h := Header{Type: TypeProbe, Token: 1, Seq: 2, Nonce: 3}
+	h.Seal(msg, s)
+	var got Header
+	if err := got.Decode(msg); err != nil || got.Flags&FlagAuth == 0 || s.Verify(msg) != nil || got.Nonce != 3 {
+		t.Fatalf("Seal with a key: %+v, %v, verify %v; want FlagAuth, a good tag and the header", got, err, s.Verify(msg))
+	}
+	plain := make([]byte, HeaderLen)
+	h = Header{Type: TypeProbe, Token: 1, Seq: 2}
+	h.Seal(plain, nil)
+	if err := got.Decode(plain); err != nil || got.Flags&FlagAuth != 0 {
+		t.Fatalf("Seal without a key: %+v, %v; want no FlagAuth", got, err)
 	}
 }
