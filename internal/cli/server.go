@@ -374,7 +374,7 @@ larger than its Close.`,
 						}
 					}
 					totals[i], errs[i] = refl.Serve(cmd.Context(), pc)
-					if g, ok := pc.(interface{ Err() error }); ok && g.Err() != nil {
+					if g, ok := pc.(transport.Failer); ok && g.Err() != nil {
 						// A bus that went away ends its worker alone; the
 						// others go on, and the exit status says so.
 						printf("volley: %v: no longer answering there\n", g.Err())

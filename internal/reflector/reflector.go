@@ -1112,12 +1112,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	if !ok {
 		bc, batch = oneAtATime{conn}, 1
 	}
-	if hc, ok := conn.(interface{ SetHandler(transport.Handler) }); ok {
+	if hc, ok := conn.(transport.StreamServer); ok {
 		// Each connection answers on its own goroutine, and holds its
 		// replies; this loop keeps the clock: intervals, the idle sweep.
 		hc.SetHandler(newStreamHandler(r))
 		batch = 1
-	} else if hc, ok := conn.(interface{ SetHandler(transport.FuncHandler) }); ok {
+	} else if hc, ok := conn.(transport.CallServer); ok {
 		// A bus's callers, each on its own goroutine; held replies go
 		// out through the holding goroutine (the bus answers the call
 		// then).
@@ -1162,7 +1162,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 	// A busy-polling socket honours read deadlines to the microsecond,
 	// and its spinning readers leave no CPU for another goroutine: held
 	// replies go from this loop, the read deadline set to the next one.
-	bp, _ := conn.(interface{ BusyPolling() bool })
+	bp, _ := conn.(transport.BusyPolled)
 	busy := bp != nil && bp.BusyPolling()
 	if !r.stream && !busy {
 		// Held replies leave from a goroutine of their own, each when

@@ -26,7 +26,6 @@ import (
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
-	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -101,58 +100,11 @@ func IsSlowReader(err error) bool {
 	return errors.Is(err, stream.ErrSlowReader) || errors.Is(err, unixgram.ErrSlowReader)
 }
 
-// TCPConn is a Conn over TCP, which can say how long it took to connect
-// and what the kernel knows of it.
-type TCPConn interface {
-	Conn
-	ConnectTime() time.Duration
-	TCPInfo() (TCPInfo, error)
-}
-
 // StreamMaxMessage is the largest message over TCP and Unix streams.
 const StreamMaxMessage = stream.MaxMessage
 
 // MaxBatch is the most datagrams a batch moves.
 const MaxBatch = udp.MaxBatch
-
-// BatchPacketConn is a PacketConn that reads and writes several datagrams
-// per system call (recvmmsg and sendmmsg on Linux). ReadBatch waits for at
-// least one datagram and returns those ready, up to len(ms); WriteBatch
-// sends ms in order and returns how many went before the first error.
-type BatchPacketConn interface {
-	PacketConn
-	ReadBatch(ms []Message) (int, error)
-	WriteBatch(ms []Message) (int, error)
-}
-
-// BatchConn is a Conn that reads and writes several messages per system
-// call; Message.Addr is not used.
-type BatchConn interface {
-	Conn
-	ReadBatch(ms []Message) (int, error)
-	WriteBatch(ms []Message) (int, error)
-}
-
-// Stamper is a socket that can take kernel (or NIC) stamps of what it
-// sends and receives: see udp.PacketConn.EnableTimestamps.
-type Stamper interface {
-	EnableTimestamps(hw bool) error
-	NextTxID() uint32
-	ReadTxStamps(st []tstamp.TxStamp) (int, error)
-}
-
-var (
-	_ Stamper         = (*udp.Conn)(nil)
-	_ Stamper         = (*udp.PacketConn)(nil)
-	_ Conn            = (*net.UDPConn)(nil)
-	_ Conn            = (*stream.Conn)(nil)
-	_ PacketConn      = (*stream.Listener)(nil)
-	_ PacketConn      = (*unixListener)(nil)
-	_ PacketConn      = (*unixgram.PacketConn)(nil)
-	_ BatchConn       = (*udp.Conn)(nil)
-	_ PacketConn      = (*udp.PacketConn)(nil)
-	_ BatchPacketConn = (*udp.PacketConn)(nil)
-)
 
 // Errors from ParseTarget.
 var (
@@ -403,7 +355,7 @@ func ListenUnixgram(path string) (PacketConn, error) {
 // MaxMessage returns the largest message conn carries: 65,000 bytes on
 // UDP, more on streams.
 func MaxMessage(conn any) int {
-	if m, ok := conn.(interface{ MaxMessage() int }); ok {
+	if m, ok := conn.(MaxMessager); ok {
 		return m.MaxMessage()
 	}
 	return udp.MaxMessage
@@ -660,7 +612,7 @@ var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream soc
 // SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
 // a Conn or a PacketConn.
 func SetBusyPoll(c any) error {
-	if b, ok := c.(interface{ SetBusyPoll(bool) error }); ok {
+	if b, ok := c.(BusyPoller); ok {
 		if err := b.SetBusyPoll(true); err == nil {
 			return nil
 		}

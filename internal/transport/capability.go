@@ -1,0 +1,115 @@
+// What a connection or listener can do beyond Conn and PacketConn. Callers
+// find an optional capability by asserting one of these named interfaces,
+// and nowhere else: the assertions below check at compile time which
+// transport has which.
+
+package transport
+
+import (
+	"net"
+	"time"
+
+	"github.com/volley-net/volley/internal/transport/dbus"
+	"github.com/volley-net/volley/internal/transport/stream"
+	"github.com/volley-net/volley/internal/transport/udp"
+	"github.com/volley-net/volley/internal/transport/unixgram"
+	"github.com/volley-net/volley/internal/tstamp"
+)
+
+// TCPConn is a Conn over TCP, which can say how long it took to connect
+// and what the kernel knows of it.
+type TCPConn interface {
+	Conn
+	ConnectTime() time.Duration
+	TCPInfo() (TCPInfo, error)
+}
+
+// BatchPacketConn is a PacketConn that reads and writes several datagrams
+// per system call (recvmmsg and sendmmsg on Linux). ReadBatch waits for at
+// least one datagram and returns those ready, up to len(ms); WriteBatch
+// sends ms in order and returns how many went before the first error.
+type BatchPacketConn interface {
+	PacketConn
+	ReadBatch(ms []Message) (int, error)
+	WriteBatch(ms []Message) (int, error)
+}
+
+// BatchConn is a Conn that reads and writes several messages per system
+// call; Message.Addr is not used.
+type BatchConn interface {
+	Conn
+	ReadBatch(ms []Message) (int, error)
+	WriteBatch(ms []Message) (int, error)
+}
+
+// Stamper is a socket that can take kernel (or NIC) stamps of what it
+// sends and receives: see udp.PacketConn.EnableTimestamps.
+type Stamper interface {
+	EnableTimestamps(hw bool) error
+	NextTxID() uint32
+	ReadTxStamps(st []tstamp.TxStamp) (int, error)
+}
+
+// StreamServer is a listener whose peers' messages are answered on each
+// connection's own goroutine by a Handler, instead of being read with
+// ReadFrom: TCP and Unix streams.
+type StreamServer interface {
+	SetHandler(Handler)
+}
+
+// CallServer is a listener whose messages are calls, each answered on its
+// caller's goroutine by a FuncHandler: D-Bus.
+type CallServer interface {
+	SetHandler(FuncHandler)
+}
+
+// BusyPoller is a socket whose reads can spin instead of sleeping in the
+// kernel.
+type BusyPoller interface {
+	SetBusyPoll(on bool) error
+}
+
+// BusyPolled is a socket that says whether its reads spin, for a caller
+// that must then keep its own clock (a spinning reader leaves no CPU for a
+// timer goroutine).
+type BusyPolled interface {
+	BusyPolling() bool
+}
+
+// MaxMessager is a connection that carries messages larger than a UDP
+// datagram.
+type MaxMessager interface {
+	MaxMessage() int
+}
+
+// Failer is a listener that can stop answering on its own (a bus that went
+// away); Err says why, or is nil.
+type Failer interface {
+	Err() error
+}
+
+var (
+	_ Stamper         = (*udp.Conn)(nil)
+	_ Stamper         = (*udp.PacketConn)(nil)
+	_ Conn            = (*net.UDPConn)(nil)
+	_ Conn            = (*stream.Conn)(nil)
+	_ PacketConn      = (*stream.Listener)(nil)
+	_ PacketConn      = (*unixListener)(nil)
+	_ PacketConn      = (*unixgram.PacketConn)(nil)
+	_ BatchConn       = (*udp.Conn)(nil)
+	_ PacketConn      = (*udp.PacketConn)(nil)
+	_ BatchPacketConn = (*udp.PacketConn)(nil)
+	_ StreamServer    = (*stream.Listener)(nil)
+	_ CallServer      = (*dbus.Listener)(nil)
+	_ BusyPoller      = (*udp.Conn)(nil)
+	_ BusyPoller      = (*udp.PacketConn)(nil)
+	_ BusyPoller      = (*stream.Conn)(nil)
+	_ BusyPoller      = (*stream.Listener)(nil)
+	_ BusyPolled      = (*udp.PacketConn)(nil)
+	_ MaxMessager     = (*dbus.Conn)(nil)
+	_ MaxMessager     = (*dbus.Listener)(nil)
+	_ MaxMessager     = (*unixgram.PacketConn)(nil)
+	_ MaxMessager     = (*stream.Conn)(nil)
+	_ MaxMessager     = (*stream.Listener)(nil)
+	_ Failer          = (*dbus.Listener)(nil)
+)
