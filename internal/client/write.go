@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/transport"
 )
 
 // Every write to the reflector has a deadline, so that one that does not
@@ -128,7 +129,7 @@ func (r *run) endWrites(at int64) {
 // interrupt is what a done ctx does to a run: a read waiting now returns
 // at once, and a write has at most the end's grace left.
 func (r *run) interrupt() {
-	_ = r.conn.SetReadDeadline(time.Unix(1, 0))
+	_ = transport.Interrupt(r.conn)
 	r.endWrites(r.clk.Now() + endGrace(&r.cfg))
 }
 

@@ -1096,7 +1096,7 @@ func (r *Reflector) Stats() Stats {
 // the datagrams of one batch share their receive time T2 (they were all
 // waiting when the call returned), and their replies leave together.
 func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats, error) {
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	stop := transport.InterruptReads(ctx, conn)
 	defer stop()
 	if sock, ok := conn.(transport.Stamper); ok && r.cfg.Stamps {
 		r.stamps = &stamper{sock: sock}
@@ -1107,11 +1107,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		r.flushReplies() // the totals returned share the distributions
 	}()
 
-	bc, ok := conn.(transport.BatchPacketConn)
-	batch := transport.MaxBatch
-	if !ok {
-		bc, batch = oneAtATime{conn}, 1
-	}
+	bc, batch := transport.Batches(conn)
 	if hc, ok := conn.(transport.StreamServer); ok {
 		// Each connection answers on its own goroutine, and holds its
 		// replies; this loop keeps the clock: intervals, the idle sweep.
@@ -1287,27 +1283,6 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Stats
 		}
 		r.mu.Unlock()
 	}
-}
-
-// oneAtATime serves a PacketConn without batches as batches of one.
-type oneAtATime struct{ transport.PacketConn }
-
-func (c oneAtATime) ReadBatch(ms []transport.Message) (int, error) {
-	n, addr, err := c.ReadFrom(ms[0].Buf)
-	if err != nil {
-		return 0, err
-	}
-	ms[0].N, ms[0].Addr = n, addr
-	return 1, nil
-}
-
-func (c oneAtATime) WriteBatch(ms []transport.Message) (int, error) {
-	for i, m := range ms {
-		if _, err := c.WriteTo(m.Buf[:m.N], m.Addr); err != nil {
-			return i, err
-		}
-	}
-	return len(ms), nil
 }
 
 func (r *Reflector) total(start int64) Stats {

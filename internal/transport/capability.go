@@ -6,6 +6,7 @@
 package transport
 
 import (
+	"context"
 	"net"
 	"time"
 
@@ -113,3 +114,52 @@ var (
 	_ MaxMessager     = (*stream.Listener)(nil)
 	_ Failer          = (*dbus.Listener)(nil)
 )
+
+// Batches returns c as a BatchPacketConn and the most datagrams one of its
+// batches moves: c itself and MaxBatch when it batches, else an adapter
+// that moves one message per system call.
+func Batches(c PacketConn) (BatchPacketConn, int) {
+	if bc, ok := c.(BatchPacketConn); ok {
+		return bc, MaxBatch
+	}
+	return oneAtATime{c}, 1
+}
+
+// oneAtATime serves a PacketConn without batches as batches of one.
+type oneAtATime struct{ PacketConn }
+
+func (c oneAtATime) ReadBatch(ms []Message) (int, error) {
+	n, addr, err := c.ReadFrom(ms[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N, ms[0].Addr = n, addr
+	return 1, nil
+}
+
+func (c oneAtATime) WriteBatch(ms []Message) (int, error) {
+	for i, m := range ms {
+		if _, err := c.WriteTo(m.Buf[:m.N], m.Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
+}
+
+// ReadDeadliner is anything whose reads take a deadline: every Conn and
+// PacketConn.
+type ReadDeadliner interface {
+	SetReadDeadline(t time.Time) error
+}
+
+// InterruptReads makes c's reads return at once with a timeout once ctx is
+// done, the one that waits then and every later one, by moving c's read
+// deadline into the past. stop undoes it if ctx is not done yet, as
+// context.AfterFunc's stop does.
+func InterruptReads(ctx context.Context, c ReadDeadliner) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { _ = Interrupt(c) })
+}
+
+// Interrupt makes c's waiting and later reads return at once with a
+// timeout.
+func Interrupt(c ReadDeadliner) error { return c.SetReadDeadline(time.Unix(1, 0)) }
