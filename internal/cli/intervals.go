@@ -23,7 +23,7 @@ type intervalLines struct {
 // whether to print a line now, and the time the line covers, which ends
 // with the interval: the interval's own length when something happened
 // in it, the quiet stretch since the last line for an idle line.
-func (q *intervalLines) take(s reflector.Stats, nicDropped uint64) (span time.Duration, show bool) {
+func (q *intervalLines) take(s reflector.Counters, nicDropped uint64) (span time.Duration, show bool) {
 	happened := s.PacketsIn > 0 || s.PacketsOut > 0 || s.Dropped() > 0 || s.SendErrors > 0 ||
 		s.SessionsOpened > 0 || s.Sessions != q.sessions || nicDropped > 0
 	q.sessions = s.Sessions

@@ -309,7 +309,7 @@ larger than its Close.`,
 				}
 				var lines intervalLines
 				nicLine := nicLast // the counters at the last line printed
-				agg.emit = func(s reflector.Stats) {
+				agg.emit = func(s reflector.Counters) {
 					at += s.Elapsed // the interval's end
 					var nic ifstats.Counters
 					nicOK := false
@@ -344,7 +344,7 @@ larger than its Close.`,
 					printf("%.2f-%.2fs %s%s\n", (at - span).Seconds(), at.Seconds(), statsLine(s), text)
 				}
 			}
-			totals := make([]reflector.Stats, len(pcs))
+			totals := make([]reflector.Counters, len(pcs))
 			errs := make([]error, len(pcs))
 			var wg sync.WaitGroup
 			stopReleasing := releaseMemory(cmd.Context(), mem)
@@ -359,7 +359,7 @@ larger than its Close.`,
 					wcfg.Stamps = stamped
 				}
 				if agg.emit != nil {
-					wcfg.OnInterval = func(s reflector.Stats) { agg.add(i, s) }
+					wcfg.OnInterval = func(s reflector.Counters) { agg.add(i, s) }
 				}
 				refl, err := reflector.New(wcfg)
 				if err != nil {
@@ -383,7 +383,7 @@ larger than its Close.`,
 				})
 			}
 			wg.Wait()
-			var total reflector.Stats
+			var total reflector.Counters
 			for _, t := range totals {
 				total = total.Add(t)
 			}
@@ -457,17 +457,17 @@ const maxWorkers = 64
 type statsSum struct {
 	mu      sync.Mutex
 	workers int
-	emit    func(reflector.Stats)
+	emit    func(reflector.Counters)
 	ticks   map[int]int // worker: intervals reported
 	pending map[int]*pendingStats
 }
 
 type pendingStats struct {
-	s reflector.Stats
+	s reflector.Counters
 	n int
 }
 
-func (a *statsSum) add(worker int, s reflector.Stats) {
+func (a *statsSum) add(worker int, s reflector.Counters) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.workers == 1 {
@@ -494,7 +494,7 @@ func (a *statsSum) add(worker int, s reflector.Stats) {
 
 // statsLine renders reflector counters: rates over s.Elapsed, sessions,
 // drops by reason.
-func statsLine(s reflector.Stats) string {
+func statsLine(s reflector.Counters) string {
 	secs := s.Elapsed.Seconds()
 	rate := func(n uint64) float64 {
 		if secs <= 0 {
@@ -519,7 +519,7 @@ func statsLine(s reflector.Stats) string {
 }
 
 // dropsText renders the drop count with its reasons, and send errors.
-func dropsText(s reflector.Stats) string {
+func dropsText(s reflector.Counters) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dropped %d", s.Dropped())
 	var reasons []string

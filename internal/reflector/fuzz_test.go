@@ -42,9 +42,9 @@ func FuzzHandle(f *testing.F) {
 			from = bob
 		}
 		in := len(pkt)
-		before := r.Stats()
+		before := r.Counters()
 		reply := r.Handle(pkt, from, clk.Now())
-		after := r.Stats()
+		after := r.Counters()
 		if after.PacketsIn != before.PacketsIn+1 {
 			t.Fatalf("Handle counted %d packets in for one", after.PacketsIn-before.PacketsIn)
 		}

@@ -45,7 +45,7 @@ func TestTokenDeadAfterSession(t *testing.T) {
 					}
 				}
 			}
-			opened := r.Stats().SessionsOpened
+			opened := r.Counters().SessionsOpened
 			for i := range 5 {
 				clk.Advance(time.Second)
 				r.Sweep(clk.Now())
@@ -53,7 +53,7 @@ func TestTokenDeadAfterSession(t *testing.T) {
 					t.Fatalf("replay %d after %s answered with a reply", i, end)
 				}
 			}
-			if got := r.Stats().SessionsOpened; got != opened {
+			if got := r.Counters().SessionsOpened; got != opened {
 				t.Fatalf("replays after %s opened %d sessions", end, got-opened)
 			}
 		})
@@ -102,7 +102,7 @@ func TestNoAmplification(t *testing.T) {
 		if r.Handle(append([]byte(nil), p...), alice, clk.Now()) != nil {
 			t.Fatal("a replayed signed probe was answered")
 		}
-		if got := r.Stats().Drops[DropReplayed]; got != 1 {
+		if got := r.Counters().Drops[DropReplayed]; got != 1 {
 			t.Fatalf("replayed drops = %d, want 1", got)
 		}
 	})
@@ -149,7 +149,7 @@ func TestSessionsPerSource(t *testing.T) {
 	if c := open(bob); c.Type != wire.TypeCookie {
 		t.Fatalf("bob's hello: %+v, want a cookie", c)
 	}
-	if got := r.Stats().Sessions; got != 5 {
+	if got := r.Counters().Sessions; got != 5 {
 		t.Fatalf("%d sessions, want alice's 4 and bob's", got)
 	}
 }
@@ -168,7 +168,7 @@ func TestHeldMemory(t *testing.T) {
 		p := msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, ReplySize: 60000, HoldMicro: 1000}, 65536)
 		r.Handle(p[:64], alice, clk.Now())
 	}
-	st := r.Stats()
+	st := r.Counters()
 	if st.Drops[DropMemory] == 0 || len(r.heldQ) == 0 || len(r.heldQ)+int(st.Drops[DropMemory]) != 40 {
 		t.Fatalf("%d held, %d memory drops; want some of each, 40 in all", len(r.heldQ), st.Drops[DropMemory])
 	}
@@ -269,7 +269,7 @@ func TestClosedSessionsGo(t *testing.T) {
 			if s := r.sessions[tok]; s != nil && !s.swept {
 				t.Fatalf("after 28s of a peer sending to it, the session is still kept (closed %v, closing %v); want it gone within two idle timeouts", s.closed, s.closing.on)
 			}
-			if st := r.Stats(); st.Sessions != 0 {
+			if st := r.Counters(); st.Sessions != 0 {
 				t.Fatalf("%d sessions open, want 0", st.Sessions)
 			}
 		})

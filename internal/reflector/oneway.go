@@ -5,47 +5,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/wire"
 )
-
-// seenWindow is how many recent sequence numbers a one-way session
-// remembers to tell duplicates from reordered probes.
-const seenWindow = 1 << 16
-
-// seqWindow remembers which of the last seenWindow sequence numbers were
-// seen, to tell duplicates from reordered probes.
-type seqWindow struct {
-	maxSeq uint64
-	seen   [seenWindow / 64]uint64 // bit seq%seenWindow: seen
-}
-
-// add marks seq seen and says whether it was a duplicate, or arrived after
-// a higher one (too old to tell counts as reordered, not duplicate).
-func (w *seqWindow) add(seq uint64) (dup, reordered bool) {
-	bit := &w.seen[(seq%seenWindow)/64]
-	mask := uint64(1) << (seq % 64)
-	switch {
-	case seq+seenWindow <= w.maxSeq:
-		return false, true
-	case seq <= w.maxSeq && *bit&mask != 0:
-		return true, false
-	case seq < w.maxSeq:
-		reordered = true
-	default:
-		// Forget what the window slides past.
-		if seq-w.maxSeq >= seenWindow {
-			clear(w.seen[:])
-		} else {
-			for s := w.maxSeq + 1; s < seq; s++ {
-				w.seen[(s%seenWindow)/64] &^= 1 << (s % 64)
-			}
-		}
-		w.maxSeq = seq
-	}
-	*bit |= mask
-	return false, reordered
-}
 
 // oneway is a session's record of the one-way probes it received.
 type oneway struct {
@@ -170,4 +133,48 @@ func snapshotJSON(d *stats.Dist) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.Marshal(snap)
+}
+
+// onewayCost is what a one-way session's histograms (delay and IPDV)
+// take of the memory budget.
+const onewayCost = 512 << 10
+
+// oneWay records a one-way probe of session s.
+func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 int64) {
+	r.st.OneWay++
+	if h.Flags&wire.FlagWarmup != 0 {
+		return
+	}
+	if s.oneway == nil {
+		if r.cfg.Memory.Take(s.src, onewayCost) != quota.OK {
+			r.st.Drops[DropMemory]++
+			return
+		}
+		s.oneway = newOneway()
+	}
+	s.oneway.record(h.Seq, t2, t2-h.T1)
+	if r.cfg.ReportEvery > 0 && s.oneway.win.Received >= r.cfg.ReportEvery && r.cfg.OnOneWay != nil {
+		r.cfg.OnOneWay(s.oneway.report(addr))
+	}
+}
+
+// reportOneWay hands over each one-way session's interval.
+func (r *Reflector) reportOneWay() {
+	if r.cfg.OnOneWay == nil || r.cfg.ReportEvery > 0 {
+		return
+	}
+	for _, s := range r.sessions {
+		if s.oneway != nil && (s.oneway.win.Received > 0 || s.oneway.seqs.maxSeq > s.oneway.winSeq) {
+			r.cfg.OnOneWay(s.oneway.report(s.addr))
+		}
+	}
+}
+
+// onewayDone reports whether the one-way session s received want
+// measured probes (it may have more: copies too old to tell).
+func (s *session) onewayDone(want uint64) bool {
+	if s.oneway == nil {
+		return want == 0
+	}
+	return s.oneway.received >= want
 }

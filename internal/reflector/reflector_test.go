@@ -68,7 +68,7 @@ func handshake(t testing.TB, r *Reflector, clk *clock.Fake, addr netip.AddrPort)
 func TestSession(t *testing.T) {
 	r, clk := newTest(t)
 	tok := handshake(t, r, clk, alice)
-	if got := r.Stats().Sessions; got != 0 {
+	if got := r.Counters().Sessions; got != 0 {
 		t.Fatalf("sessions after hello = %d, want 0 (no state before the cookie returns)", got)
 	}
 	for seq := uint64(1); seq <= 3; seq++ {
@@ -89,7 +89,7 @@ func TestSession(t *testing.T) {
 			t.Fatalf("reply %d = %+v, want seq %d T1 5 T2 %d count %d", seq, h, seq, t2, want)
 		}
 	}
-	if got := r.Stats().Sessions; got != 1 {
+	if got := r.Counters().Sessions; got != 1 {
 		t.Fatalf("sessions = %d, want 1", got)
 	}
 	// The token from another address is refused.
@@ -108,7 +108,7 @@ func TestSession(t *testing.T) {
 	if reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 5}, 64), alice, clk.Now()); reply != nil {
 		t.Fatal("probe after close was answered")
 	}
-	st := r.Stats()
+	st := r.Counters()
 	if st.Sessions != 0 || st.SessionsOpened != 1 || st.Drops[DropAddress] != 1 || st.Drops[DropClosed] != 1 {
 		t.Fatalf("stats = %+v, want 0 open, 1 opened, 1 address drop, 1 closed drop", st)
 	}
@@ -134,7 +134,7 @@ func TestCookieExpires(t *testing.T) {
 	if h := decode(t, reply); h.Type != wire.TypeError || h.Code != wire.ErrorSession {
 		t.Fatalf("a cookie three epochs old got %+v, want an ErrorSession", h)
 	}
-	if st := r.Stats(); st.Drops[DropToken] != 1 || st.SessionsOpened != 0 {
+	if st := r.Counters(); st.Drops[DropToken] != 1 || st.SessionsOpened != 0 {
 		t.Fatalf("token drops = %d, sessions opened %d; want 1 and 0", st.Drops[DropToken], st.SessionsOpened)
 	}
 }
@@ -165,7 +165,7 @@ func TestUnknownSession(t *testing.T) {
 	if answered == 0 || answered > unknownRate/10+1 {
 		t.Fatalf("%d of 1000 unknown-session probes answered at one instant, want 1 to %d", answered, unknownRate/10+1)
 	}
-	if st := r.Stats(); st.Drops[DropToken] != 1000 || st.SessionsOpened != 0 {
+	if st := r.Counters(); st.Drops[DropToken] != 1000 || st.SessionsOpened != 0 {
 		t.Fatalf("stats %+v, want 1000 token drops and no session", st)
 	}
 }
@@ -187,7 +187,7 @@ func TestReplayed(t *testing.T) {
 	if reply := probe(1); reply != nil {
 		t.Fatalf("a probe a whole window old was answered: %x", reply)
 	}
-	st := r.Stats()
+	st := r.Counters()
 	if st.Drops[DropReplayed] != 1 || st.Duplicates != 1 || st.Dropped() != 1 {
 		t.Fatalf("stats %+v, want one replayed drop and one duplicate", st)
 	}
@@ -226,7 +226,7 @@ func TestDrops(t *testing.T) {
 			} else if reply != nil {
 				t.Fatalf("Handle(%s) answered %x", tt.name, reply)
 			}
-			st := r.Stats()
+			st := r.Counters()
 			if st.Drops[tt.want] != 1 || st.Dropped() != 1 {
 				t.Fatalf("drops = %v, want one %s", st.Drops, tt.want)
 			}
@@ -271,7 +271,7 @@ func TestServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	var total Stats
+	var total Counters
 	wg.Go(func() {
 		var err error
 		total, err = r.Serve(ctx, conn)
@@ -379,7 +379,7 @@ func TestHold(t *testing.T) {
 			t.Fatalf("probe %d with a hold was answered at once", seq)
 		}
 	}
-	if got := r.Stats().Drops[DropHoldFull]; got != 1 {
+	if got := r.Counters().Drops[DropHoldFull]; got != 1 {
 		t.Fatalf("hold-full drops = %d, want 1 (two held at most)", got)
 	}
 	var sent []wire.Header
@@ -422,8 +422,8 @@ func TestRateLimit(t *testing.T) {
 			answered++
 		}
 	}
-	if answered != 10 || r.Stats().Drops[DropRate] != 10 {
-		t.Fatalf("answered %d of 20 at once, rate drops %d; want 10 and 10", answered, r.Stats().Drops[DropRate])
+	if answered != 10 || r.Counters().Drops[DropRate] != 10 {
+		t.Fatalf("answered %d of 20 at once, rate drops %d; want 10 and 10", answered, r.Counters().Drops[DropRate])
 	}
 	clk.Advance(50 * time.Millisecond) // five more tokens
 	answered = 0
@@ -561,10 +561,10 @@ func TestOneWayStragglers(t *testing.T) {
 			if res.Received != tc.received {
 				t.Fatalf("results say %d received, want %d", res.Received, tc.received)
 			}
-			if got := r.Stats().Drops[DropClosed]; got != 0 {
+			if got := r.Counters().Drops[DropClosed]; got != 0 {
 				t.Fatalf("%d probes dropped as closed, want 0", got)
 			}
-			if probe(6) != nil || r.Stats().Drops[DropClosed] != 1 {
+			if probe(6) != nil || r.Counters().Drops[DropClosed] != 1 {
 				t.Fatalf("a probe after the CloseAck: want it dropped as closed")
 			}
 		})
@@ -620,7 +620,7 @@ func TestKeyAllowSessions(t *testing.T) {
 	if e.Code != wire.ErrorSessions {
 		t.Fatalf("hello beyond --max-sessions: %+v", e)
 	}
-	st := r.Stats()
+	st := r.Counters()
 	if st.Drops[DropAuth] != 3 || st.Drops[DropRefused] != 1 || st.Drops[DropSessions] != 1 {
 		t.Fatalf("drops %v", st.Drops)
 	}
@@ -636,8 +636,8 @@ func TestDuplicatesNotCounted(t *testing.T) {
 		}
 	}
 	ack := decode(t, r.Handle(msg(t, wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, 64), alice, clk.Now()))
-	if ack.Received != 3 || r.Stats().Duplicates != 2 {
-		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Received, r.Stats().Duplicates)
+	if ack.Received != 3 || r.Counters().Duplicates != 2 {
+		t.Fatalf("count %d, duplicates %d; want 3 probes and 2 duplicates", ack.Received, r.Counters().Duplicates)
 	}
 }
 
@@ -680,7 +680,7 @@ func TestDurationAndTotalRate(t *testing.T) {
 	if e.Type != wire.TypeError || e.Code != wire.ErrorDuration || e.Token != tok {
 		t.Fatalf("probe after the longest duration got %+v, want ErrorDuration", e)
 	}
-	if st := r.Stats(); st.Drops[DropRate] != 10 || st.Drops[DropDuration] != 1 {
+	if st := r.Counters(); st.Drops[DropRate] != 10 || st.Drops[DropDuration] != 1 {
 		t.Fatalf("drops %v", st.Drops)
 	}
 }
