@@ -333,3 +333,28 @@ func TestHeldPerSource(t *testing.T) {
 		t.Fatal("held replies sent, but their sources still count them")
 	}
 }
+
+// TestHeldNoAlloc: once its buffer is reused, a held reply costs no
+// allocation, in going into the queue of held replies or out of it.
+func TestHeldNoAlloc(t *testing.T) {
+	r, clk := newTest(t)
+	tok := handshake(t, r, clk, alice)
+	seq := uint64(0)
+	sent := 0
+	p := make([]byte, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		for range 3 {
+			seq++
+			clk.Advance(time.Microsecond)
+			_ = (&wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq, HoldMicro: uint32(1 + seq%5)}).Encode(p)
+			if r.Handle(p, alice, clk.Now()) != nil {
+				t.Fatalf("probe %d with a hold answered at once", seq)
+			}
+		}
+		clk.Advance(10 * time.Microsecond)
+		r.Due(clk.Now(), func([]byte, netip.AddrPort) { sent++ })
+	})
+	if allocs != 0 || sent != 3*101 {
+		t.Fatalf("%.1f allocations per 3 held replies, %d sent; want none, and all %d sent", allocs, sent, 3*101)
+	}
+}

@@ -45,7 +45,7 @@ type Reflector struct {
 	open   int
 	st     Counters
 
-	heldQ  []held         // a min-heap by due time
+	heldQ  heldQueue      // by due time
 	heldBy *quota.Counter // the held replies of each source, at most heldShare of MaxHeld
 	free   [][]byte       // buffers of replies sent after their hold
 	// alarm wakes the goroutine that sends held replies when they are
