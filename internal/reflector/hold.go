@@ -107,10 +107,7 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64
 		r.st.Drops[DropMemory]++
 		return
 	}
-	if r.signer != nil {
-		h.Flags |= wire.FlagAuth
-	}
-	_ = h.Encode(pkt)
+	r.sealLater(pkt, h)
 	buf = append(buf[:0], pkt...)
 	first := r.heldQ.push(held{due: due, addr: rep.addr, src: src, buf: buf, rep: rep})
 	if first {
@@ -124,7 +121,7 @@ func (r *Reflector) hold(pkt []byte, h *wire.Header, src netip.Prefix, due int64
 // when woken with stop true. The wait is precise (see pace.Alarm): it
 // spins only for the last stretch before a reply is due, and sleeps
 // otherwise, also while nothing is held.
-func (r *Reflector) holdStep(send func(b []byte, addr netip.AddrPort), stop func() bool) {
+func (r *Reflector) holdStep(send heldSender, stop func() bool) {
 	for {
 		r.mu.Lock()
 		due := r.NextDue()
@@ -140,7 +137,7 @@ func (r *Reflector) holdStep(send func(b []byte, addr netip.AddrPort), stop func
 		}
 	}
 	r.mu.Lock()
-	r.Due(r.clk.Now(), send)
+	r.due(r.clk.Now(), send)
 	if r.stamps != nil {
 		r.drainTx()
 	}
@@ -152,9 +149,19 @@ func (r *Reflector) NextDue() int64 {
 	return r.heldQ.next()
 }
 
+// heldSender sends a held reply b, now due, to its peer; rep is what is
+// known of it, to account it once it left (see sent). It must not keep b.
+type heldSender func(b []byte, to netip.AddrPort, rep sentReply)
+
 // Due hands every held reply due by now to send, stamped with its send
 // time; send must not keep the buffer.
 func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
+	r.due(now, func(b []byte, to netip.AddrPort, _ sentReply) { send(b, to) })
+}
+
+// due hands every held reply due by now to send, stamped with its send
+// time and signed.
+func (r *Reflector) due(now int64, send heldSender) {
 	for len(r.heldQ) > 0 && r.heldQ[0].due <= now {
 		top := r.heldQ.pop()
 		top.rep.t3 = r.clk.Now()
@@ -162,9 +169,7 @@ func (r *Reflector) Due(now int64, send func(b []byte, addr netip.AddrPort)) {
 		if r.signer != nil {
 			r.signer.Sign(top.buf)
 		}
-		r.last, r.lastOK = top.rep, true
-		send(top.buf, top.addr)
-		r.lastOK = false
+		send(top.buf, top.addr, top.rep)
 		r.release(top)
 	}
 }

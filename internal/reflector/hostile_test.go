@@ -7,6 +7,7 @@ import (
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/quota"
+	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -208,9 +209,10 @@ func TestFullAtFirstProbe(t *testing.T) {
 // repeated Close do not admit it (the listener then times it out).
 func TestAdmitOnlyOpenSessions(t *testing.T) {
 	r, clk := newTest(t)
-	tok := handshake(t, r, clk, alice)
-	if !r.cookied || r.admit {
-		t.Fatalf("after a Hello: cookied %v, admit %v; want a cookie, no session", r.cookied, r.admit)
+	o := r.handle(msg(t, wire.Header{Type: wire.TypeHello, Seq: 99}, 200), arrival{addr: alice, t2: clk.Now()})
+	tok := decode(t, o.reply).Token
+	if o.admit != transport.AdmitLarge {
+		t.Fatalf("after a Hello: admit %v; want a cookie's (%v), no session", o.admit, transport.AdmitLarge)
 	}
 	for _, tt := range []struct {
 		name string
@@ -222,9 +224,9 @@ func TestAdmitOnlyOpenSessions(t *testing.T) {
 		{"probe after close", wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: 2}, false},
 		{"close again", wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}, false},
 	} {
-		r.Handle(msg(t, tt.h, 64), alice, clk.Now())
-		if r.admit != tt.want {
-			t.Errorf("%s: admit %v, want %v", tt.name, r.admit, tt.want)
+		o := r.handle(msg(t, tt.h, 64), arrival{addr: alice, t2: clk.Now()})
+		if admit := o.admit == transport.AdmitSession; admit != tt.want {
+			t.Errorf("%s: admit %v, want %v", tt.name, admit, tt.want)
 		}
 	}
 }

@@ -707,10 +707,10 @@ func TestHoldScheduler(t *testing.T) {
 		t2, t3 int64
 	}
 	var sent []out
-	send := func(b []byte, to netip.AddrPort) { // as Serve's
+	send := func(b []byte, to netip.AddrPort, rep sentReply) { // as Serve's
 		h := decode(t, b)
 		sent = append(sent, out{h.Seq, h.T2, h.T3})
-		r.sent(0)
+		r.sent(&rep, 0)
 	}
 	probe := func(seq uint64, hold time.Duration) int64 {
 		t2 := clk.Now()

@@ -145,7 +145,7 @@ func (r *Reflector) session(token, nonce uint64, addr netip.AddrPort, now int64)
 		if r.stream {
 			r.byAddr[addr] = token
 		}
-		r.open++
+		r.openSessions++
 		r.st.SessionsOpened++
 		return s, true, 0
 	}
@@ -178,7 +178,7 @@ func (r *Reflector) forget(tok uint64, s *session, now int64) bool {
 		r.dead[tok] = deadToken{until: s.dead, src: s.src, swept: !s.closed || s.swept}
 	}
 	if !s.closed {
-		r.open--
+		r.openSessions--
 	}
 	if s.oneway != nil {
 		r.cfg.Memory.Give(s.src, onewayCost)
@@ -209,12 +209,12 @@ func (r *Reflector) Sweep(now int64) {
 			// Close overtook: closed now, its results kept for the
 			// client's next Close for another idle timeout.
 			s.closing, s.closed, s.lastSeen = pendingClose{}, true, now
-			r.open--
+			r.openSessions--
 			continue
 		}
 		if now-s.lastSeen > int64(r.cfg.IdleTimeout) && !r.forget(tok, s, now) && !s.closed {
 			s.closed, s.swept = true, true
-			r.open--
+			r.openSessions--
 		}
 	}
 }

@@ -86,22 +86,18 @@ func (r *Reflector) replied(m *sentReply, t3k int64) {
 	}
 }
 
-// sent accounts the reply r.last, which left with transmit-stamp ID id:
-// at once without kernel stamps, else once its stamp comes.
-func (r *Reflector) sent(id uint32) {
-	if !r.lastOK {
-		return
-	}
-	r.lastOK = false
+// sent accounts the reply m, which left with transmit-stamp ID id: at
+// once without kernel stamps, else once its stamp comes.
+func (r *Reflector) sent(m *sentReply, id uint32) {
 	if r.stamps == nil {
-		r.replied(&r.last, 0)
+		r.replied(m, 0)
 		return
 	}
 	e := &r.stamps.txq[id%txRing]
 	if e.pending {
 		r.replied(e, 0) // its stamp never came
 	}
-	*e = r.last
+	*e = *m
 	e.id, e.pending = id, true
 }
 
@@ -139,10 +135,10 @@ func (r *Reflector) flushReplies() {
 	}
 }
 
-// putStamps writes the stamps block into the reply pkt of session s when
-// the probe asked for it and the reply has room, and sets or clears
-// FlagStamps in h to say which.
-func (r *Reflector) putStamps(pkt []byte, h *wire.Header, s *session) {
+// putStamps writes the stamps block into the reply pkt of session s, with
+// its probe's kernel receive stamp t2k, when the probe asked for it and
+// the reply has room, and sets or clears FlagStamps in h to say which.
+func (r *Reflector) putStamps(pkt []byte, h *wire.Header, s *session, t2k int64) {
 	if h.Flags&wire.FlagStamps == 0 {
 		return
 	}
@@ -150,7 +146,7 @@ func (r *Reflector) putStamps(pkt []byte, h *wire.Header, s *session) {
 		h.Flags &^= wire.FlagStamps
 		return
 	}
-	st := wire.Stamps{T2K: r.rxStamp}
+	st := wire.Stamps{T2K: t2k}
 	if s.t3q != nil {
 		st.PrevSeq, st.PrevT3K = s.t3q.pop()
 	}

@@ -28,29 +28,30 @@ func TestStampsFollowUp(t *testing.T) {
 	r.log = probelog.NewBuffer(lw)
 	addr := netip.MustParseAddrPort("192.0.2.1:5000")
 	token := handshake(t, r, clk, addr)
+	var last sentReply // the reply to the last probe
 	probe := func(seq uint64, size int) (wire.Header, wire.Stamps, bool) {
 		t.Helper()
-		r.rxStamp, r.lastOK = int64(1000+seq), false
-		reply := r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagStamps, Token: token, Nonce: 99, Seq: seq}, size), addr, clk.Now())
-		if !r.lastOK || r.last.seq != seq || r.last.t2k != int64(1000+seq) {
-			t.Fatalf("probe %d: last reply %+v", seq, r.last)
+		o := r.handle(msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagStamps, Token: token, Nonce: 99, Seq: seq}, size), arrival{addr: addr, t2: clk.Now(), t2k: int64(1000 + seq)})
+		if !o.replied || o.rep.seq != seq || o.rep.t2k != int64(1000+seq) {
+			t.Fatalf("probe %d: last reply %+v", seq, o.rep)
 		}
-		st, ok := wire.StampsOf(reply)
-		return decode(t, reply), st, ok
+		last = o.rep
+		st, ok := wire.StampsOf(o.reply)
+		return decode(t, o.reply), st, ok
 	}
 	// The first reply has nothing to follow up.
 	if _, st, ok := probe(1, 100); !ok || st != (wire.Stamps{T2K: 1001}) {
 		t.Fatalf("reply 1 stamps %+v, %v; want T2K 1001 alone", st, ok)
 	}
-	r.replied(&r.last, 5001) // its transmit stamp came back
+	r.replied(&last, 5001) // its transmit stamp came back
 	// Two replies leave before their stamps come back: the next replies
 	// carry them one each, oldest first.
 	if _, st, _ := probe(2, 100); st.PrevSeq != 1 || st.PrevT3K != 5001 || st.T2K != 1002 {
 		t.Fatalf("reply 2 stamps %+v, want reply 1's T3K", st)
 	}
-	two := r.last
+	two := last
 	_, _, _ = probe(3, 100)
-	three := r.last
+	three := last
 	r.replied(&two, 5002)
 	r.replied(&three, 5003)
 	if _, st, _ := probe(4, 100); st.PrevSeq != 2 || st.PrevT3K != 5002 {
@@ -65,7 +66,7 @@ func TestStampsFollowUp(t *testing.T) {
 	}
 	// The Close asks for what is owed: reply 4's and 6's stamps, which
 	// come back now, ride on the CloseAck.
-	four, six := r.last, r.last
+	four, six := last, last
 	four.seq = 4
 	r.replied(&four, 5004)
 	r.replied(&six, 5006)

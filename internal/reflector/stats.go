@@ -112,6 +112,6 @@ func (s Counters) sub(o Counters) Counters {
 // Counters returns the counters since the reflector started.
 func (r *Reflector) Counters() Counters {
 	s := r.st
-	s.Sessions = r.open
+	s.Sessions = r.openSessions
 	return s
 }

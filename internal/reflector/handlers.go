@@ -62,35 +62,27 @@ func (h streamHandler) sign(msg []byte) {
 // Handle answers msg: the reply to send now, or one to send after hold.
 func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, transport.Admission) {
 	r := h.r
-	ok := h.verify(msg)
-	now := r.clk.Now()
+	in := arrival{addr: from, tag: tagForged}
+	if h.verify(msg) {
+		in.tag = tagValid
+	}
+	in.t2 = r.clk.Now()
 	r.mu.Lock()
-	r.lastOK, r.heldFor = false, 0
-	r.tag = tagForged
-	if ok {
-		r.tag = tagValid
-	}
-	// Unverified, Handle counts it, and answers a Hello with its
+	// Unverified, handle counts it, and answers a Hello with its
 	// refusal.
-	reply := r.Handle(msg, from, now)
-	hold, admit := r.heldFor, transport.AdmitNone
-	switch {
-	case r.admit:
-		admit = transport.AdmitSession
-	case r.cookied:
-		admit = transport.AdmitLarge
-	}
-	if reply != nil && hold == 0 {
+	o := r.handle(msg, in)
+	if o.reply != nil && o.hold == 0 {
 		r.st.PacketsOut++ // its connection sends it
-		r.st.BytesOut += uint64(len(reply))
-		r.sent(0)
+		r.st.BytesOut += uint64(len(o.reply))
+		if o.replied {
+			r.sent(&o.rep, 0)
+		}
 	}
-	r.tag = tagUnchecked
 	r.mu.Unlock()
-	if reply != nil && hold == 0 {
-		h.sign(reply)
+	if o.reply != nil && o.hold == 0 {
+		h.sign(o.reply)
 	}
-	return reply, hold, admit
+	return o.reply, o.hold, o.admit
 }
 
 // Send stamps a held reply's send time as its connection sends it, and
@@ -103,12 +95,11 @@ func (h streamHandler) Send(reply []byte, to netip.AddrPort) {
 	}
 	t3 := r.clk.Now()
 	wire.PutT3(reply, t3)
+	rep := sentReply{addr: to, token: hd.Token, seq: hd.Seq, t2: hd.T2, t3: t3, hold: int64(hd.HoldMicro) * int64(time.Microsecond)}
 	r.mu.Lock()
 	r.st.PacketsOut++
 	r.st.BytesOut += uint64(len(reply))
-	r.last = sentReply{addr: to, token: hd.Token, seq: hd.Seq, t2: hd.T2, t3: t3, hold: int64(hd.HoldMicro) * int64(time.Microsecond)}
-	r.lastOK = true
-	r.sent(0)
+	r.sent(&rep, 0)
 	r.mu.Unlock()
 	h.sign(reply)
 }
@@ -125,7 +116,7 @@ func (h streamHandler) Gone(from netip.AddrPort) {
 	}
 	if s := r.sessions[tok]; s != nil && !r.forget(tok, s, r.clk.Now()) && !s.closed {
 		s.closed, s.swept = true, true // the dead tokens are full: swept later
-		r.open--
+		r.openSessions--
 	}
 }
 
@@ -185,4 +176,21 @@ func (h streamHandler) Refuse(msg []byte, from netip.AddrPort, why transport.Ref
 		h.sign(reply)
 	}
 	return reply
+}
+
+// answerCall answers a bus's call msg from a caller, on the caller's
+// goroutine (transport.CallServer); the bus sends the reply.
+func (r *Reflector) answerCall(msg []byte, from netip.AddrPort) []byte {
+	now := r.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.handle(msg, arrival{addr: from, t2: now})
+	if o.reply != nil {
+		r.st.PacketsOut++ // its caller sends it
+		r.st.BytesOut += uint64(len(o.reply))
+		if o.replied {
+			r.sent(&o.rep, 0)
+		}
+	}
+	return o.reply
 }
