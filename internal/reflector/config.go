@@ -1,13 +1,18 @@
 package reflector
 
 import (
+	"crypto/rand"
+	"fmt"
 	"net/netip"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/quota"
+	"github.com/volley-net/volley/internal/wire"
 )
+
+// The reflector's configuration and its defaults.
 
 // MaxMessage is the largest message the reflector reads over UDP (see
 // Config.MaxMessage for others); a longer datagram is cut to this size and
@@ -97,3 +102,56 @@ const (
 	DefaultMaxSessionsPerSource = 64
 	DefaultMaxDuration          = 24 * time.Hour
 )
+
+// withDefaults returns cfg with the defaults filled in and the limits
+// clamped, and a random cookie secret when it has none.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.ReportInterval == 0 {
+		cfg.ReportInterval = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewSystem()
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = MaxMessage
+	}
+	top := DefaultMaxSize
+	if cfg.MaxMessage > MaxMessage {
+		top = cfg.MaxMessage
+	}
+	if cfg.MaxSize <= 0 || cfg.MaxSize > top {
+		cfg.MaxSize = top
+	}
+	cfg.MaxSize = max(cfg.MaxSize, wire.HeaderLen)
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = DefaultMaxHold
+	}
+	if cfg.MaxRate <= 0 {
+		cfg.MaxRate = DefaultMaxRate
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessionsPerSource <= 0 {
+		cfg.MaxSessionsPerSource = DefaultMaxSessionsPerSource
+	}
+	if cfg.MaxDuration <= 0 {
+		cfg.MaxDuration = DefaultMaxDuration
+	}
+	if cfg.Secret == nil {
+		cfg.Secret = make([]byte, 32)
+		if _, err := rand.Read(cfg.Secret); err != nil {
+			return cfg, fmt.Errorf("make cookie secret: %w", err)
+		}
+	}
+	if cfg.SourceSessions == nil {
+		cfg.SourceSessions = quota.NewCounter(0, cfg.MaxSessionsPerSource)
+	}
+	return cfg, nil
+}

@@ -9,6 +9,9 @@ import (
 	"github.com/volley-net/volley/internal/wire"
 )
 
+// The handlers of listeners whose connections or callers answer on their
+// own goroutines: stream listeners (TCP, Unix streams) and buses (D-Bus).
+
 // tagCheck is what a stream connection found of a message's tag before
 // handing it to Handle.
 type tagCheck int

@@ -5,9 +5,13 @@ import (
 	"math"
 	"net/netip"
 
+	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/wire"
 )
+
+// Held replies: kept until their hold is over, then stamped, signed and
+// sent, by the holding goroutine (see Serve) or the caller of Due.
 
 // held is a reply waiting out its hold.
 type held struct {
@@ -16,6 +20,17 @@ type held struct {
 	src  netip.Prefix
 	buf  []byte
 	rep  sentReply
+}
+
+// heldReplies is the replies waiting out their holds.
+type heldReplies struct {
+	heldQ  heldQueue      // by due time
+	heldBy *quota.Counter // the held replies of each source, at most heldShare of MaxHeld
+	free   [][]byte       // buffers of replies sent after their hold
+	// alarm wakes the goroutine that sends held replies when they are
+	// due (see holdStep); a reply held for sooner than the others wakes
+	// it early.
+	alarm *pace.Alarm
 }
 
 // heldQueue is the replies waiting out their holds, a min-heap by due

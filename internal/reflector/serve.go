@@ -14,6 +14,8 @@ import (
 	"github.com/volley-net/volley/internal/transport"
 )
 
+// Serve: the read loop, its batches, and its report clock.
+
 // Serve reflects messages arriving on conn until ctx is done or conn is
 // closed, and returns the counters since start. It returns a nil error when
 // stopped through ctx. A conn that moves batches (transport.BatchPacketConn)

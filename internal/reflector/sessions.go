@@ -1,13 +1,53 @@
 package reflector
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
+	"hash"
 	"net/netip"
 	"time"
 
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/wire"
 )
+
+// The session table: sessions by token, the cookies that open them, the
+// dead tokens that must not open one again, the rate buckets, the idle
+// sweep, and the sequence window of each.
+
+// sessionTable is the reflector's sessions by token, the tokens they left
+// dead, and the key their cookies are made with.
+type sessionTable struct {
+	mac      hash.Hash // keys the cookies
+	macIn    [8 + 16 + 2 + 8]byte
+	macOut   [sha256.Size]byte
+	sessions map[uint64]*session
+	bySource *quota.Counter // sessions kept, per source
+	// Tokens of sessions forgotten while their cookies live, until they
+	// expire: such a token must not open a session again.
+	dead      map[uint64]deadToken
+	deadCount *quota.Counter
+	// In stream mode, the session of each connection (its latest), so
+	// that it ends with the connection.
+	byAddr map[netip.AddrPort]uint64
+	// openSessions counts the sessions open: not closed, by their
+	// client or an idle timeout.
+	openSessions int
+}
+
+// newSessionTable returns an empty table for cfg, defaults filled in.
+func newSessionTable(cfg Config) sessionTable {
+	return sessionTable{
+		mac:      hmac.New(sha256.New, cfg.Secret),
+		sessions: make(map[uint64]*session),
+		bySource: cfg.SourceSessions,
+		dead:     make(map[uint64]deadToken),
+		byAddr:   make(map[netip.AddrPort]uint64),
+		deadCount: quota.NewCounter(deadPerSession*cfg.MaxSessions,
+			deadPerSession*cfg.MaxSessionsPerSource),
+	}
+}
 
 // cookieEpoch is how long a cookie stays valid before a session uses it: a
 // cookie is accepted in the epoch it was made and the next, so for 10 to

@@ -6,6 +6,8 @@ import (
 	"github.com/volley-net/volley/internal/stats"
 )
 
+// The counters the reflector reports, and the reasons it drops messages.
+
 // DropReason says why a message was dropped.
 type DropReason int
 
