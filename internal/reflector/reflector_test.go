@@ -409,31 +409,46 @@ func TestHold(t *testing.T) {
 	}
 }
 
+// TestRateLimit: probes beyond a rate are dropped and counted, whether
+// the rate is each session's or all sessions' together: a bucket of a
+// tenth of a second's worth (at least 10), refilled at the rate.
 func TestRateLimit(t *testing.T) {
-	clk := clock.NewFake(int64(1000 * time.Hour))
-	r, err := New(Config{Clock: clk, MaxRate: 100}) // a bucket of 10 probes
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := handshake(t, r, clk, alice)
-	answered := 0
-	for seq := uint64(1); seq <= 20; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
-			answered++
-		}
-	}
-	if answered != 10 || r.Counters().Drops[DropRate] != 10 {
-		t.Fatalf("answered %d of 20 at once, rate drops %d; want 10 and 10", answered, r.Counters().Drops[DropRate])
-	}
-	clk.Advance(50 * time.Millisecond) // five more tokens
-	answered = 0
-	for seq := uint64(21); seq <= 30; seq++ {
-		if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
-			answered++
-		}
-	}
-	if answered != 5 {
-		t.Fatalf("answered %d after 50ms at 100/s, want 5", answered)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"session", Config{MaxRate: 100}},    // a bucket of 10 probes
+		{"total", Config{MaxTotalRate: 100}}, // the same, for all sessions
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(int64(1000 * time.Hour))
+			cfg := tc.cfg
+			cfg.Clock = clk
+			r, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := handshake(t, r, clk, alice)
+			answered := 0
+			for seq := uint64(1); seq <= 20; seq++ {
+				if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+					answered++
+				}
+			}
+			if answered != 10 || r.Counters().Drops[DropRate] != 10 {
+				t.Fatalf("answered %d of 20 at once, rate drops %d; want 10 and 10", answered, r.Counters().Drops[DropRate])
+			}
+			clk.Advance(50 * time.Millisecond) // five more tokens
+			answered = 0
+			for seq := uint64(21); seq <= 30; seq++ {
+				if r.Handle(msg(t, wire.Header{Type: wire.TypeProbe, Token: tok, Nonce: 99, Seq: seq}, 64), alice, clk.Now()) != nil {
+					answered++
+				}
+			}
+			if answered != 5 {
+				t.Fatalf("answered %d after 50ms at 100/s, want 5", answered)
+			}
+		})
 	}
 }
 
