@@ -17,7 +17,7 @@ import (
 type tagCheck int
 
 const (
-	tagUnchecked tagCheck = iota // Handle checks it
+	tagUnchecked tagCheck = iota // handle checks it (arrival's zero value)
 	tagValid
 	tagForged // missing or wrong
 )
