@@ -3,13 +3,16 @@ package client
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/bits"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/units"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
 )
@@ -26,6 +29,8 @@ const (
 	MaxWindow = 1 << 14
 	// MaxSize is the largest request or reply over UDP.
 	MaxSize = 65000
+	// MinSize is the smallest request or reply: the header.
+	MinSize = wire.HeaderLen
 )
 
 func tagWord(key []byte) string {
@@ -206,86 +211,319 @@ type Config struct {
 	StreamIntervals bool
 }
 
+// The command line's bounds: values a library caller may give Run, but
+// that a user who typed them would find taken and then failing in a way
+// that blames something else. Check applies them to a Config that a
+// command line made.
+const (
+	// MinTimeout: below a millisecond a healthy reply that met a
+	// scheduler hiccup would count lost, and the handshake's tries would
+	// be over before a reflector on another host could answer.
+	MinTimeout = time.Millisecond
+	// MaxTimeout: a reflector that died is noticed after 3 timeouts; past
+	// a minute the run would sit silent for too long.
+	MaxTimeout = time.Minute
+	// MinReconnect: at least one Hello (every Timeout, at most 100ms).
+	MinReconnect = 100 * time.Millisecond
+	// MaxHold: the wire carries a hold in µs in 32 bits (71 minutes);
+	// past an hour no reflector grants it (their --max-hold is 1s unless
+	// set). It bounds every run's hold.
+	MaxHold = time.Hour
+)
+
+// DefaultOneWayRate is a one-way run's rate when it is given neither a
+// rate nor a send interval.
+const DefaultOneWayRate = 1000
+
+// ConfigError is a configuration no run takes: the rule it breaks, said
+// in terms of the command line's flag Flag (its name without the dashes)
+// and what that flag accepts. It wraps ErrConfig.
+type ConfigError struct {
+	Flag string
+	msg  string
+}
+
+func (e *ConfigError) Error() string { return e.msg }
+
+// Unwrap returns ErrConfig.
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+func flagErr(flag, format string, args ...any) error {
+	return &ConfigError{Flag: flag, msg: fmt.Sprintf(format, args...)}
+}
+
+// Command is what Check knows of the command line a Config came from,
+// beyond the Config itself.
+type Command struct {
+	// Target is where the run goes: the rules of stamps, sizes and
+	// reconnecting depend on its transport.
+	Target transport.Target
+	// Given reports whether the user typed the flag of that name.
+	Given func(flag string) bool
+}
+
+// Check applies to c, as cmd made it, every rule a run's configuration
+// must keep, and returns the first one it breaks as a *ConfigError that
+// names the flag. It is what Run checks, with the command line's bounds
+// (MinTimeout and the rest) added, and a flag given as 0 refused where
+// Config's zero means the default or none (--duration 0, --window 0).
+func (c Config) Check(cmd Command) error {
+	_, err := c.complete(&cmd)
+	return err
+}
+
 // withDefaults fills zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
-	if c.Duration < 0 || c.WarmupDuration < 0 || c.Timeout < 0 {
-		return c, fmt.Errorf("%w: negative duration", ErrConfig)
+	c, err := c.complete(nil)
+	if err == nil && c.Clock == nil {
+		c.Clock = clock.NewSystem()
+	}
+	return c, err
+}
+
+// complete applies the rules, in the order of the flags', and fills the
+// zero fields; cmd is nil for a Config no command line made.
+func (c Config) complete(cmd *Command) (Config, error) {
+	f := from{cmd}
+	for _, step := range [...]func(*Config, from) error{
+		(*Config).checkStamps,
+		(*Config).checkDurations,
+		(*Config).fillWorkload,
+		(*Config).checkSizes,
+		(*Config).checkWindow,
+		(*Config).checkReconnect,
+		(*Config).checkPacing,
+		(*Config).checkOneWay,
+		(*Config).checkPercentiles,
+	} {
+		if err := step(&c, f); err != nil {
+			return c, err
+		}
+	}
+	c.fillRest()
+	return c, nil
+}
+
+// from is the command line a Config came from, as the rules see it; its
+// zero value, no command line, is Run's.
+type from struct{ cmd *Command }
+
+// given reports whether the user typed the flag.
+func (f from) given(flag string) bool {
+	return f.cmd != nil && f.cmd.Given != nil && f.cmd.Given(flag)
+}
+
+// set reports whether the field behind flag was set: the flag given, or,
+// without a command line, the field not zero.
+func (f from) set(flag string, nonzero bool) bool {
+	if f.cmd != nil {
+		return f.given(flag)
+	}
+	return nonzero
+}
+
+// over names the transport in a size's error.
+func (f from) over() string {
+	if f.cmd == nil {
+		return "the connection"
+	}
+	return strings.ToUpper(f.cmd.Target.Scheme)
+}
+
+// checkStamps: kernel and hardware stamps come per message, only over UDP,
+// and time replies, which one-way probes do not get.
+func (c *Config) checkStamps(f from) error {
+	if c.Stamps != tstamp.Kernel && c.Stamps != tstamp.Hardware {
+		return nil
+	}
+	// Said before any socket, so that no hint sends the user from one
+	// refused mode to another.
+	if s := f.cmd; s != nil && s.Target.Scheme != "udp" {
+		return flagErr("timestamps", "--timestamps %s: %s has no stamps per message (only udp:// targets take kernel and hardware stamps); over %s, --timestamps user or auto (the default) times with volley's clock", c.Stamps, s.Target.Scheme, s.Target.Scheme)
+	}
+	if c.OneWay {
+		return flagErr("timestamps", "--timestamps %s does not mix with --oneway: the reflector times one-way probes against the client's clock reading; --timestamps user or auto (the default)", c.Stamps)
+	}
+	return nil
+}
+
+// checkDurations checks the run's length, warm-up, timeout and threshold.
+func (c *Config) checkDurations(f from) error {
+	switch {
+	case c.Duration < 0 || f.given("duration") && c.Duration == 0:
+		return flagErr("duration", "--duration %s: want a positive duration such as 10s (a bare number is seconds)", units.FormatDuration(c.Duration))
+	case c.WarmupDuration < 0:
+		return flagErr("warmup", "--warmup %q: want a duration (2s) or a probe count (100)", c.WarmupDuration.String())
+	case c.Timeout < 0 || f.cmd != nil && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout):
+		return flagErr("timeout", "--timeout %s: want %s to %s", units.FormatDuration(c.Timeout), units.FormatDuration(MinTimeout), units.FormatDuration(MaxTimeout))
+	case c.Threshold < 0 || f.given("threshold") && c.Threshold == 0:
+		return flagErr("threshold", "--threshold %s: want a positive duration", c.Threshold)
 	}
 	if c.Duration == 0 && c.Count == 0 {
 		c.Duration = DefaultDuration
 	}
-	if len(c.Workload) > 0 {
-		if c.Size != 0 || c.ReplySize != 0 || c.Hold != 0 || c.OneWay {
-			return c, fmt.Errorf("%w: a workload sets sizes and holds itself, and gets replies", ErrConfig)
-		}
-		if len(c.Workload) > 1<<16 {
-			return c, fmt.Errorf("%w: more than %d workload entries", ErrConfig, 1<<16)
-		}
-		for _, e := range c.Workload {
-			// Sizes of the buffers and of the handshake: the largest.
-			c.Size = max(c.Size, e.Size)
-			c.ReplySize = max(c.ReplySize, e.ReplySize)
-			c.Hold = max(c.Hold, time.Duration(e.Hold))
-			if e.Gap > 0 && c.openLoop() {
-				return c, fmt.Errorf("%w: workload gaps are for closed-loop runs; a rate sets its own", ErrConfig)
-			}
+	return nil
+}
+
+// fillWorkload checks a workload and sizes the buffers and the handshake
+// for its largest entry.
+func (c *Config) fillWorkload(f from) error {
+	if len(c.Workload) == 0 {
+		return nil
+	}
+	if f.set("size", c.Size != 0) || f.set("reply-size", c.ReplySize != 0) || f.set("hold", c.Hold != 0) || c.OneWay {
+		return flagErr("workload", "--workload sets sizes and holds itself: it does not mix with --size, --reply-size, --hold or --oneway")
+	}
+	if len(c.Workload) > 1<<16 {
+		return flagErr("workload", "--workload: more than %d entries", 1<<16)
+	}
+	for _, e := range c.Workload {
+		// Sizes of the buffers and of the handshake: the largest.
+		c.Size = max(c.Size, e.Size)
+		c.ReplySize = max(c.ReplySize, e.ReplySize)
+		c.Hold = max(c.Hold, time.Duration(e.Hold))
+		if e.Gap > 0 && c.openLoop() {
+			return flagErr("workload", "--workload: gaps are for closed-loop runs; --rate and --send-interval set their own")
 		}
 	}
+	return nil
+}
+
+// checkSizes checks the request's and the reply's sizes and the hold,
+// and fills the size: the header's, and the tag's with a key.
+func (c *Config) checkSizes(f from) error {
 	if c.Size == 0 {
 		c.Size = DefaultSize
 	}
-	minSize := wire.HeaderLen
+	minSize := MinSize
 	if len(c.Key) > 0 {
 		minSize += wire.TagLen
-		if c.Size == DefaultSize {
+		if c.Size == DefaultSize && !f.given("size") {
 			c.Size = minSize
 		}
 	}
 	if c.MaxMessage == 0 {
 		c.MaxMessage = MaxSize
 	}
-	if c.Size < minSize || c.Size > c.MaxMessage {
-		return c, fmt.Errorf("%w: size %d out of range (want %d to %d bytes, header%s included)", ErrConfig, c.Size, minSize, c.MaxMessage, tagWord(c.Key))
+	switch {
+	case c.Size < MinSize:
+		return flagErr("size", "--size %s is smaller than the header: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), MinSize)
+	case c.Size > c.MaxMessage:
+		return flagErr("size", "--size %s is too large: the maximum over %s is %d bytes (%s)", units.FormatBytes(int64(c.Size)), f.over(), c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)))
+	case c.Size < minSize:
+		return flagErr("size", "--size %s is smaller than the header and authentication tag: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), minSize)
+	case f.set("reply-size", c.ReplySize != 0) && (c.ReplySize < MinSize || c.ReplySize > c.MaxMessage):
+		return flagErr("reply-size", "--reply-size %s: want %d to %d bytes (%s) over %s, header included", units.FormatBytes(int64(c.ReplySize)), MinSize, c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)), f.over())
+	case c.Hold < 0 || c.Hold > MaxHold || f.given("hold") && c.Hold < time.Microsecond:
+		return flagErr("hold", "--hold %s: want 1µs to %s (the reflector grants at most its --max-hold, 1s unless set)", units.FormatDuration(c.Hold), units.FormatDuration(MaxHold))
 	}
 	for _, e := range c.Workload {
 		if e.Size < minSize || (e.ReplySize != 0 && e.ReplySize < minSize) {
-			return c, fmt.Errorf("%w: workload entry %s smaller than %d bytes (header%s included)", ErrConfig, e.Name, minSize, tagWord(c.Key))
+			return flagErr("workload", "--workload: entry %s is smaller than %d bytes (header%s included)", e.Name, minSize, tagWord(c.Key))
 		}
 	}
-	if c.ReplySize != 0 && (c.ReplySize < wire.HeaderLen || c.ReplySize > c.MaxMessage) {
-		return c, fmt.Errorf("%w: reply size %d out of range (want %d to %d bytes, header included)", ErrConfig, c.ReplySize, wire.HeaderLen, c.MaxMessage)
-	}
-	if c.Hold < 0 || c.Hold > time.Duration(math.MaxUint32)*time.Microsecond {
-		return c, fmt.Errorf("%w: hold %s out of range", ErrConfig, c.Hold)
+	return nil
+}
+
+// checkWindow checks the probes in flight; 0 is 1.
+func (c *Config) checkWindow(f from) error {
+	if c.Window < 0 || c.Window > MaxWindow || f.given("window") && c.Window == 0 {
+		return flagErr("window", "--window %d: want 1 to %d", c.Window, MaxWindow)
 	}
 	if c.Window == 0 {
 		c.Window = 1
 	}
-	if c.Window < 1 || c.Window > MaxWindow {
-		return c, fmt.Errorf("%w: window %d out of range (want 1 to %d)", ErrConfig, c.Window, MaxWindow)
+	return nil
+}
+
+// checkReconnect: a new session carries on after at least one Hello, over
+// datagrams, for round trips.
+func (c *Config) checkReconnect(f from) error {
+	switch {
+	case c.Reconnect < 0 || f.given("reconnect") && c.Reconnect < MinReconnect:
+		return flagErr("reconnect", "--reconnect=%s: want at least %s (a Hello goes every --timeout, at most 100ms)", units.FormatDuration(c.Reconnect), units.FormatDuration(MinReconnect))
+	case c.Reconnect > 0 && f.cmd != nil && f.cmd.Target.Stream():
+		return flagErr("reconnect", "--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", f.cmd.Target.Scheme)
+	case c.Reconnect > 0 && c.OneWay:
+		return flagErr("reconnect", "--reconnect does not mix with --oneway: a one-way run's results live in the reflector's session, and a restart loses them")
+	}
+	return nil
+}
+
+// checkPacing checks the open loop's rate or send interval, its Poisson
+// gaps, and the closed loop's bursts.
+func (c *Config) checkPacing(f from) error {
+	if c.Unpaced && c.Rate == 0 {
+		c.Rate = MaxRate // sizes the probe history; nothing is paced
 	}
 	switch {
-	case c.Rate < 0 || c.SendInterval < 0 || c.Period < 0 || c.Burst < 0 || c.Threshold < 0:
-		return c, fmt.Errorf("%w: negative rate, interval, burst, period or threshold", ErrConfig)
+	case c.Unpaced && c.Poisson:
+		return flagErr("rate", "--rate max has no schedule to draw Poisson gaps for")
+	case c.Rate < 0 || c.Rate > MaxRate || f.given("rate") && !c.Unpaced && c.Rate == 0:
+		return flagErr("rate", "--rate %s: want more than 0 and at most %s probes/s, or max", units.FormatRate(c.Rate), units.FormatRate(MaxRate))
+	case c.SendInterval < 0 || f.given("send-interval") && c.SendInterval < time.Microsecond:
+		return flagErr("send-interval", "--send-interval %s: want at least 1µs", c.SendInterval)
 	case c.Rate > 0 && c.SendInterval > 0:
-		return c, fmt.Errorf("%w: give a rate or a send interval, not both", ErrConfig)
-	case c.Rate > MaxRate:
-		return c, fmt.Errorf("%w: rate %v above the most a schedule can pace (%d probes/s)", ErrConfig, c.Rate, MaxRate)
+		return flagErr("rate", "--rate and --send-interval both given: want one of them")
 	case c.Poisson && !c.openLoop():
-		return c, fmt.Errorf("%w: Poisson gaps need a rate or a send interval", ErrConfig)
+		return flagErr("poisson", "--poisson needs --rate or --send-interval")
+	case f.given("seed") && !c.Poisson && len(c.Workload) == 0:
+		return flagErr("seed", "--seed is for --poisson and --workload")
+	case c.Burst < 0 || f.given("burst") && c.Burst == 0:
+		return flagErr("burst", "--burst %d: want at least 1", c.Burst)
 	case c.Burst > 0 && c.openLoop():
-		return c, fmt.Errorf("%w: bursts are closed-loop; they do not mix with a rate", ErrConfig)
-	case c.Period > 0 && c.Burst == 0:
-		return c, fmt.Errorf("%w: a period needs a burst size", ErrConfig)
-	case c.OneWay && !c.openLoop():
-		return c, fmt.Errorf("%w: one-way probes need a rate or a send interval", ErrConfig)
-	case c.Reconnect < 0:
-		return c, fmt.Errorf("%w: negative reconnect time", ErrConfig)
-	case c.OneWay && c.Reconnect > 0:
-		return c, fmt.Errorf("%w: one-way results live in the reflector's session, and a restart loses them; --reconnect is for round trips", ErrConfig)
-	case c.OneWay && (c.ReplySize != 0 || c.Hold != 0 || c.Threshold != 0):
-		return c, fmt.Errorf("%w: one-way probes get no reply, so no reply size, hold or RTT threshold", ErrConfig)
+		return flagErr("burst", "--burst is closed-loop: it does not mix with --rate or --send-interval")
+	case f.set("period", c.Period > 0) && c.Burst == 0:
+		return flagErr("period", "--period needs --burst")
+	case c.Period < 0:
+		return flagErr("period", "--period %s: want a duration, or 0 for no pause", c.Period)
 	}
+	return nil
+}
+
+// checkOneWay: one-way probes get no replies, and go at a rate
+// (DefaultOneWayRate unless given one).
+func (c *Config) checkOneWay(f from) error {
+	if !c.OneWay {
+		return nil
+	}
+	if c.Burst > 0 || f.set("reply-size", c.ReplySize != 0) || f.set("hold", c.Hold != 0) || f.set("threshold", c.Threshold != 0) || f.given("window") {
+		return flagErr("oneway", "--oneway gets no replies: it does not mix with --burst, --reply-size, --hold, --threshold or --window")
+	}
+	if !c.openLoop() {
+		c.Rate = DefaultOneWayRate
+	}
+	return nil
+}
+
+// checkPercentiles checks the percentiles (see ParsePercentiles).
+func (c *Config) checkPercentiles(from) error {
+	for _, p := range c.Percentiles {
+		if !percentileOK(p) {
+			return flagErr("percentiles", "--percentiles: %v is out of range (want numbers from 0 to 100)", p)
+		}
+	}
+	return nil
+}
+
+func percentileOK(p float64) bool { return p >= 0 && p <= 100 }
+
+// ParsePercentiles reads --percentiles: numbers from 0 to 100,
+// comma-separated.
+func ParsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, field := range strings.Split(s, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
+		if err != nil || !percentileOK(p) {
+			return nil, flagErr("percentiles", "--percentiles %q: bad value %q (want numbers from 0 to 100, comma-separated)", s, field)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// fillRest fills the zero fields no rule is about.
+func (c *Config) fillRest() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -301,15 +539,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Percentiles == nil {
 		c.Percentiles = DefaultPercentiles
 	}
-	for _, p := range c.Percentiles {
-		if p < 0 || p > 100 {
-			return c, fmt.Errorf("%w: percentile %v out of range (want 0 to 100)", ErrConfig, p)
-		}
-	}
-	if c.Clock == nil {
-		c.Clock = clock.NewSystem()
-	}
-	return c, nil
 }
 
 // historySize is the number of probes whose fate the client remembers, a
