@@ -43,8 +43,14 @@ func tagWord(key []byte) string {
 // MaxRate is the highest open-loop rate: one probe a microsecond.
 const MaxRate = 1_000_000
 
-// openLoop reports whether the run sends on a schedule.
+// openLoop reports whether the run sends on a schedule (after the
+// defaults: see OpenLoop).
 func (c Config) openLoop() bool { return c.Rate > 0 || c.SendInterval > 0 }
+
+// OpenLoop reports whether the run will send on a schedule, with a sender
+// thread beside each receiver: given a rate (max too) or a send interval,
+// or one-way.
+func (c Config) OpenLoop() bool { return c.openLoop() || c.Unpaced || c.OneWay }
 
 // DefaultPercentiles are the percentiles reported unless told otherwise.
 var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
@@ -80,7 +86,9 @@ var (
 	ErrBroken = errors.New("the stream from the reflector broke")
 )
 
-// Config says what to measure. Zero fields take the defaults above.
+// Config says what to measure. Zero fields take the defaults above; Run
+// checks the rest, as Check does, and refuses a Config that breaks a rule
+// with a *ConfigError.
 type Config struct {
 	// Duration and Count bound the measured part of the run, after
 	// warm-up; whichever is reached first ends it. Both zero means
@@ -94,8 +102,9 @@ type Config struct {
 	// Size is the request size in bytes, header included.
 	Size int
 	// ReplySize asks the reflector for replies of this size (0: the size
-	// of the request), and Hold asks it to wait this long before each
-	// reply. The reflector grants them within its limits.
+	// of the request), and Hold asks it to wait this long (at most
+	// MaxHold) before each reply. The reflector grants them within its
+	// limits.
 	ReplySize int
 	Hold      time.Duration
 	// Window is the number of probes in flight (ping-pong: 1). It bounds
@@ -106,9 +115,10 @@ type Config struct {
 	// also measured from each probe's scheduled send time.
 	Rate         float64
 	SendInterval time.Duration
-	// Unpaced, with Rate, sends open-loop probes as fast as the client can
-	// (--rate max): each leaves as soon as the last went, in batches where
-	// the connection moves them, and Rate only sizes the probe history.
+	// Unpaced sends open-loop probes as fast as the client can (--rate
+	// max): each leaves as soon as the last went, in batches where the
+	// connection moves them, and Rate (MaxRate unless set) only sizes the
+	// probe history.
 	Unpaced bool
 	// Poisson draws the gaps of an open-loop schedule from an exponential
 	// distribution with the mean the rate gives, seeded with Seed.
@@ -135,7 +145,8 @@ type Config struct {
 	Key []byte
 	// OneWay sends open-loop probes the reflector does not answer: it
 	// measures their one-way delay, loss, duplicates and reordering, and
-	// hands its results back when the session closes.
+	// hands its results back when the session closes. Without Rate or
+	// SendInterval they go at DefaultOneWayRate.
 	OneWay bool
 	// Timeout is how long a probe waits for its reply before it is lost.
 	// In a one-way run over UDP, the reflector waits up to this long after
