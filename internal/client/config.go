@@ -295,8 +295,8 @@ func (c Config) withDefaults() (Config, error) {
 // complete applies the rules, in the order of the flags', and fills the
 // zero fields; cmd is nil for a Config no command line made.
 func (c Config) complete(cmd *Command) (Config, error) {
-	f := from{cmd}
-	for _, step := range [...]func(*Config, from) error{
+	cl := cmdline{cmd}
+	for _, step := range [...]func(*Config, cmdline) error{
 		(*Config).checkStamps,
 		(*Config).checkDurations,
 		(*Config).fillWorkload,
@@ -307,7 +307,7 @@ func (c Config) complete(cmd *Command) (Config, error) {
 		(*Config).checkOneWay,
 		(*Config).checkPercentiles,
 	} {
-		if err := step(&c, f); err != nil {
+		if err := step(&c, cl); err != nil {
 			return c, err
 		}
 	}
@@ -315,41 +315,41 @@ func (c Config) complete(cmd *Command) (Config, error) {
 	return c, nil
 }
 
-// from is the command line a Config came from, as the rules see it; its
+// cmdline is the command line a Config came from, as the rules see it; its
 // zero value, no command line, is Run's.
-type from struct{ cmd *Command }
+type cmdline struct{ cmd *Command }
 
 // given reports whether the user typed the flag.
-func (f from) given(flag string) bool {
-	return f.cmd != nil && f.cmd.Given != nil && f.cmd.Given(flag)
+func (cl cmdline) given(flag string) bool {
+	return cl.cmd != nil && cl.cmd.Given != nil && cl.cmd.Given(flag)
 }
 
 // set reports whether the field behind flag was set: the flag given, or,
 // without a command line, the field not zero.
-func (f from) set(flag string, nonzero bool) bool {
-	if f.cmd != nil {
-		return f.given(flag)
+func (cl cmdline) set(flag string, nonzero bool) bool {
+	if cl.cmd != nil {
+		return cl.given(flag)
 	}
 	return nonzero
 }
 
 // over names the transport in a size's error.
-func (f from) over() string {
-	if f.cmd == nil {
+func (cl cmdline) over() string {
+	if cl.cmd == nil {
 		return "the connection"
 	}
-	return strings.ToUpper(f.cmd.Target.Scheme)
+	return strings.ToUpper(cl.cmd.Target.Scheme)
 }
 
 // checkStamps: kernel and hardware stamps come per message, only over UDP,
 // and time replies, which one-way probes do not get.
-func (c *Config) checkStamps(f from) error {
+func (c *Config) checkStamps(cl cmdline) error {
 	if c.Stamps != tstamp.Kernel && c.Stamps != tstamp.Hardware {
 		return nil
 	}
 	// Said before any socket, so that no hint sends the user from one
 	// refused mode to another.
-	if s := f.cmd; s != nil && s.Target.Scheme != "udp" {
+	if s := cl.cmd; s != nil && s.Target.Scheme != "udp" {
 		return flagErr("timestamps", "--timestamps %s: %s has no stamps per message (only udp:// targets take kernel and hardware stamps); over %s, --timestamps user or auto (the default) times with volley's clock", c.Stamps, s.Target.Scheme, s.Target.Scheme)
 	}
 	if c.OneWay {
@@ -359,15 +359,15 @@ func (c *Config) checkStamps(f from) error {
 }
 
 // checkDurations checks the run's length, warm-up, timeout and threshold.
-func (c *Config) checkDurations(f from) error {
+func (c *Config) checkDurations(cl cmdline) error {
 	switch {
-	case c.Duration < 0 || f.given("duration") && c.Duration == 0:
+	case c.Duration < 0 || cl.given("duration") && c.Duration == 0:
 		return flagErr("duration", "--duration %s: want a positive duration such as 10s (a bare number is seconds)", units.FormatDuration(c.Duration))
 	case c.WarmupDuration < 0:
 		return flagErr("warmup", "--warmup %q: want a duration (2s) or a probe count (100)", c.WarmupDuration.String())
-	case c.Timeout < 0 || f.cmd != nil && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout):
+	case c.Timeout < 0 || cl.cmd != nil && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout):
 		return flagErr("timeout", "--timeout %s: want %s to %s", units.FormatDuration(c.Timeout), units.FormatDuration(MinTimeout), units.FormatDuration(MaxTimeout))
-	case c.Threshold < 0 || f.given("threshold") && c.Threshold == 0:
+	case c.Threshold < 0 || cl.given("threshold") && c.Threshold == 0:
 		return flagErr("threshold", "--threshold %s: want a positive duration", c.Threshold)
 	}
 	if c.Duration == 0 && c.Count == 0 {
@@ -378,11 +378,11 @@ func (c *Config) checkDurations(f from) error {
 
 // fillWorkload checks a workload and sizes the buffers and the handshake
 // for its largest entry.
-func (c *Config) fillWorkload(f from) error {
+func (c *Config) fillWorkload(cl cmdline) error {
 	if len(c.Workload) == 0 {
 		return nil
 	}
-	if f.set("size", c.Size != 0) || f.set("reply-size", c.ReplySize != 0) || f.set("hold", c.Hold != 0) || c.OneWay {
+	if cl.set("size", c.Size != 0) || cl.set("reply-size", c.ReplySize != 0) || cl.set("hold", c.Hold != 0) || c.OneWay {
 		return flagErr("workload", "--workload sets sizes and holds itself: it does not mix with --size, --reply-size, --hold or --oneway")
 	}
 	if len(c.Workload) > 1<<16 {
@@ -402,14 +402,14 @@ func (c *Config) fillWorkload(f from) error {
 
 // checkSizes checks the request's and the reply's sizes and the hold,
 // and fills the size: the header's, and the tag's with a key.
-func (c *Config) checkSizes(f from) error {
+func (c *Config) checkSizes(cl cmdline) error {
 	if c.Size == 0 {
 		c.Size = DefaultSize
 	}
 	minSize := MinSize
 	if len(c.Key) > 0 {
 		minSize += wire.TagLen
-		if c.Size == DefaultSize && !f.given("size") {
+		if c.Size == DefaultSize && !cl.given("size") {
 			c.Size = minSize
 		}
 	}
@@ -420,12 +420,12 @@ func (c *Config) checkSizes(f from) error {
 	case c.Size < MinSize:
 		return flagErr("size", "--size %s is smaller than the header: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), MinSize)
 	case c.Size > c.MaxMessage:
-		return flagErr("size", "--size %s is too large: the maximum over %s is %d bytes (%s)", units.FormatBytes(int64(c.Size)), f.over(), c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)))
+		return flagErr("size", "--size %s is too large: the maximum over %s is %d bytes (%s)", units.FormatBytes(int64(c.Size)), cl.over(), c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)))
 	case c.Size < minSize:
 		return flagErr("size", "--size %s is smaller than the header and authentication tag: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), minSize)
-	case f.set("reply-size", c.ReplySize != 0) && (c.ReplySize < MinSize || c.ReplySize > c.MaxMessage):
-		return flagErr("reply-size", "--reply-size %s: want %d to %d bytes (%s) over %s, header included", units.FormatBytes(int64(c.ReplySize)), MinSize, c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)), f.over())
-	case c.Hold < 0 || c.Hold > MaxHold || f.given("hold") && c.Hold < time.Microsecond:
+	case cl.set("reply-size", c.ReplySize != 0) && (c.ReplySize < MinSize || c.ReplySize > c.MaxMessage):
+		return flagErr("reply-size", "--reply-size %s: want %d to %d bytes (%s) over %s, header included", units.FormatBytes(int64(c.ReplySize)), MinSize, c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)), cl.over())
+	case c.Hold < 0 || c.Hold > MaxHold || cl.given("hold") && c.Hold < time.Microsecond:
 		return flagErr("hold", "--hold %s: want 1µs to %s (the reflector grants at most its --max-hold, 1s unless set)", units.FormatDuration(c.Hold), units.FormatDuration(MaxHold))
 	}
 	for _, e := range c.Workload {
@@ -437,8 +437,8 @@ func (c *Config) checkSizes(f from) error {
 }
 
 // checkWindow checks the probes in flight; 0 is 1.
-func (c *Config) checkWindow(f from) error {
-	if c.Window < 0 || c.Window > MaxWindow || f.given("window") && c.Window == 0 {
+func (c *Config) checkWindow(cl cmdline) error {
+	if c.Window < 0 || c.Window > MaxWindow || cl.given("window") && c.Window == 0 {
 		return flagErr("window", "--window %d: want 1 to %d", c.Window, MaxWindow)
 	}
 	if c.Window == 0 {
@@ -449,12 +449,12 @@ func (c *Config) checkWindow(f from) error {
 
 // checkReconnect: a new session carries on after at least one Hello, over
 // datagrams, for round trips.
-func (c *Config) checkReconnect(f from) error {
+func (c *Config) checkReconnect(cl cmdline) error {
 	switch {
-	case c.Reconnect < 0 || f.given("reconnect") && c.Reconnect < MinReconnect:
+	case c.Reconnect < 0 || cl.given("reconnect") && c.Reconnect < MinReconnect:
 		return flagErr("reconnect", "--reconnect=%s: want at least %s (a Hello goes every --timeout, at most 100ms)", units.FormatDuration(c.Reconnect), units.FormatDuration(MinReconnect))
-	case c.Reconnect > 0 && f.cmd != nil && f.cmd.Target.Stream():
-		return flagErr("reconnect", "--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", f.cmd.Target.Scheme)
+	case c.Reconnect > 0 && cl.cmd != nil && cl.cmd.Target.Stream():
+		return flagErr("reconnect", "--reconnect is for udp:// and unixgram:// targets: a %s connection that broke is not reopened", cl.cmd.Target.Scheme)
 	case c.Reconnect > 0 && c.OneWay:
 		return flagErr("reconnect", "--reconnect does not mix with --oneway: a one-way run's results live in the reflector's session, and a restart loses them")
 	}
@@ -463,28 +463,28 @@ func (c *Config) checkReconnect(f from) error {
 
 // checkPacing checks the open loop's rate or send interval, its Poisson
 // gaps, and the closed loop's bursts.
-func (c *Config) checkPacing(f from) error {
+func (c *Config) checkPacing(cl cmdline) error {
 	if c.Unpaced && c.Rate == 0 {
 		c.Rate = MaxRate // sizes the probe history; nothing is paced
 	}
 	switch {
 	case c.Unpaced && c.Poisson:
 		return flagErr("rate", "--rate max has no schedule to draw Poisson gaps for")
-	case c.Rate < 0 || c.Rate > MaxRate || f.given("rate") && !c.Unpaced && c.Rate == 0:
+	case c.Rate < 0 || c.Rate > MaxRate || cl.given("rate") && !c.Unpaced && c.Rate == 0:
 		return flagErr("rate", "--rate %s: want more than 0 and at most %s probes/s, or max", units.FormatRate(c.Rate), units.FormatRate(MaxRate))
-	case c.SendInterval < 0 || f.given("send-interval") && c.SendInterval < time.Microsecond:
+	case c.SendInterval < 0 || cl.given("send-interval") && c.SendInterval < time.Microsecond:
 		return flagErr("send-interval", "--send-interval %s: want at least 1µs", c.SendInterval)
 	case c.Rate > 0 && c.SendInterval > 0:
 		return flagErr("rate", "--rate and --send-interval both given: want one of them")
 	case c.Poisson && !c.openLoop():
 		return flagErr("poisson", "--poisson needs --rate or --send-interval")
-	case f.given("seed") && !c.Poisson && len(c.Workload) == 0:
+	case cl.given("seed") && !c.Poisson && len(c.Workload) == 0:
 		return flagErr("seed", "--seed is for --poisson and --workload")
-	case c.Burst < 0 || f.given("burst") && c.Burst == 0:
+	case c.Burst < 0 || cl.given("burst") && c.Burst == 0:
 		return flagErr("burst", "--burst %d: want at least 1", c.Burst)
 	case c.Burst > 0 && c.openLoop():
 		return flagErr("burst", "--burst is closed-loop: it does not mix with --rate or --send-interval")
-	case f.set("period", c.Period > 0) && c.Burst == 0:
+	case cl.set("period", c.Period > 0) && c.Burst == 0:
 		return flagErr("period", "--period needs --burst")
 	case c.Period < 0:
 		return flagErr("period", "--period %s: want a duration, or 0 for no pause", c.Period)
@@ -494,11 +494,11 @@ func (c *Config) checkPacing(f from) error {
 
 // checkOneWay: one-way probes get no replies, and go at a rate
 // (DefaultOneWayRate unless given one).
-func (c *Config) checkOneWay(f from) error {
+func (c *Config) checkOneWay(cl cmdline) error {
 	if !c.OneWay {
 		return nil
 	}
-	if c.Burst > 0 || f.set("reply-size", c.ReplySize != 0) || f.set("hold", c.Hold != 0) || f.set("threshold", c.Threshold != 0) || f.given("window") {
+	if c.Burst > 0 || cl.set("reply-size", c.ReplySize != 0) || cl.set("hold", c.Hold != 0) || cl.set("threshold", c.Threshold != 0) || cl.given("window") {
 		return flagErr("oneway", "--oneway gets no replies: it does not mix with --burst, --reply-size, --hold, --threshold or --window")
 	}
 	if !c.openLoop() {
@@ -508,7 +508,7 @@ func (c *Config) checkOneWay(f from) error {
 }
 
 // checkPercentiles checks the percentiles (see ParsePercentiles).
-func (c *Config) checkPercentiles(from) error {
+func (c *Config) checkPercentiles(cmdline) error {
 	for _, p := range c.Percentiles {
 		if !percentileOK(p) {
 			return flagErr("percentiles", "--percentiles: %v is out of range (want numbers from 0 to 100)", p)
