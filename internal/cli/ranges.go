@@ -11,7 +11,8 @@ import (
 )
 
 // The ranges of the duration flags whose values outside them would be
-// taken and then fail in a way that blames something else.
+// taken and then fail in a way that blames something else (the client's
+// own are client.MinTimeout and the rest, checked with its Config).
 const (
 	// minReportInterval is the shortest interval report (-i), client's
 	// and server's. Interval lines print their bounds to 10ms (0.01s), so
@@ -20,19 +21,6 @@ const (
 	// The counters behind a line cost nothing per probe, so 10ms (finer
 	// than iperf's 0.1s or 0.5s) is for scripts reading jsonl.
 	minReportInterval = 10 * time.Millisecond
-	// minTimeout: below a millisecond a healthy reply that met a
-	// scheduler hiccup would count lost, and the handshake's tries would
-	// be over before a reflector on another host could answer.
-	minTimeout = time.Millisecond
-	// maxTimeout: a reflector that died is noticed after 3 timeouts; past
-	// a minute the run would sit silent for too long.
-	maxTimeout = time.Minute
-	// minReconnect: at least one Hello (every --timeout, at most 100ms).
-	minReconnect = 100 * time.Millisecond
-	// maxHold: the wire carries a hold in µs in 32 bits (71 minutes);
-	// past an hour no reflector grants it (their --max-hold is 1s unless
-	// set).
-	maxHold = time.Hour
 )
 
 // checkReportInterval checks -i: 0 (none), or minReportInterval or more.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/volley-net/volley/internal/result"
@@ -243,19 +244,19 @@ func (r *run) setupStamps() (string, error) {
 	if r.cfg.OneWay {
 		return fallback("one-way probes are timed by the reflector against the client's clock reading")
 	}
-	sock, ok := r.conn.(transport.Stamper)
-	if !ok {
-		return fallback(r.conn.RemoteAddr().Network() + " has no stamps per message (only UDP sockets take them)")
+	sock, _ := r.conn.(transport.Stamper)
+	used, why, err := tstamp.Use(mode, sock) // why: auto fell back; err: kernel or hardware refused
+	if err != nil {
+		why = err
 	}
-	hw := mode == tstamp.Hardware
-	if err := sock.EnableTimestamps(hw); err != nil {
-		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", err))
+	switch {
+	case errors.Is(why, tstamp.ErrNoStamps):
+		return fallback(r.conn.RemoteAddr().Network() + " has no stamps per message (only UDP sockets take them)")
+	case why != nil:
+		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", why))
 	}
 	r.stamps = &stamping{sock: sock}
-	if hw {
-		return "hardware", nil
-	}
-	return "kernel", nil
+	return used.String(), nil
 }
 
 // stampsResult says where the run's times came from.
