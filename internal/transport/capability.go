@@ -7,9 +7,14 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net"
+	"net/netip"
+	"syscall"
 	"time"
 
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
@@ -163,3 +168,55 @@ func InterruptReads(ctx context.Context, c ReadDeadliner) (stop func() bool) {
 // Interrupt makes c's waiting and later reads return at once with a
 // timeout.
 func Interrupt(c ReadDeadliner) error { return c.SetReadDeadline(time.Unix(1, 0)) }
+
+// Granted returns the socket options the kernel applied to conn's socket,
+// for udp and tcp connections.
+func Granted(conn Conn) (result.Socket, error) {
+	var sc interface {
+		SyscallConn() (syscall.RawConn, error)
+	}
+	network := ""
+	switch c := conn.(type) {
+	case *udp.Conn:
+		sc, network = c.UDPConn, "udp"
+	case *stream.Conn:
+		tc, ok := c.Conn.(*net.TCPConn)
+		if !ok {
+			return result.Socket{}, errors.ErrUnsupported
+		}
+		sc, network = tc, "tcp"
+	default:
+		return result.Socket{}, errors.ErrUnsupported
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return result.Socket{}, err
+	}
+	if a, ok := conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }); ok && !a.AddrPort().Addr().Unmap().Is4() {
+		network += "6"
+	}
+	return sockopt.Read(rc, network)
+}
+
+// MaxMessage returns the largest message conn carries: 65,000 bytes on
+// UDP, more on streams.
+func MaxMessage(conn any) int {
+	if m, ok := conn.(MaxMessager); ok {
+		return m.MaxMessage()
+	}
+	return udp.MaxMessage
+}
+
+// ErrNoBusyPoll: the connection cannot busy-poll.
+var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream sockets on Linux")
+
+// SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
+// a Conn or a PacketConn.
+func SetBusyPoll(c any) error {
+	if b, ok := c.(BusyPoller); ok {
+		if err := b.SetBusyPoll(true); err == nil {
+			return nil
+		}
+	}
+	return ErrNoBusyPoll
+}
