@@ -502,8 +502,8 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		runtime.GOMAXPROCS(procs)
 	}
 	if g, err := transport.Granted(conns[0]); err == nil {
-		g.Bind, g.Asked = dopts.Bind, asked
-		cfg.Socket = &g
+		cfg.Socket = &result.Socket{SendBuffer: g.SendBuffer, RecvBuffer: g.RecvBuffer, TOS: g.TOS, TTL: g.TTL, DF: g.DF,
+			Congestion: g.Congestion, NoDelay: g.NoDelay, Interface: g.Interface, Bind: dopts.Bind, Asked: asked}
 	}
 
 	// The report goes to stdout, unless the probe log takes it (--log -):

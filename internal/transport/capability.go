@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/transport/stream"
@@ -88,6 +87,13 @@ type MaxMessager interface {
 	MaxMessage() int
 }
 
+// SyscallConn is a connection with a socket behind it, which the kernel
+// can be asked about (see Granted): UDP, TCP and Unix stream connections.
+type SyscallConn interface {
+	Conn
+	syscall.Conn
+}
+
 // Failer is a listener that can stop answering on its own (a bus that went
 // away); Err says why, or is nil.
 type Failer interface {
@@ -118,6 +124,8 @@ var (
 	_ MaxMessager     = (*stream.Conn)(nil)
 	_ MaxMessager     = (*stream.Listener)(nil)
 	_ Failer          = (*dbus.Listener)(nil)
+	_ SyscallConn     = (*udp.Conn)(nil)
+	_ SyscallConn     = (*stream.Conn)(nil)
 )
 
 // Batches returns c as a BatchPacketConn and the most datagrams one of its
@@ -170,29 +178,22 @@ func InterruptReads(ctx context.Context, c ReadDeadliner) (stop func() bool) {
 func Interrupt(c ReadDeadliner) error { return c.SetReadDeadline(time.Unix(1, 0)) }
 
 // Granted returns the socket options the kernel applied to conn's socket,
-// for udp and tcp connections.
-func Granted(conn Conn) (result.Socket, error) {
-	var sc interface {
-		SyscallConn() (syscall.RawConn, error)
+// for udp and tcp connections; errors.ErrUnsupported for the others.
+func Granted(conn Conn) (sockopt.Granted, error) {
+	sc, ok := conn.(SyscallConn)
+	if !ok {
+		return sockopt.Granted{}, errors.ErrUnsupported
 	}
-	network := ""
-	switch c := conn.(type) {
-	case *udp.Conn:
-		sc, network = c.UDPConn, "udp"
-	case *stream.Conn:
-		tc, ok := c.Conn.(*net.TCPConn)
-		if !ok {
-			return result.Socket{}, errors.ErrUnsupported
-		}
-		sc, network = tc, "tcp"
-	default:
-		return result.Socket{}, errors.ErrUnsupported
+	la := conn.LocalAddr()
+	if la == nil || la.Network() != "udp" && la.Network() != "tcp" {
+		return sockopt.Granted{}, errors.ErrUnsupported // Unix sockets, D-Bus
 	}
+	network := la.Network()
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return result.Socket{}, err
+		return sockopt.Granted{}, err
 	}
-	if a, ok := conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }); ok && !a.AddrPort().Addr().Unmap().Is4() {
+	if a, ok := la.(interface{ AddrPort() netip.AddrPort }); ok && !a.AddrPort().Addr().Unmap().Is4() {
 		network += "6"
 	}
 	return sockopt.Read(rc, network)

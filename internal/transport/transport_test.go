@@ -110,3 +110,14 @@ func TestListenRoundTrip(t *testing.T) {
 		t.Fatalf("Read = %q, %v, want pong", buf[:n], err)
 	}
 }
+
+// TestGrantedUnsupported: a connection without a socket behind it has no
+// granted options to read.
+func TestGrantedUnsupported(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if g, err := Granted(a); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Granted(pipe) = %+v, %v, want %v", g, err, errors.ErrUnsupported)
+	}
+}
