@@ -3,12 +3,9 @@ package transport
 import (
 	"context"
 	"errors"
-	"net/netip"
-	"path/filepath"
 	"testing"
 
 	"github.com/volley-net/volley/internal/sockopt"
-	"github.com/volley-net/volley/internal/testsock"
 )
 
 // TestGranted: Granted reads back what the kernel applied to a UDP or TCP
@@ -53,35 +50,5 @@ func TestGranted(t *testing.T) {
 				t.Fatalf("Granted(%s) = %+v, %v, want what %+v asked", target, g, err, tt.opts.Socket)
 			}
 		})
-	}
-}
-
-// listenAt returns a function that opens a reflector's socket of scheme
-// on addr (a fresh path for the Unix ones) and the target that reaches it.
-func listenAt(scheme, addr string) func(t *testing.T) (PacketConn, Target) {
-	return func(t *testing.T) (PacketConn, Target) {
-		t.Helper()
-		var l PacketConn
-		var err error
-		switch scheme {
-		case "udp":
-			l, err = ListenUDP(addr)
-		case "tcp":
-			l, err = ListenStream("tcp", addr)
-		case "unix":
-			addr = filepath.Join(testsock.ShortDir(t), "s")
-			l, err = ListenStream("unix", addr)
-		case "unixgram":
-			addr = filepath.Join(testsock.ShortDir(t), "s")
-			l, err = ListenUnixgram(addr)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if scheme == "unix" || scheme == "unixgram" {
-			return l, Target{Scheme: scheme, Path: addr}
-		}
-		ap := l.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort()
-		return l, Target{Scheme: scheme, Host: ap.Addr().String(), Port: int(ap.Port())}
 	}
 }

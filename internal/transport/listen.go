@@ -19,7 +19,6 @@ import (
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
 	"github.com/volley-net/volley/internal/transport/unixgram"
-	"github.com/volley-net/volley/internal/wire"
 )
 
 // ListenUnixgram opens a reflector's Unix datagram socket at path,
@@ -47,9 +46,9 @@ func ListenDBus(bus, name string) (PacketConn, error) {
 }
 
 // ListenStream opens a reflector's stream socket, network "tcp" or
-// "unix", with default limits.
+// "unix", with default limits and the kernel's delayed ACKs.
 func ListenStream(network, addr string) (PacketConn, error) {
-	return ListenStreamWith(network, addr, ListenOptions{Socket: sockopt.Options{TOS: -1}, QuickAck: true})
+	return ListenStreamWith(network, addr, ListenOptions{Socket: sockopt.Options{TOS: -1}})
 }
 
 // ListenStreamWith is ListenStream as o says; a Unix socket's path is
@@ -62,34 +61,39 @@ func ListenStreamWith(network, addr string, o ListenOptions) (PacketConn, error)
 	var after func(net.Conn) func(msg []byte)
 	if network == "tcp" {
 		lc.Control = o.Socket.Control
-		after = func(c net.Conn) func(msg []byte) {
-			tc, ok := c.(*net.TCPConn)
-			if !ok {
-				return nil
-			}
-			if o.Socket.NoDelayOff {
-				_ = tc.SetNoDelay(false)
-			}
-			if !o.QuickAck {
-				return nil
-			}
-			rc, err := tc.SyscallConn()
-			if err != nil {
-				return nil
-			}
-			quickAck := sockopt.QuickAcker(rc)
-			return func(msg []byte) {
-				if wire.FlagsOf(msg)&wire.FlagNoQuickAck == 0 { // the client may ask for delayed ACKs
-					_ = quickAck()
-				}
-			}
-		}
+		after = o.tcpAccepted
 	}
 	l, err := stream.ListenWith(context.Background(), lc, network, addr, o.Limits, after)
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// tcpAccepted readies a TCP connection the listener accepted as o says,
+// and returns what to do after each message read from it: set
+// TCP_QUICKACK when o.QuickAck says so, or nothing (nil).
+func (o ListenOptions) tcpAccepted(c net.Conn) func(msg []byte) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	if o.Socket.NoDelayOff {
+		_ = tc.SetNoDelay(false)
+	}
+	if o.QuickAck == nil {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	quickAck, wants := sockopt.QuickAcker(rc), o.QuickAck
+	return func(msg []byte) {
+		if wants(msg) { // the client may ask for delayed ACKs
+			_ = quickAck()
+		}
+	}
 }
 
 // ListenUDP opens the reflector's UDP socket on addr.
@@ -118,9 +122,13 @@ func ListenUDPWith(ctx context.Context, addr string, n int, o sockopt.Options) (
 // ListenOptions are how a reflector's stream sockets are made.
 type ListenOptions struct {
 	Socket sockopt.Options // applied to the listening socket; connections inherit them
-	// QuickAck sets TCP_QUICKACK after every message read, so that the
-	// kernel acknowledges requests at once (iperf 2's bounceback does).
-	QuickAck bool
+	// QuickAck, when set, is asked of every message a TCP connection
+	// reads; when it says yes, TCP_QUICKACK is set, so that the kernel
+	// acknowledges the request at once (iperf 2's bounceback does). It
+	// decides by the message (reflector.WantsQuickAck reads the client's
+	// flags), as transport does not read messages. nil: the kernel's
+	// delayed ACKs stay on.
+	QuickAck func(msg []byte) bool
 	// Limits bound what the peers may take.
 	Limits StreamLimits
 }

@@ -3,9 +3,15 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -80,34 +86,85 @@ func TestDialRefused(t *testing.T) {
 	}
 }
 
+// TestListenRoundTrip: what a client sends, the reflector's socket reads
+// with the client's address, and its reply to that address is what the
+// client reads, over each transport.
 func TestListenRoundTrip(t *testing.T) {
-	p, err := ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for _, scheme := range []string{"udp", "tcp", "unix", "unixgram"} {
+		t.Run(scheme, func(t *testing.T) {
+			p, target := listenAt(scheme, "127.0.0.1:0")(t)
+			defer p.Close()
+			c, err := Dial(context.Background(), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte("ping")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 16)
+			p.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, from, err := p.ReadFrom(buf)
+			if err != nil || string(buf[:n]) != "ping" {
+				t.Fatalf("ReadFrom = %q, %v, want ping", buf[:n], err)
+			}
+			if _, err := p.WriteTo([]byte("pong"), from); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, err = c.Read(buf)
+			if err != nil || string(buf[:n]) != "pong" {
+				t.Fatalf("Read = %q, %v, want pong", buf[:n], err)
+			}
+		})
 	}
-	defer p.Close()
-	port := p.LocalAddr().(*net.UDPAddr).Port
-	c, err := Dial(context.Background(), Target{Scheme: "udp", Host: "127.0.0.1", Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte("ping")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 16)
-	p.SetReadDeadline(time.Now().Add(2 * time.Second))
-	n, from, err := p.ReadFrom(buf)
-	if err != nil || string(buf[:n]) != "ping" {
-		t.Fatalf("ReadFrom = %q, %v, want ping", buf[:n], err)
-	}
-	if _, err := p.WriteTo([]byte("pong"), from); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	n, err = c.Read(buf)
-	if err != nil || string(buf[:n]) != "pong" {
-		t.Fatalf("Read = %q, %v, want pong", buf[:n], err)
+}
+
+// TestListenQuickAck: a TCP listener asks ListenOptions.QuickAck of every
+// message it reads, the message itself, before the message is read from
+// it; without QuickAck the messages come as well.
+func TestListenQuickAck(t *testing.T) {
+	sent := []string{"one", "two", "three"}
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quickack %v", on), func(t *testing.T) {
+			asked := make(chan string, len(sent))
+			o := ListenOptions{Socket: sockopt.Options{TOS: -1}}
+			if on {
+				o.QuickAck = func(msg []byte) bool { asked <- string(msg); return true }
+			}
+			p, err := ListenStreamWith("tcp", "127.0.0.1:0", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			c, err := Dial(context.Background(), Target{Scheme: "tcp", Host: "127.0.0.1", Port: p.LocalAddr().(*net.TCPAddr).Port})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			buf := make([]byte, 16)
+			for _, m := range sent {
+				if _, err := c.Write([]byte(m)); err != nil {
+					t.Fatal(err)
+				}
+				p.SetReadDeadline(time.Now().Add(2 * time.Second))
+				n, _, err := p.ReadFrom(buf)
+				if err != nil || string(buf[:n]) != m {
+					t.Fatalf("ReadFrom = %q, %v, want %q", buf[:n], err, m)
+				}
+				if !on {
+					continue
+				}
+				select {
+				case got := <-asked:
+					if got != m {
+						t.Fatalf("QuickAck asked of %q, want %q", got, m)
+					}
+				default:
+					t.Fatalf("QuickAck not asked of %q before it was read", m)
+				}
+			}
+		})
 	}
 }
 
@@ -119,5 +176,35 @@ func TestGrantedUnsupported(t *testing.T) {
 	defer b.Close()
 	if g, err := Granted(a); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("Granted(pipe) = %+v, %v, want %v", g, err, errors.ErrUnsupported)
+	}
+}
+
+// listenAt returns a function that opens a reflector's socket of scheme
+// on addr (a fresh path for the Unix ones) and the target that reaches it.
+func listenAt(scheme, addr string) func(t *testing.T) (PacketConn, Target) {
+	return func(t *testing.T) (PacketConn, Target) {
+		t.Helper()
+		var l PacketConn
+		var err error
+		switch scheme {
+		case "udp":
+			l, err = ListenUDP(addr)
+		case "tcp":
+			l, err = ListenStream("tcp", addr)
+		case "unix":
+			addr = filepath.Join(testsock.ShortDir(t), "s")
+			l, err = ListenStream("unix", addr)
+		case "unixgram":
+			addr = filepath.Join(testsock.ShortDir(t), "s")
+			l, err = ListenUnixgram(addr)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scheme == "unix" || scheme == "unixgram" {
+			return l, Target{Scheme: scheme, Path: addr}
+		}
+		ap := l.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort()
+		return l, Target{Scheme: scheme, Host: ap.Addr().String(), Port: int(ap.Port())}
 	}
 }
