@@ -46,10 +46,11 @@ func IsSlowReader(err error) bool {
 	return errors.Is(err, stream.ErrSlowReader) || errors.Is(err, unixgram.ErrSlowReader)
 }
 
-// IsRefused reports whether err says the peer is gone: its port closed (an
-// ICMP port unreachable on a connected UDP socket), or a stream connection
-// ended or reset.
-func IsRefused(err error) bool {
+// IsPeerGone reports whether err says the peer is gone: its port closed (an
+// ICMP port unreachable on a connected UDP socket: ECONNREFUSED), or a
+// stream connection ended (EOF), reset (ECONNRESET) or closed under a
+// write (EPIPE).
+func IsPeerGone(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE)
 }

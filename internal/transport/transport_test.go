@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/testsock"
+	"github.com/volley-net/volley/internal/transport/stream"
+	"github.com/volley-net/volley/internal/transport/unixgram"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -81,8 +86,41 @@ func TestDialRefused(t *testing.T) {
 	}
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err = c.Read(make([]byte, 8))
-	if !IsRefused(err) {
+	if !IsPeerGone(err) {
 		t.Fatalf("Read from a closed port = %v, want connection refused", err)
+	}
+}
+
+// TestErrorKinds: IsPeerGone and IsSlowReader know their errors however
+// wrapped, and only those.
+func TestErrorKinds(t *testing.T) {
+	op := func(err error) error {
+		return &net.OpError{Op: "read", Net: "udp", Err: os.NewSyscallError("recvmsg", err)}
+	}
+	tests := []struct {
+		name           string
+		err            error
+		gone, slowRead bool
+	}{
+		{"port closed", op(syscall.ECONNREFUSED), true, false},
+		{"stream ended", fmt.Errorf("read frame: %w", io.EOF), true, false},
+		{"stream reset", op(syscall.ECONNRESET), true, false},
+		{"stream closed under a write", op(syscall.EPIPE), true, false},
+		{"timeout", os.ErrDeadlineExceeded, false, false},
+		{"unexpected EOF", io.ErrUnexpectedEOF, false, false},
+		{"slow stream reader", fmt.Errorf("reply: %w", stream.ErrSlowReader), false, true},
+		{"slow datagram reader", unixgram.ErrSlowReader, false, true},
+		{"none", nil, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsPeerGone(tt.err); got != tt.gone {
+				t.Errorf("IsPeerGone(%v) = %v, want %v", tt.err, got, tt.gone)
+			}
+			if got := IsSlowReader(tt.err); got != tt.slowRead {
+				t.Errorf("IsSlowReader(%v) = %v, want %v", tt.err, got, tt.slowRead)
+			}
+		})
 	}
 }
 
