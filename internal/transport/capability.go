@@ -1,7 +1,9 @@
 // What a connection or listener can do beyond Conn and PacketConn. Callers
 // find an optional capability by asserting one of these named interfaces,
 // and nowhere else: the assertions below check at compile time which
-// transport has which.
+// transport has which. The functions after them use a capability where
+// the connection has it and do without it where not (Batches, Granted,
+// MaxMessage, SetBusyPoll), so that callers need no assertion at all.
 
 package transport
 
