@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volley-net/volley/internal/client"
+	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -117,8 +118,8 @@ func (f clientFlags) dial(ctx context.Context, cmd *cobra.Command, t transport.T
 		runtime.GOMAXPROCS(procs)
 	}
 	if g, err := transport.Granted(conns[0]); err == nil {
-		g.Bind, g.Asked = dopts.Bind, asked
-		cfg.Socket = &g
+		cfg.Socket = &result.Socket{SendBuffer: g.SendBuffer, RecvBuffer: g.RecvBuffer, TOS: g.TOS, TTL: g.TTL, DF: g.DF,
+			Congestion: g.Congestion, NoDelay: g.NoDelay, Interface: g.Interface, Bind: dopts.Bind, Asked: asked}
 	}
 	return conns, nil
 }

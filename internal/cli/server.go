@@ -186,7 +186,7 @@ larger than its Close.`,
 				return err
 			}
 			ss, err := openServer(cmd.Context(), serverSetup{listen: listen, workers: workers, udp: udpOpts, tcp: tcp,
-				stream:   transport.ListenOptions{Socket: so, QuickAck: quickAck, Limits: streamLimits},
+				stream:   transport.ListenOptions{Socket: so, QuickAck: reflector.QuickAck(quickAck), Limits: streamLimits},
 				unixPath: unixPath, gramPath: unixgramPath, dbusBus: dbusBus, dbusName: dbusName, logPath: logPath})
 			if err != nil {
 				return err // a port in use is an error, not a usage error

@@ -592,7 +592,7 @@ func (r *run) gone(err error) error {
 }
 
 func (r *run) noReflector(err error) error {
-	if transport.IsRefused(err) {
+	if transport.IsPeerGone(err) {
 		switch {
 		case r.conn.RemoteAddr().Network() == "dbus":
 			return fmt.Errorf("%w at %s: no connection on the bus has that name", ErrNoReflector, r.peer)
@@ -695,7 +695,7 @@ func (r *run) loop(ctx context.Context) error {
 				if errors.Is(err, ErrStalled) {
 					return r.stalled(err)
 				}
-				if transport.IsRefused(err) {
+				if transport.IsPeerGone(err) {
 					if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 						return err
 					}
@@ -784,7 +784,7 @@ func (r *run) loop(ctx context.Context) error {
 						r.stopSending("interrupted")
 					}
 				}
-			case transport.IsRefused(err):
+			case transport.IsPeerGone(err):
 				if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 					return err
 				}

@@ -299,7 +299,7 @@ func (b *outBatch) flush(stopOnRefused bool) (errs uint64, refused bool, stalled
 		if isStall(err) {
 			return errs + uint64(len(ms)-sent), false, ms[sent].N
 		}
-		if transport.IsRefused(err) && stopOnRefused {
+		if transport.IsPeerGone(err) && stopOnRefused {
 			return errs + uint64(len(ms)-sent), true, 0
 		}
 		errs++

@@ -25,6 +25,22 @@ type Options struct {
 	NoDelayOff bool   // TCP: leave Nagle's algorithm on
 }
 
+// Granted is what the kernel applied to a socket, as Read finds it: the
+// buffer sizes it doubled for its bookkeeping, the TOS and TTL in force,
+// and for TCP the congestion control and Nagle's algorithm. The caller
+// turns it into its report's form (result.Socket), so that the packages
+// that open sockets need not know the report.
+type Granted struct {
+	SendBuffer int    // SO_SNDBUF
+	RecvBuffer int    // SO_RCVBUF
+	TOS        int    // IP_TOS / IPV6_TCLASS
+	TTL        int    // IP_TTL / IPV6_UNICAST_HOPS
+	DF         bool   // path MTU discovery "do"
+	Congestion string // TCP_CONGESTION; TCP only
+	NoDelay    bool   // TCP_NODELAY; TCP only
+	Interface  string // SO_BINDTODEVICE; "": none
+}
+
 // ErrCongestion: the congestion control algorithm asked for is not
 // available.
 var ErrCongestion = errors.New("unknown TCP congestion control algorithm")

@@ -1,8 +1,6 @@
 package sockopt
 
 import (
-	"github.com/volley-net/volley/internal/result"
-
 	"fmt"
 	"strings"
 	"syscall"
@@ -63,10 +61,10 @@ func (o Options) apply(fd int, network string) error {
 	return nil
 }
 
-// Read returns what the kernel applied to the socket behind c (Bind and
-// Asked are left to the caller).
-func Read(c syscall.RawConn, network string) (result.Socket, error) {
-	var g result.Socket
+// Read returns what the kernel applied to the socket behind c, of
+// network "udp", "udp6", "tcp" or "tcp6".
+func Read(c syscall.RawConn, network string) (Granted, error) {
+	var g Granted
 	var serr error
 	v6 := strings.HasSuffix(network, "6")
 	err := c.Control(func(fd uintptr) {

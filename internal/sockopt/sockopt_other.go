@@ -3,8 +3,6 @@
 package sockopt
 
 import (
-	"github.com/volley-net/volley/internal/result"
-
 	"errors"
 	"syscall"
 )
@@ -17,8 +15,8 @@ func (o Options) apply(fd int, network string) error {
 }
 
 // Read is Linux's.
-func Read(c syscall.RawConn, network string) (result.Socket, error) {
-	return result.Socket{}, errors.ErrUnsupported
+func Read(c syscall.RawConn, network string) (Granted, error) {
+	return Granted{}, errors.ErrUnsupported
 }
 
 // QuickAcker is Linux's.

@@ -1,15 +1,21 @@
 // What a connection or listener can do beyond Conn and PacketConn. Callers
 // find an optional capability by asserting one of these named interfaces,
 // and nowhere else: the assertions below check at compile time which
-// transport has which.
+// transport has which. The functions after them use a capability where
+// the connection has it and do without it where not (Batches, Granted,
+// MaxMessage, SetBusyPoll), so that callers need no assertion at all.
 
 package transport
 
 import (
 	"context"
+	"errors"
 	"net"
+	"net/netip"
+	"syscall"
 	"time"
 
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/transport/dbus"
 	"github.com/volley-net/volley/internal/transport/stream"
 	"github.com/volley-net/volley/internal/transport/udp"
@@ -83,6 +89,13 @@ type MaxMessager interface {
 	MaxMessage() int
 }
 
+// SyscallConn is a connection with a socket behind it, which the kernel
+// can be asked about (see Granted): UDP, TCP and Unix stream connections.
+type SyscallConn interface {
+	Conn
+	syscall.Conn
+}
+
 // Failer is a listener that can stop answering on its own (a bus that went
 // away); Err says why, or is nil.
 type Failer interface {
@@ -113,6 +126,8 @@ var (
 	_ MaxMessager     = (*stream.Conn)(nil)
 	_ MaxMessager     = (*stream.Listener)(nil)
 	_ Failer          = (*dbus.Listener)(nil)
+	_ SyscallConn     = (*udp.Conn)(nil)
+	_ SyscallConn     = (*stream.Conn)(nil)
 )
 
 // Batches returns c as a BatchPacketConn and the most datagrams one of its
@@ -163,3 +178,48 @@ func InterruptReads(ctx context.Context, c ReadDeadliner) (stop func() bool) {
 // Interrupt makes c's waiting and later reads return at once with a
 // timeout.
 func Interrupt(c ReadDeadliner) error { return c.SetReadDeadline(time.Unix(1, 0)) }
+
+// Granted returns the socket options the kernel applied to conn's socket,
+// for udp and tcp connections; errors.ErrUnsupported for the others.
+func Granted(conn Conn) (sockopt.Granted, error) {
+	sc, ok := conn.(SyscallConn)
+	if !ok {
+		return sockopt.Granted{}, errors.ErrUnsupported
+	}
+	la := conn.LocalAddr()
+	if la == nil || la.Network() != "udp" && la.Network() != "tcp" {
+		return sockopt.Granted{}, errors.ErrUnsupported // Unix sockets, D-Bus
+	}
+	network := la.Network()
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return sockopt.Granted{}, err
+	}
+	if a, ok := la.(interface{ AddrPort() netip.AddrPort }); ok && !a.AddrPort().Addr().Unmap().Is4() {
+		network += "6"
+	}
+	return sockopt.Read(rc, network)
+}
+
+// MaxMessage returns the largest message conn carries: 65,000 bytes on
+// UDP, more on streams.
+func MaxMessage(conn any) int {
+	if m, ok := conn.(MaxMessager); ok {
+		return m.MaxMessage()
+	}
+	return udp.MaxMessage
+}
+
+// ErrNoBusyPoll: the connection cannot busy-poll.
+var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream sockets on Linux")
+
+// SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
+// a Conn or a PacketConn.
+func SetBusyPoll(c any) error {
+	if b, ok := c.(BusyPoller); ok {
+		if err := b.SetBusyPoll(true); err == nil {
+			return nil
+		}
+	}
+	return ErrNoBusyPoll
+}
