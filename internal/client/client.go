@@ -7,10 +7,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -1365,7 +1365,7 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 			}
 			if r.cfg.OneWay && n > wire.HeaderLen+tag {
 				var res wire.OneWayResults
-				if json.Unmarshal(r.rbuf[wire.HeaderLen:n-tag], &res) == nil {
+				if res.Decode(bytes.Clone(r.rbuf[wire.HeaderLen:n-tag])) == nil {
 					r.oneway = &res
 				}
 			}
@@ -1426,11 +1426,7 @@ func (r *run) finishOneWay() error {
 	if r.oneway == nil {
 		return fmt.Errorf("%w from %s", ErrNoResults, r.peer)
 	}
-	var snap stats.Snapshot
-	if err := json.Unmarshal(r.oneway.Delay, &snap); err != nil {
-		return fmt.Errorf("%w from %s: %w", ErrNoResults, r.peer, err)
-	}
-	d, err := stats.FromSnapshot(snap)
+	d, err := stats.FromSnapshot(stats.Snapshot(r.oneway.Delay))
 	if err != nil {
 		return fmt.Errorf("%w from %s: %w", ErrNoResults, r.peer, err)
 	}
@@ -1449,15 +1445,12 @@ func (r *run) finishOneWay() error {
 	}
 	sum.Up = d.Summary(r.cfg.Percentiles)
 	r.total.d[distUp] = d // the reflector's delays are this run's up delays
-	if len(r.oneway.IPDV) > 0 {
-		// An older reflector sends none, and one whose CloseAck had no
-		// room for it leaves it out: the run goes without.
-		var snap stats.Snapshot
-		if json.Unmarshal(r.oneway.IPDV, &snap) == nil {
-			if ipdv, err := stats.FromSnapshot(snap); err == nil {
-				sum.IPDV.Up = ipdv.Summary(r.cfg.Percentiles)
-				r.total.d[distIPDVUp] = ipdv
-			}
+	if r.oneway.HasIPDV {
+		// A reflector whose CloseAck had no room for it leaves it out:
+		// the run goes without.
+		if ipdv, err := stats.FromSnapshot(stats.Snapshot(r.oneway.IPDV)); err == nil {
+			sum.IPDV.Up = ipdv.Summary(r.cfg.Percentiles)
+			r.total.d[distIPDVUp] = ipdv
 		}
 	}
 	// Measured on one clock; between two, the up delays include an

@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"encoding/json"
 	"net/netip"
 	"time"
 
@@ -111,28 +110,22 @@ func (o *oneway) results(room int) ([]byte, error) {
 
 // encode returns the session's results with the IPDV and without it.
 func (o *oneway) encode() (full, short []byte, err error) {
-	d, err := snapshotJSON(o.delay)
+	d, err := o.delay.Snapshot()
 	if err != nil {
 		return nil, nil, err
 	}
-	res := wire.OneWayResults{Received: o.received, Duplicates: o.dups, Reordered: o.reordered, Delay: d}
-	if res.IPDV, err = snapshotJSON(o.ipdv); err != nil {
+	ipdv, err := o.ipdv.Snapshot()
+	if err != nil {
 		return nil, nil, err
 	}
-	if full, err = json.Marshal(res); err != nil {
+	res := wire.OneWayResults{Received: o.received, Duplicates: o.dups, Reordered: o.reordered,
+		Delay: wire.Snapshot(d), IPDV: wire.Snapshot(ipdv), HasIPDV: true}
+	if full, err = res.AppendBinary(nil); err != nil {
 		return nil, nil, err
 	}
-	res.IPDV = nil
-	short, err = json.Marshal(res)
+	res.HasIPDV = false
+	short, err = res.AppendBinary(nil)
 	return full, short, err
-}
-
-func snapshotJSON(d *stats.Dist) (json.RawMessage, error) {
-	snap, err := d.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(snap)
 }
 
 // onewayCost is what a one-way session's histograms (delay and IPDV)

@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"net"
 	"net/netip"
 	"strings"
@@ -480,23 +479,20 @@ func TestOneWay(t *testing.T) {
 		t.Fatalf("close ack of %d bytes, want results after the header", len(ack))
 	}
 	var res wire.OneWayResults
-	if err := json.Unmarshal(ack[wire.HeaderLen:], &res); err != nil {
+	if err := res.Decode(ack[wire.HeaderLen:]); err != nil {
 		t.Fatal(err)
 	}
-	var snap stats.Snapshot
-	if err := json.Unmarshal(res.Delay, &snap); err != nil {
-		t.Fatal(err)
-	}
+	snap := stats.Snapshot(res.Delay)
 	if res.Received != 5 || res.Duplicates != 1 || res.Reordered != 1 || snap.Count != 5 || snap.Max != 1000 {
 		t.Fatalf("results %+v, delay count %d max %d; want 5 received, 1 dup, 1 reordered, 1µs", res, snap.Count, snap.Max)
 	}
 	// IPDV between consecutive probes as they came: 1 then 2 only (4, 3
 	// and 6 each came after a probe not one below), so one value, of 0
 	// (every delay was 1µs).
-	var ipdv stats.Snapshot
-	if err := json.Unmarshal(res.IPDV, &ipdv); err != nil {
-		t.Fatalf("ipdv %s: %v", res.IPDV, err)
+	if !res.HasIPDV {
+		t.Fatalf("results %+v without the IPDV", res)
 	}
+	ipdv := stats.Snapshot(res.IPDV)
 	if ipdv.Count != 1 || ipdv.Max != 0 {
 		t.Fatalf("ipdv count %d max %d, want one value of 0", ipdv.Count, ipdv.Max)
 	}
@@ -570,7 +566,7 @@ func TestOneWayStragglers(t *testing.T) {
 				t.Fatalf("CloseAck %+v of %d bytes, want one echoing the Close, with the results", h, len(ack))
 			}
 			var res wire.OneWayResults
-			if err := json.Unmarshal(ack[wire.HeaderLen:], &res); err != nil {
+			if err := res.Decode(ack[wire.HeaderLen:]); err != nil {
 				t.Fatal(err)
 			}
 			if res.Received != tc.received {

@@ -45,7 +45,8 @@
 //	                                 <------  Reply (T1 echoed, T2, T3, Received)
 //	  ...
 //	  Close  (Token)                 ------>
-//	                                 <------  CloseAck (Received = final count)
+//	                                 <------  CloseAck (Received = final count;
+//	                                                    one-way: the results)
 //
 // The Cookie's token is a keyed hash of the client's address that the
 // reflector can check without keeping any state, so a reflector keeps no
@@ -64,6 +65,55 @@
 //     stateless reflector can check the token (Close too).
 //   - Reply: what the reflector applied to this probe.
 //
+// # One-way results
+//
+// The CloseAck of a session that sent one-way probes (FlagOneWay) carries
+// the reflector's results after its header (and before the tag):
+// OneWayResults, in a block of OneWayFixedLen bytes and one or two
+// distributions (Snapshot) after it. Length is that of the whole block,
+// distributions included; bit 0 of Flags says the IPDV distribution
+// follows the delays' (a CloseAck with no room for it leaves it out), and
+// its other bits are sent as zero and ignored. A block whose lengths
+// disagree (a histogram past Length, bytes left over) is refused whole.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|        Magic 0x4F57 "OW"      |  Version (1)  | Flags: 1 IPDV |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|               Length of the block (bytes, uint32)             |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 Received (probes, uint64)                     |  8
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 Duplicates (probes, uint64)                   | 16
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 Reordered (probes, uint64)                    | 24
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|          Delay: one-way delays (distribution, below)          | 32
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       IPDV (distribution, below), when Flags has bit 0        |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// A distribution is SnapshotFixedLen bytes and its histogram (nanosecond
+// values; offsets from the distribution's start):
+//
+//	 0  Count   int64    values recorded
+//	 8  Mean    float64  their mean (IEEE 754 bits)
+//	16  M2      float64  sum of squared deviations from the mean (Welford)
+//	24  Min     int64    smallest value
+//	32  Max     int64    largest value
+//	40  HistLen uint32   length of the histogram
+//	44  Histogram        HistLen bytes: HDR histogram, V2 compressed encoding
+//
+// Reflectors before this layout sent the results as JSON, which starts
+// with '{' (0x7B) where this block has its magic, under the same header
+// Version: a client of this layout decodes a JSON block as ErrMagic, and a
+// client before it fails to parse this block as JSON; either way the
+// one-way run ends with no results from the reflector, not wrong ones.
+//
 // Decoding never allocates and never panics, whatever the input.
 package wire
 
@@ -72,7 +122,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"hash"
 )
@@ -357,19 +406,6 @@ func (s *Signer) Verify(msg []byte) error {
 		return ErrTag
 	}
 	return nil
-}
-
-// OneWayResults is the payload of the CloseAck of a session that sent
-// one-way probes, as JSON after the header. Delay is a stats snapshot of
-// the one-way delays in nanoseconds, and IPDV one of the differences
-// between the delays of consecutive probes (as absolute values; absent
-// when the CloseAck had no room for it, or from an older reflector).
-type OneWayResults struct {
-	Received   uint64          `json:"received"`
-	Duplicates uint64          `json:"duplicates"`
-	Reordered  uint64          `json:"reordered"`
-	Delay      json.RawMessage `json:"delay"`
-	IPDV       json.RawMessage `json:"ipdv,omitempty"`
 }
 
 // The decoder's errors.

@@ -186,8 +186,14 @@ func FuzzDecode(f *testing.F) {
 		if again != h {
 			t.Fatalf("Decode(Encode(h)) = %+v, want %+v", again, h)
 		}
-		// Everything but the reserved field survives the round trip byte for byte.
-		if !bytes.Equal(enc[:6], b[:6]) || !bytes.Equal(enc[8:], b[8:HeaderLen]) {
+		// Everything but the reserved field survives the round trip byte
+		// for byte, and the word at offset 48 where the type carries none
+		// there (a Hello: it is read as zero, as the reserved field is).
+		want := bytes.Clone(b[:HeaderLen])
+		if h.Type == TypeHello {
+			clear(want[48:56])
+		}
+		if !bytes.Equal(enc[:6], want[:6]) || !bytes.Equal(enc[8:], want[8:]) {
 			t.Fatalf("Encode(Decode(%x)) = %x", b[:HeaderLen], enc)
 		}
 	})

@@ -8,6 +8,9 @@ import (
 	"github.com/volley-net/volley/internal/spin"
 )
 
+// busySupported says whether SetBusyPoll can make reads spin here.
+const busySupported = true
+
 // busyReader reads a connection by spinning on non-blocking reads instead
 // of sleeping in the kernel: the stream version of the UDP batcher's busy
 // polling. It stops at the read deadline and when the connection closes.

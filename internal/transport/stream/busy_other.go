@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 )
 
+// busySupported says whether SetBusyPoll can make reads spin here.
+const busySupported = false
+
 // busyReader is Linux's.
 type busyReader struct {
 	deadline atomic.Int64

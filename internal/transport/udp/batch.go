@@ -1,9 +1,7 @@
 package udp
 
 import (
-	"errors"
 	"net/netip"
-	"time"
 
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -47,85 +45,3 @@ func (c *Conn) ReadBatch(ms []Message) (int, error) { return c.readBatch(ms) }
 // WriteBatch is PacketConn.WriteBatch for the connected socket: every
 // message goes to the peer, whatever its Addr.
 func (c *Conn) WriteBatch(ms []Message) (int, error) { return c.writeBatch(ms) }
-
-// SetBusyPoll makes reads spin on the socket until a datagram arrives or
-// the read deadline passes, instead of sleeping in the kernel: lower and
-// steadier latency for a core's worth of CPU (use it on both ends, each on
-// its own core). It needs batched I/O (Linux).
-func (p *PacketConn) SetBusyPoll(on bool) error {
-	if p.b == nil {
-		return errors.ErrUnsupported
-	}
-	p.b.setBusyPoll(on)
-	p.busy = on
-	return nil
-}
-
-// BusyPolling reports whether reads spin (SetBusyPoll): a reader that
-// must also act at a time sets its read deadline to it, which a spinning
-// read honours to the microsecond.
-func (p *PacketConn) BusyPolling() bool { return p.busy }
-
-// SetBusyPoll is PacketConn.SetBusyPoll for the client's socket.
-func (c *Conn) SetBusyPoll(on bool) error {
-	if c.b == nil {
-		return errors.ErrUnsupported
-	}
-	c.b.setBusyPoll(on)
-	c.busy = on
-	return nil
-}
-
-// Read reads one datagram from the peer; with busy polling, spinning.
-func (c *Conn) Read(b []byte) (int, error) {
-	if !c.busy {
-		return c.UDPConn.Read(b)
-	}
-	return c.b.read1(b)
-}
-
-// Write sends b to the peer; with busy polling, with a raw call.
-func (c *Conn) Write(b []byte) (int, error) { return c.write(b) }
-
-// SetReadDeadline sets the deadline for reads, busy or not.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.b != nil {
-		c.b.setDeadline(t)
-	}
-	return c.UDPConn.SetReadDeadline(t)
-}
-
-// EnableTimestamps turns on the kernel's receive and transmit stamps (and
-// with hw the NIC's): each message ReadBatch reads carries its receive
-// stamp, and ReadTxStamps returns the transmit stamps of what was sent,
-// numbered from NextTxID. Single reads and writes go through the batch
-// path from then on. It needs batched I/O (Linux).
-func (p *PacketConn) EnableTimestamps(hw bool) error {
-	if p.b == nil {
-		return errors.ErrUnsupported
-	}
-	return p.b.enableStamps(hw)
-}
-
-// EnableTimestamps is PacketConn.EnableTimestamps for the client's socket.
-func (c *Conn) EnableTimestamps(hw bool) error {
-	if c.b == nil {
-		return errors.ErrUnsupported
-	}
-	return c.b.enableStamps(hw)
-}
-
-// NextTxID returns the ID the transmit stamp of the next datagram sent
-// will carry; the datagrams of one WriteBatch take the IDs that follow in
-// order.
-func (p *PacketConn) NextTxID() uint32 { return p.b.nextTxID() }
-
-// NextTxID is PacketConn.NextTxID for the client's socket.
-func (c *Conn) NextTxID() uint32 { return c.b.nextTxID() }
-
-// ReadTxStamps moves the transmit stamps waiting on the socket into st,
-// without waiting, and returns how many it moved. It does not allocate.
-func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b.readTxStamps(st) }
-
-// ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.
-func (c *Conn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return c.b.readTxStamps(st) }

@@ -5,14 +5,11 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/volley-net/volley/internal/spin"
 	"github.com/volley-net/volley/internal/tstamp"
 )
 
@@ -41,108 +38,8 @@ type batcher struct {
 
 	zones map[uint32]string // IPv6 scope IDs seen, as zone names
 
-	// Busy polling: reads spin on the socket until a datagram or the
-	// read deadline (Unix ns, 0: none), instead of sleeping in the kernel.
-	busy     bool
-	deadline atomic.Int64
-
-	// A busy client's single writes: a raw send, no scheduler call.
-	wb       []byte
-	wres     int
-	wErr     error
-	writeFn1 func(fd uintptr) bool
-
-	// A busy client's single reads: raw read(2) calls.
-	rb      []byte
-	rres    int
-	readFn1 func(fd uintptr) bool
-
-	// Kernel stamps (enableStamps): receive stamps in each read's
-	// control messages, transmit stamps from the error queue, which the
-	// sends count for their IDs.
-	stamping bool
-	rctl     [][tstamp.RxControlLen]byte
-	ehdrs    []unix.Mmsghdr
-	ectl     [][tstamp.TxControlLen]byte
-	en       int
-	eerr     error
-	errFn    func(fd uintptr) // made once: a call does not allocate
-	txSent   atomic.Uint32
-}
-
-func (b *batcher) enableStamps(hw bool) error {
-	var serr error
-	if err := b.rc.Control(func(fd uintptr) { serr = tstamp.Enable(int(fd), hw) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return serr
-	}
-	if !b.stamping {
-		b.rctl = make([][tstamp.RxControlLen]byte, MaxBatch)
-		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
-		b.ectl = make([][tstamp.TxControlLen]byte, MaxBatch)
-		b.errFn = func(fd uintptr) { b.recvErrQueue(fd) }
-		b.stamping = true
-		b.txSent.Store(0) // the kernel counts from 0 once OPT_ID is first set
-	}
-	return nil
-}
-
-func (b *batcher) nextTxID() uint32 {
-	if b == nil {
-		return 0
-	}
-	return b.txSent.Load()
-}
-
-// recvErrQueue reads error-queue entries; it never waits.
-func (b *batcher) recvErrQueue(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.ehdrs[0])), uintptr(b.en), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT, 0, 0)
-	switch errno {
-	case 0:
-		b.en, b.eerr = int(n), nil
-	case unix.EINTR:
-		return b.recvErrQueue(fd)
-	case unix.EAGAIN:
-		b.en, b.eerr = 0, nil
-	default:
-		b.en, b.eerr = 0, errno
-	}
-	return true
-}
-
-func (b *batcher) readTxStamps(st []tstamp.TxStamp) (int, error) {
-	if b == nil || !b.stamping {
-		return 0, nil
-	}
-	got := 0
-	for got < len(st) {
-		n := min(len(st)-got, MaxBatch)
-		for i := range n {
-			h := &b.ehdrs[i].Hdr
-			h.Control = &b.ectl[i][0]
-			h.SetControllen(tstamp.TxControlLen)
-			h.Flags = 0
-		}
-		b.en = n
-		if err := b.rc.Control(b.errFn); err != nil {
-			return got, err
-		}
-		if b.eerr != nil {
-			return got, wrapErrno("recvmmsg errqueue", b.eerr)
-		}
-		for i := range b.en {
-			if s, ok := tstamp.ParseTx(b.ectl[i][:b.ehdrs[i].Hdr.Controllen]); ok {
-				st[got] = s
-				got++
-			}
-		}
-		if b.en < n {
-			break // the queue is empty
-		}
-	}
-	return got, nil
+	busyPoll // reads spin instead of sleeping (busy_linux.go)
+	txStamps // kernel stamps, and the transmit stamps' error queue (txstamp_linux.go)
 }
 
 func newBatcher(c interface {
@@ -182,31 +79,14 @@ func newBatcher(c interface {
 func (b *batcher) recvmmsg(fd uintptr) bool {
 	call := unix.Syscall6
 	if b.busy {
-		call = unix.RawSyscall6 // it never blocks: see the spin below
+		call = unix.RawSyscall6 // it never blocks: see spinRecv
 	}
 	n, _, errno := call(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
-	for errno == unix.EAGAIN && b.busy {
-		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+	if errno == unix.EAGAIN && b.busy {
+		var expired bool
+		if n, errno, expired = b.spinRecv(fd); expired {
 			b.rn, b.rerr = 0, os.ErrDeadlineExceeded
 			return true
-		}
-		// A raw call: it never blocks, so the scheduler need not hear of
-		// it, and the spin stays on its thread. The queue was empty, so
-		// the spin asks for one datagram with the lightest call there is
-		// (busy p50 against sockperf's 1.16-1.21x, from 1.23-1.27x with
-		// recvmmsg), unless the datagram's stamps are wanted, which only
-		// recvmmsg's control messages bring.
-		if b.stamping {
-			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
-			continue
-		}
-		namelen := uint32(unsafe.Sizeof(b.rnames[0]))
-		var got uintptr
-		got, _, errno = unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(b.riovs[0].Base)), uintptr(b.riovs[0].Len), unix.MSG_DONTWAIT,
-			uintptr(unsafe.Pointer(&b.rnames[0])), uintptr(unsafe.Pointer(&namelen)))
-		if errno == 0 {
-			b.rhdrs[0].Len = uint32(got)
-			n = 1
 		}
 	}
 	switch errno {
@@ -220,38 +100,6 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 		b.rn, b.rerr = 0, errno
 	}
 	return true
-}
-
-// send1 sends b.wb on a connected socket without telling the scheduler:
-// a non-blocking send returns at once.
-func (b *batcher) send1(fd uintptr) bool {
-	n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), unix.MSG_DONTWAIT, 0, 0)
-	switch errno {
-	case 0:
-		b.wres, b.wErr = int(n), nil
-	case unix.EAGAIN:
-		return false // the socket buffer is full: wait
-	case unix.EINTR:
-		return b.send1(fd)
-	default:
-		b.wres, b.wErr = 0, errno
-	}
-	return true
-}
-
-// write1 sends one datagram on a connected socket with a raw call.
-func (b *batcher) write1(p []byte) (int, error) {
-	b.wb = p
-	err := b.rc.Write(b.writeFn1)
-	b.wb = nil
-	if err != nil {
-		return 0, err
-	}
-	if b.wErr != nil {
-		return 0, wrapErrno("send", b.wErr)
-	}
-	b.txSent.Add(1)
-	return b.wres, nil
 }
 
 func (b *batcher) sendmmsg(fd uintptr) bool {
@@ -403,38 +251,6 @@ func (p *PacketConn) writeBatch(ms []Message) (int, error) {
 	return p.b.write(ms)
 }
 
-// setBusyPoll turns busy polling on or off.
-func (b *batcher) setBusyPoll(on bool) { b.busy = on }
-
-// setDeadline records the read deadline for busy polls.
-func (b *batcher) setDeadline(t time.Time) {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
-	b.deadline.Store(d)
-}
-
-// write writes one datagram: with a raw call when busy polling.
-func (c *Conn) write(b []byte) (int, error) {
-	if c.busy {
-		return c.b.write1(b)
-	}
-	n, err := c.UDPConn.Write(b)
-	if err == nil && c.b != nil {
-		c.b.txSent.Add(1)
-	}
-	return n, err
-}
-
-// countSent counts a datagram sent around the batcher, for the IDs of
-// transmit stamps.
-func (p *PacketConn) countSent() {
-	if p.b != nil {
-		p.b.txSent.Add(1)
-	}
-}
-
 func (c *Conn) readBatch(ms []Message) (int, error) {
 	if c.b == nil {
 		return c.readOne(ms)
@@ -460,27 +276,3 @@ type opError struct {
 
 func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
-
-// read1 reads one datagram from a connected socket by spinning on raw
-// read(2) calls, the lightest receive there is, until it comes or the read
-// deadline passes.
-func (b *batcher) read1(p []byte) (int, error) {
-	b.rb = p
-	err := b.rc.Read(b.readFn1)
-	b.rb = nil
-	if err != nil {
-		return 0, err
-	}
-	if b.rerr != nil {
-		if b.rerr == os.ErrDeadlineExceeded {
-			return 0, b.rerr
-		}
-		return 0, wrapErrno("read", b.rerr)
-	}
-	return b.rres, nil
-}
-
-func (b *batcher) spinRead1(fd uintptr) bool {
-	b.rres, b.rerr = spin.Read(fd, b.rb, &b.deadline, nil)
-	return true
-}

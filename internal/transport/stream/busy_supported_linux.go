@@ -1,3 +1,0 @@
-package stream
-
-const busySupported = true

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package stream
-
-const busySupported = false

@@ -1,0 +1,251 @@
+package stream
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/volley-net/volley/internal/pace"
+	"github.com/volley-net/volley/internal/quota"
+)
+
+// peer is one accepted connection: its reader's state (read), and the
+// queue of replies its writer drains (flush).
+type peer struct {
+	c        *Conn
+	after    func(msg []byte) // called with each message read, or nil
+	addr     netip.AddrPort
+	src      netip.Prefix
+	free     chan struct{} // ReadFrom took the message
+	buf      []byte        // the message read, after FrameHeaderLen bytes
+	large    bool          // it may send messages of any size (AdmitLarge)
+	admitted atomic.Bool   // it is in a session (AdmitSession)
+	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
+	counted  atomic.Bool   // it holds a place in Listener.conns
+	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
+
+	// The queue WriteTo and held replies fill, and a writer goroutine
+	// drains, each reply when it is due.
+	qmu     sync.Mutex
+	queue   queue     // framed replies, by due time
+	queued  int       // their bytes
+	arrived uint64    // replies queued so far
+	spare   [][]byte  // written buffers to reuse
+	writing bool      // the writer runs
+	stuck   time.Time // when the writer's write began, while it lasts
+	dead    bool      // the reader is gone: take nothing more
+	// alarm wakes the writer when the first reply is due, precisely
+	// (a Go timer would round a short hold up to about a millisecond);
+	// an earlier one, or the reader's leaving, wakes it early.
+	alarm  *pace.Alarm
+	writer sync.WaitGroup
+}
+
+// grow returns a buffer of size bytes holding what p.buf holds, taken
+// from the memory budget.
+func (l *Listener) grow(p *peer, size int) ([]byte, error) {
+	if l.lim.Memory.Take(p.src, size-len(p.buf)) != quota.OK {
+		return p.buf, ErrNoMemory
+	}
+	b := make([]byte, size)
+	copy(b, p.buf)
+	return b, nil
+}
+
+// read answers p's messages until p's connection ends.
+func (l *Listener) read(p *peer) {
+	defer l.drop(p)
+	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
+	grow := func(buf []byte, size int) ([]byte, error) {
+		p.buf = buf
+		b, err := l.grow(p, size)
+		p.buf = b // not the one it outgrew: that is garbage now
+		return b, err
+	}
+	var last time.Time // when the last message of a session came
+	for {
+		limit := l.lim.HandshakeMessage
+		if p.large {
+			limit = MaxMessage
+		}
+		var n int
+		var err error
+		p.buf, n, err = p.c.ReadFrame(p.buf, limit, grow)
+		if err != nil {
+			if l.stillIdle(p, err, last) {
+				continue // it sent since the deadline was set
+			}
+			return // the peer left, idled out, or broke the framing or a limit
+		}
+		now := time.Now()
+		if p.after != nil {
+			p.after(p.buf[headerLen : headerLen+n])
+		}
+		h := l.handler.Load()
+		if h == nil {
+			if !l.handOver(p, n, now, &last) {
+				return
+			}
+			continue
+		}
+		if !l.answer(p, *h, n, now, &last) {
+			return
+		}
+	}
+}
+
+// stillIdle reports whether the read of an admitted peer, cut by its
+// deadline, is to go on: the peer sent since the deadline was set, and
+// gets a new one, IdleTimeout after its last message.
+func (l *Listener) stillIdle(p *peer, err error, last time.Time) bool {
+	if !p.admitted.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	idle := time.Since(last)
+	return idle < l.lim.IdleTimeout && p.c.SetReadDeadline(last.Add(l.lim.IdleTimeout)) == nil
+}
+
+// handOver gives p's message of n bytes to ReadFrom, without a Handler,
+// and waits until ReadFrom has copied it; false when the listener closed.
+func (l *Listener) handOver(p *peer, n int, now time.Time, last *time.Time) bool {
+	if !p.admitted.Load() {
+		p.large = true
+		p.admitted.Store(true)
+		_ = p.c.SetReadDeadline(time.Time{})
+	}
+	*last = now
+	select {
+	case l.frames <- frame{p: p, n: n}:
+	case <-l.closed:
+		return false
+	}
+	select {
+	case <-p.free:
+	case <-l.closed:
+		return false
+	}
+	return true
+}
+
+// answer has h answer p's message of n bytes, moves p's admission on as h
+// says, and sends or queues the reply; false when the connection is to
+// end.
+func (l *Listener) answer(p *peer, h Handler, n int, now time.Time, last *time.Time) bool {
+	msg, err := l.makeRoom(p, h, n)
+	if err != nil {
+		reply := h.Refuse(msg, p.addr, RefusedMemory)
+		return reply != nil && p.write(reply, l.lim.SendTimeout) == nil
+	}
+	reply, hold, admit := h.Handle(msg, p.addr)
+	l.admit(p, admit, now, last)
+	switch {
+	case reply == nil:
+	case hold > 0:
+		// Its writer sends it when due, from now (the Handler's
+		// receive time is past: a hold is never cut short); one
+		// that cannot be queued is the Handler's to count.
+		if err := l.enqueue(p, reply, time.Now().Add(hold), true); err != nil {
+			h.Drop(err)
+		}
+	default:
+		return p.write(reply, l.lim.SendTimeout) == nil
+	}
+	return true
+}
+
+// makeRoom returns p's message of n bytes, in a buffer with the room its
+// reply needs (Handler.Room, asked of admitted peers only) zeroed after
+// it; ErrNoMemory when the budget cannot hold that room.
+func (l *Listener) makeRoom(p *peer, h Handler, n int) ([]byte, error) {
+	msg := p.buf[headerLen : headerLen+n]
+	if !p.large {
+		return msg, nil
+	}
+	room := h.Room(msg)
+	if room <= n {
+		return msg, nil
+	}
+	if headerLen+room > len(p.buf) {
+		b, err := l.grow(p, headerLen+room)
+		if err != nil {
+			return msg, err
+		}
+		p.buf = b
+		msg = p.buf[headerLen : headerLen+n]
+	}
+	// Never echo what an earlier message left there.
+	clear(p.buf[headerLen+n : headerLen+room])
+	return msg, nil
+}
+
+// admit moves p's admission on as the Handler said of its message that
+// came at now.
+func (l *Listener) admit(p *peer, admit Admission, now time.Time, last *time.Time) {
+	if admit >= AdmitLarge {
+		p.large = true
+	}
+	switch {
+	case admit == AdmitSession:
+		// Only a session's messages keep a connection: a Hello a
+		// second, or probes of a dead session, do not.
+		*last = now
+		if !p.admitted.Load() {
+			p.admitted.Store(true)
+			_ = p.c.SetReadDeadline(now.Add(l.lim.IdleTimeout))
+		}
+	case p.admitted.Load():
+		// Out of its session (it closed it, or lost it): as a new
+		// connection, it has the handshake timeout to open another,
+		// and makes room for others meanwhile.
+		p.admitted.Store(false)
+		p.since.Store(now.UnixNano())
+		_ = p.c.SetReadDeadline(now.Add(l.lim.HandshakeTimeout))
+	}
+}
+
+// write sends reply on p's connection: in place when the Handler built it
+// where the message was read (the usual case), copied otherwise.
+func (p *peer) write(reply []byte, stall time.Duration) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if len(reply) > 0 && len(p.buf) > headerLen && &reply[0] == &p.buf[headerLen] {
+		return p.c.WriteFrame(p.buf, len(reply), stall)
+	}
+	f := make([]byte, headerLen+len(reply))
+	copy(f[headerLen:], reply)
+	return p.c.WriteFrame(f, len(reply), stall)
+}
+
+// drop closes p's connection once its reader is done, waits for its
+// writer, and gives back what p took.
+func (l *Listener) drop(p *peer) {
+	l.mu.Lock()
+	if l.peers[p.addr] == p {
+		delete(l.peers, p.addr)
+	}
+	l.mu.Unlock()
+	p.qmu.Lock()
+	p.dead = true
+	p.qmu.Unlock()
+	p.alarm.Wake() // a writer waiting for a held reply
+	p.c.Close()
+	p.writer.Wait()
+	taken := len(p.buf)
+	for _, q := range p.queue {
+		taken += cap(q.buf)
+	}
+	for _, b := range p.spare {
+		taken += cap(b)
+	}
+	p.buf, p.queue, p.spare = nil, nil, nil
+	l.lim.Memory.Give(p.src, taken)
+	if p.counted.CompareAndSwap(true, false) {
+		l.conns.Give(p.src)
+	}
+	if h := l.handler.Load(); h != nil {
+		(*h).Gone(p.addr)
+	}
+}

@@ -1,0 +1,144 @@
+package udp
+
+import (
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/spin"
+)
+
+// busyPoll is the batcher's part for busy polling: reads spin on the
+// socket until a datagram or the read deadline (Unix ns, 0: none), instead
+// of sleeping in the kernel, and a busy client's single reads and writes
+// are raw calls that the scheduler does not hear of.
+type busyPoll struct {
+	busy     bool
+	deadline atomic.Int64
+
+	// A busy client's single writes: a raw send, no scheduler call.
+	wb       []byte
+	wres     int
+	wErr     error
+	writeFn1 func(fd uintptr) bool
+
+	// A busy client's single reads: raw read(2) calls.
+	rb      []byte
+	rres    int
+	readFn1 func(fd uintptr) bool
+}
+
+// send1 sends b.wb on a connected socket without telling the scheduler:
+// a non-blocking send returns at once.
+func (b *batcher) send1(fd uintptr) bool {
+	n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), unix.MSG_DONTWAIT, 0, 0)
+	switch errno {
+	case 0:
+		b.wres, b.wErr = int(n), nil
+	case unix.EAGAIN:
+		return false // the socket buffer is full: wait
+	case unix.EINTR:
+		return b.send1(fd)
+	default:
+		b.wres, b.wErr = 0, errno
+	}
+	return true
+}
+
+// write1 sends one datagram on a connected socket with a raw call.
+func (b *batcher) write1(p []byte) (int, error) {
+	b.wb = p
+	err := b.rc.Write(b.writeFn1)
+	b.wb = nil
+	if err != nil {
+		return 0, err
+	}
+	if b.wErr != nil {
+		return 0, wrapErrno("send", b.wErr)
+	}
+	b.txSent.Add(1)
+	return b.wres, nil
+}
+
+// setBusyPoll turns busy polling on or off.
+func (b *batcher) setBusyPoll(on bool) { b.busy = on }
+
+// setDeadline records the read deadline for busy polls.
+func (b *batcher) setDeadline(t time.Time) {
+	var d int64
+	if !t.IsZero() {
+		d = t.UnixNano()
+	}
+	b.deadline.Store(d)
+}
+
+// write writes one datagram: with a raw call when busy polling.
+func (c *Conn) write(b []byte) (int, error) {
+	if c.busy {
+		return c.b.write1(b)
+	}
+	n, err := c.UDPConn.Write(b)
+	if err == nil && c.b != nil {
+		c.b.txSent.Add(1)
+	}
+	return n, err
+}
+
+// read1 reads one datagram from a connected socket by spinning on raw
+// read(2) calls, the lightest receive there is, until it comes or the read
+// deadline passes.
+func (b *batcher) read1(p []byte) (int, error) {
+	b.rb = p
+	err := b.rc.Read(b.readFn1)
+	b.rb = nil
+	if err != nil {
+		return 0, err
+	}
+	if b.rerr != nil {
+		if b.rerr == os.ErrDeadlineExceeded {
+			return 0, b.rerr
+		}
+		return 0, wrapErrno("read", b.rerr)
+	}
+	return b.rres, nil
+}
+
+func (b *batcher) spinRead1(fd uintptr) bool {
+	b.rres, b.rerr = spin.Read(fd, b.rb, &b.deadline, nil)
+	return true
+}
+
+// spinRecv receives for a busy recvmmsg whose queue was empty: it spins on
+// raw receives until one gets something or fails, and returns what that
+// call returned, or expired when the read deadline passed first.
+func (b *batcher) spinRecv(fd uintptr) (n uintptr, errno syscall.Errno, expired bool) {
+	errno = unix.EAGAIN
+	for errno == unix.EAGAIN {
+		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+			return 0, 0, true
+		}
+		// A raw call: it never blocks, so the scheduler need not hear of
+		// it, and the spin stays on its thread. The queue was empty, so
+		// the spin asks for one datagram with the lightest call there is
+		// (busy p50 against sockperf's 1.16-1.21x, from 1.23-1.27x with
+		// recvmmsg), unless the datagram's stamps are wanted, which only
+		// recvmmsg's control messages bring.
+		if b.stamping {
+			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
+			continue
+		}
+		namelen := uint32(unsafe.Sizeof(b.rnames[0]))
+		var got uintptr
+		got, _, errno = unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(b.riovs[0].Base)), uintptr(b.riovs[0].Len), unix.MSG_DONTWAIT,
+			uintptr(unsafe.Pointer(&b.rnames[0])), uintptr(unsafe.Pointer(&namelen)))
+		if errno == 0 {
+			b.rhdrs[0].Len = uint32(got)
+			n = 1
+		}
+	}
+	return n, errno, false
+}

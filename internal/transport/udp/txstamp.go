@@ -1,0 +1,42 @@
+package udp
+
+import (
+	"errors"
+
+	"github.com/volley-net/volley/internal/tstamp"
+)
+
+// EnableTimestamps turns on the kernel's receive and transmit stamps (and
+// with hw the NIC's): each message ReadBatch reads carries its receive
+// stamp, and ReadTxStamps returns the transmit stamps of what was sent,
+// numbered from NextTxID. Single reads and writes go through the batch
+// path from then on. It needs batched I/O (Linux).
+func (p *PacketConn) EnableTimestamps(hw bool) error {
+	if p.b == nil {
+		return errors.ErrUnsupported
+	}
+	return p.b.enableStamps(hw)
+}
+
+// EnableTimestamps is PacketConn.EnableTimestamps for the client's socket.
+func (c *Conn) EnableTimestamps(hw bool) error {
+	if c.b == nil {
+		return errors.ErrUnsupported
+	}
+	return c.b.enableStamps(hw)
+}
+
+// NextTxID returns the ID the transmit stamp of the next datagram sent
+// will carry; the datagrams of one WriteBatch take the IDs that follow in
+// order.
+func (p *PacketConn) NextTxID() uint32 { return p.b.nextTxID() }
+
+// NextTxID is PacketConn.NextTxID for the client's socket.
+func (c *Conn) NextTxID() uint32 { return c.b.nextTxID() }
+
+// ReadTxStamps moves the transmit stamps waiting on the socket into st,
+// without waiting, and returns how many it moved. It does not allocate.
+func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b.readTxStamps(st) }
+
+// ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.
+func (c *Conn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return c.b.readTxStamps(st) }

@@ -1,0 +1,107 @@
+package udp
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/tstamp"
+)
+
+// txStamps is the batcher's part for kernel stamps (enableStamps):
+// receive stamps in each read's control messages, transmit stamps from the
+// socket's error queue, which the sends count for their IDs.
+type txStamps struct {
+	stamping bool
+	rctl     [][tstamp.RxControlLen]byte
+	ehdrs    []unix.Mmsghdr
+	ectl     [][tstamp.TxControlLen]byte
+	en       int
+	eerr     error
+	errFn    func(fd uintptr) // made once: a call does not allocate
+	txSent   atomic.Uint32
+}
+
+func (b *batcher) enableStamps(hw bool) error {
+	var serr error
+	if err := b.rc.Control(func(fd uintptr) { serr = tstamp.Enable(int(fd), hw) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	if !b.stamping {
+		b.rctl = make([][tstamp.RxControlLen]byte, MaxBatch)
+		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
+		b.ectl = make([][tstamp.TxControlLen]byte, MaxBatch)
+		b.errFn = func(fd uintptr) { b.recvErrQueue(fd) }
+		b.stamping = true
+		b.txSent.Store(0) // the kernel counts from 0 once OPT_ID is first set
+	}
+	return nil
+}
+
+func (b *batcher) nextTxID() uint32 {
+	if b == nil {
+		return 0
+	}
+	return b.txSent.Load()
+}
+
+// recvErrQueue reads error-queue entries; it never waits.
+func (b *batcher) recvErrQueue(fd uintptr) bool {
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.ehdrs[0])), uintptr(b.en), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT, 0, 0)
+	switch errno {
+	case 0:
+		b.en, b.eerr = int(n), nil
+	case unix.EINTR:
+		return b.recvErrQueue(fd)
+	case unix.EAGAIN:
+		b.en, b.eerr = 0, nil
+	default:
+		b.en, b.eerr = 0, errno
+	}
+	return true
+}
+
+func (b *batcher) readTxStamps(st []tstamp.TxStamp) (int, error) {
+	if b == nil || !b.stamping {
+		return 0, nil
+	}
+	got := 0
+	for got < len(st) {
+		n := min(len(st)-got, MaxBatch)
+		for i := range n {
+			h := &b.ehdrs[i].Hdr
+			h.Control = &b.ectl[i][0]
+			h.SetControllen(tstamp.TxControlLen)
+			h.Flags = 0
+		}
+		b.en = n
+		if err := b.rc.Control(b.errFn); err != nil {
+			return got, err
+		}
+		if b.eerr != nil {
+			return got, wrapErrno("recvmmsg errqueue", b.eerr)
+		}
+		for i := range b.en {
+			if s, ok := tstamp.ParseTx(b.ectl[i][:b.ehdrs[i].Hdr.Controllen]); ok {
+				st[got] = s
+				got++
+			}
+		}
+		if b.en < n {
+			break // the queue is empty
+		}
+	}
+	return got, nil
+}
+
+// countSent counts a datagram sent around the batcher, for the IDs of
+// transmit stamps.
+func (p *PacketConn) countSent() {
+	if p.b != nil {
+		p.b.txSent.Add(1)
+	}
+}
