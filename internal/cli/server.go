@@ -19,7 +19,6 @@ import (
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/sockopt"
-	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/units"
@@ -296,7 +295,6 @@ larger than its Close.`,
 				defer out.Unlock()
 				fmt.Fprintf(stdout, format, args...)
 			}
-			var at time.Duration
 			agg := &statsSum{workers: len(pcs)}
 			if !quiet {
 				cfg.OnOneWay = func(o reflector.OneWayReport) {
@@ -304,13 +302,10 @@ larger than its Close.`,
 						printf("%s\n", report.DpingMessages(o.Received, o.Lost, o.Min, o.Avg, o.Max, o.Span))
 						return
 					}
-					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
-						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
+					printf("%s\n", report.OneWayLine(o.Addr.String(), o.Received, o.Lost, o.Min, o.Avg, o.Max))
 				}
-				var lines intervalLines
-				nicLine := nicLast // the counters at the last line printed
+				lines := report.NewReflectorIntervals(stdout, iface, nicLast)
 				agg.emit = func(s reflector.Stats) {
-					at += s.Elapsed // the interval's end
 					var nic ifstats.Counters
 					nicOK := false
 					if iface != "" {
@@ -318,30 +313,9 @@ larger than its Close.`,
 							nic, nicOK = c, true
 						}
 					}
-					var nicDropped uint64
-					if nicOK {
-						nicDropped = nic.Sub(nicLast).RXDropped
-					}
-					span, show := lines.take(s, nicDropped)
-					base := nicLast
-					if span > s.Elapsed {
-						base = nicLine // an idle line: the quiet stretch
-					}
-					if nicOK {
-						nicLast = nic
-					}
-					if !show {
-						return
-					}
-					s.Elapsed = span // idle: no counts, over the stretch
-					text := ""
-					if nicOK {
-						d, secs := nic.Sub(base), span.Seconds()
-						text = fmt.Sprintf(", %s rx %s pkt/s tx %s pkt/s (rx dropped %d)", iface,
-							report.SI(float64(d.RXPackets)/secs), report.SI(float64(d.TXPackets)/secs), d.RXDropped)
-						nicLine = nic
-					}
-					printf("%.2f-%.2fs %s%s\n", (at - span).Seconds(), at.Seconds(), statsLine(s), text)
+					out.Lock()
+					defer out.Unlock()
+					lines.Interval(reflectorCounts(s), nic, nicOK)
 				}
 			}
 			totals := make([]reflector.Stats, len(pcs))
@@ -387,20 +361,9 @@ larger than its Close.`,
 			for _, t := range totals {
 				total = total.Add(t)
 			}
-			printf("--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
-				report.Duration(total.Elapsed), total.PacketsIn, report.SI(float64(total.BytesIn)),
-				total.PacketsOut, report.SI(float64(total.BytesOut)), total.SessionsOpened, dropsText(total))
-			for _, d := range []struct {
-				name string
-				dist *stats.Dist
-			}{{"response", total.Response}, {"response (kernel stamps)", total.ResponseKernel}} {
-				if d.dist != nil && d.dist.Count() > 0 {
-					l := d.dist.Summary([]float64{50, 99, 99.9})
-					printf("--- %s over %d replies: min %s avg %s p50 %s p99 %s p99.9 %s max %s\n", d.name, l.Count,
-						report.Duration(l.Min), report.Duration(l.Mean), report.Duration(l.Percentiles[0].Value),
-						report.Duration(l.Percentiles[1].Value), report.Duration(l.Percentiles[2].Value), report.Duration(l.Max))
-				}
-			}
+			out.Lock()
+			report.WriteReflectorTotals(stdout, reflectorCounts(total))
+			out.Unlock()
 			if plog != nil && plog.Err() != nil {
 				errs = append(errs, fmt.Errorf("--log %s: %w", logPath, plog.Err()))
 			}
@@ -490,54 +453,6 @@ func (a *statsSum) add(worker int, s reflector.Stats) {
 		delete(a.pending, k)
 		a.emit(p.s)
 	}
-}
-
-// statsLine renders reflector counters: rates over s.Elapsed, sessions,
-// drops by reason.
-func statsLine(s reflector.Stats) string {
-	secs := s.Elapsed.Seconds()
-	rate := func(n uint64) float64 {
-		if secs <= 0 {
-			return 0
-		}
-		return float64(n) / secs
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, %s",
-		report.SI(rate(s.PacketsIn)), report.SI(8*rate(s.BytesIn)),
-		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, dropsText(s))
-	if d := s.Response; d != nil && d.Count() > 0 {
-		l := d.Summary([]float64{50, 99})
-		fmt.Fprintf(&b, ", response min %s avg %s p50 %s p99 %s max %s", report.Duration(l.Min), report.Duration(l.Mean),
-			report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value), report.Duration(l.Max))
-		if k := s.ResponseKernel; k != nil && k.Count() > 0 {
-			l := k.Summary([]float64{50, 99})
-			fmt.Fprintf(&b, " (kernel p50 %s p99 %s)", report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value))
-		}
-	}
-	return b.String()
-}
-
-// dropsText renders the drop count with its reasons, and send errors.
-func dropsText(s reflector.Stats) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "dropped %d", s.Dropped())
-	var reasons []string
-	for r, n := range s.Drops {
-		if n > 0 {
-			reasons = append(reasons, fmt.Sprintf("%s %d", reflector.DropReason(r), n))
-		}
-	}
-	if len(reasons) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(reasons, ", "))
-	}
-	if s.Duplicates > 0 {
-		fmt.Fprintf(&b, ", duplicates %d", s.Duplicates)
-	}
-	if s.SendErrors > 0 {
-		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
-	}
-	return b.String()
 }
 
 // enableStamps turns kernel (or hardware) stamps on for the UDP sockets,

@@ -1,6 +1,8 @@
-// Package report renders result.Result as text, JSON and JSON lines. It
-// does no network I/O, and keeps no state between calls but a
-// JSONStream's, which writes one document over a run.
+// Package report renders result.Result as text, JSON and JSON lines, and
+// a reflector's counters as the server's lines. It does no network I/O,
+// and keeps no state between calls but a JSONStream's, which writes one
+// document over a run, and a ReflectorIntervals', which knows the lines
+// it wrote.
 package report
 
 import (
