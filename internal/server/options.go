@@ -1,0 +1,82 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
+)
+
+// BusyPoll says which sockets spin instead of sleeping in the kernel.
+type BusyPoll struct {
+	UDP, TCP, Unix bool
+}
+
+// SetBusyPoll makes the sockets b names spin (those that are open), and
+// counts the threads that will: each UDP worker, and a connection at a
+// time on TCP and on Unix, as ping-pong. Serve gives the Go runtime that
+// many Ps.
+func (ss *Listeners) SetBusyPoll(b BusyPoll) error {
+	if b.UDP {
+		for _, pc := range ss.UDP {
+			if err := transport.SetBusyPoll(pc); err != nil {
+				return configErrorf("--busy-poll: %v", err)
+			}
+		}
+		ss.spinners += len(ss.UDP)
+	}
+	if b.TCP && ss.TCP != nil {
+		if err := transport.SetBusyPoll(ss.TCP); err != nil {
+			return configErrorf("--busy-poll: %v", err)
+		}
+		ss.spinners++ // a connection at a time, as ping-pong
+	}
+	if b.Unix && ss.Unix != nil {
+		if err := transport.SetBusyPoll(ss.Unix); err != nil {
+			return configErrorf("--busy-poll: %v", err)
+		}
+		ss.spinners++
+	}
+	return nil
+}
+
+// EnableStamps turns kernel (or hardware) stamps on for the UDP sockets,
+// as mode asks, and returns the stamps in use: "user", "kernel" or
+// "hardware". Serve has the UDP workers' reflectors use them; the stream
+// sockets' are user-space times.
+func (ss *Listeners) EnableStamps(mode tstamp.Mode) (string, error) {
+	if mode == tstamp.User {
+		return "user", nil
+	}
+	var err error
+	for _, pc := range ss.UDP {
+		sp, ok := pc.(transport.Stamper)
+		err = errors.ErrUnsupported
+		if ok {
+			err = sp.EnableTimestamps(mode == tstamp.Hardware)
+		}
+		if err != nil {
+			break
+		}
+	}
+	used, err := stampsUsed(mode, err)
+	ss.stamped = used != "user" && err == nil
+	return used, err
+}
+
+// stampsUsed decides the stamps a server's UDP sockets give under mode
+// (kernel, hardware or auto), from the error turning them on gave (nil:
+// every socket took them): under auto, a socket that refuses falls back
+// to user-space times; under kernel or hardware, it is a usage error.
+// This is the server's one "auto falls back to user" decision.
+func stampsUsed(mode tstamp.Mode, err error) (string, error) {
+	switch {
+	case err != nil && mode == tstamp.Auto:
+		return "user", nil
+	case err != nil:
+		return "", configErrorf("--timestamps %s: the UDP socket refused stamps (%v); --timestamps user goes without", mode, err)
+	case mode == tstamp.Hardware:
+		return "hardware", nil
+	}
+	return "kernel", nil
+}
