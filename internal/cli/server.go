@@ -107,6 +107,8 @@ type serverFlags struct {
 	lim            limitFlags
 }
 
+// register defines the server's flags on cmd, in the order --help lists
+// them.
 func (f *serverFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.SortFlags = false
