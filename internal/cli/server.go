@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,53 +15,15 @@ import (
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/reflector"
-	"github.com/volley-net/volley/internal/report"
+	"github.com/volley-net/volley/internal/server"
 	"github.com/volley-net/volley/internal/sockopt"
-	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/units"
-	"github.com/volley-net/volley/internal/wire"
 )
 
-func newServerCmd(stdout io.Writer) *cobra.Command {
-	var (
-		listen         string
-		quiet          bool
-		reportInterval time.Duration
-		idleTimeout    time.Duration
-		maxSize        byteSize
-		tcp            bool
-		unixPath       string
-		unixgramPath   string
-		quickAck       bool
-		nodelay        bool
-		congestion     string
-		buffer         byteSize
-		tos, ttl       int
-		busyPoll       string
-		sf             schedFlags
-		maxHold        time.Duration
-		maxRate        ppsFlag
-		iface          string
-		reportEvery    uint64
-		workers        int
-		key, keyFile   string
-		allow          []string
-		maxSessions    int
-		maxDuration    time.Duration
-		maxTotalRate   ppsFlag
-		timestamps     string
-		logPath        string
-		dbusBus        string
-		dbusName       string
-		format         string
-		lim            limitFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "server",
-		Short: "Run a reflector",
-		Long: `Run a reflector: answer volley clients' probes on UDP (:7766 by default).
+// serverLong is the server's --help.
+const serverLong = `Run a reflector: answer volley clients' probes on UDP (:7766 by default).
 
 The first line on stdout is "listening on udp://ADDRESS" with the bound
 address, so --listen 127.0.0.1:0 can be used by scripts. A line per interval
@@ -90,7 +50,14 @@ and sessions are bounded in all and per source (an IPv4 address, an IPv6
 read its replies loses them (slow-reader) or its connection after
 --send-timeout. A closed or idled-out session's token is dead at once, a
 copy of a probe never earns more than it brought, and a CloseAck is no
-larger than its Close.`,
+larger than its Close.`
+
+func newServerCmd(stdout io.Writer) *cobra.Command {
+	f := &serverFlags{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a reflector",
+		Long:  serverLong,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := optionalValueArgs(cmd, args, "busy-poll", func(a string) bool { return isList(a, "udp", "tcp", "unix", "all") }); err != nil {
 				return err
@@ -98,466 +65,359 @@ larger than its Close.`,
 			return cobra.NoArgs(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkListen(listen); err != nil {
-				return err
-			}
-			if format != "text" && format != "dping" {
-				return usagef("--format %q: want text or dping", format)
-			}
-			if err := checkReportInterval(reportInterval); err != nil {
-				return err
-			}
-			if idleTimeout < minIdleTimeout {
-				return usagef("--idle-timeout %s: want at least %s", units.FormatDuration(idleTimeout), units.FormatDuration(minIdleTimeout))
-			}
-			if maxSize < wire.HeaderLen || int(maxSize) > transport.StreamMaxMessage {
-				return usagef("--max-size %s: want %d to %d bytes (%s)", maxSize, wire.HeaderLen, transport.StreamMaxMessage, byteSize(transport.StreamMaxMessage))
-			}
-			if maxHold <= 0 {
-				return usagef("--max-hold %s: want a positive duration", maxHold)
-			}
-			if maxRate <= 0 {
-				return usagef("--max-rate %s: want a positive number of probes/s", maxRate)
-			}
-			var nicLast ifstats.Counters
-			if iface != "" {
-				c, err := ifstats.Read(iface)
-				if err != nil {
-					return usagef("--interface %s: %v", iface, err)
-				}
-				nicLast = c
-			}
-			key, err := loadKey(key, keyFile)
-			if err != nil {
-				return err
-			}
-			var prefixes []netip.Prefix
-			for _, a := range allow {
-				p, err := netip.ParsePrefix(a)
-				if err != nil {
-					if addr, aerr := netip.ParseAddr(a); aerr == nil {
-						p = netip.PrefixFrom(addr, addr.BitLen())
-					} else {
-						return usagef("--allow %q: want a network such as 192.0.2.0/24 or an address", a)
-					}
-				}
-				prefixes = append(prefixes, p.Masked())
-			}
-			if maxDuration < minMaxDuration {
-				return usagef("--max-duration %s: want at least %s", units.FormatDuration(maxDuration), units.FormatDuration(minMaxDuration))
-			}
-			if maxTotalRate < 0 {
-				return usagef("--max-total-rate %s: want a rate of 0 (none) or more", maxTotalRate)
-			}
-			if maxSessions < 1 {
-				return usagef("--max-sessions %d: want at least 1", maxSessions)
-			}
-			if workers < 1 || workers > maxWorkers {
-				return usagef("--workers %d: want 1 to %d", workers, maxWorkers)
-			}
-			if err := checkSocketFlags(cmd, tos, ttl, buffer, congestion); err != nil {
-				return err
-			}
-			mode, ok := tstamp.ParseMode(timestamps)
-			if !ok {
-				return usagef("--timestamps %q: want user, kernel, hardware or auto", timestamps)
-			}
-			if mode == tstamp.Hardware {
-				if iface == "" {
-					return usagef("--timestamps hardware: name the interface to stamp on with --interface")
-				}
-				if err := tstamp.PrepareHardware(iface); err != nil {
-					return usagef("--timestamps hardware: %v; --timestamps kernel uses the kernel's stamps instead", err)
-				}
-			}
-			if err := lim.check(); err != nil {
-				return err
-			}
-			mem := lim.budget()
-			streamLimits := lim.stream(idleTimeout, mem)
-			so := sockopt.Options{TOS: tos, TTL: ttl, Buffer: int(buffer), Congestion: congestion, NoDelayOff: !nodelay, Interface: iface}
-			udpOpts := so
-			udpOpts.Congestion, udpOpts.NoDelayOff = "", false
-			// Scheduling is checked (and --mlock done) before anything is
-			// opened or printed; its notes go to stderr, so that stdout
-			// still begins with the address.
-			thread, err := sf.plan(cmd, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			ss, err := openServer(cmd.Context(), serverSetup{listen: listen, workers: workers, udp: udpOpts, tcp: tcp,
-				stream:   transport.ListenOptions{Socket: so, QuickAck: reflector.QuickAck(quickAck), Limits: streamLimits},
-				unixPath: unixPath, gramPath: unixgramPath, dbusBus: dbusBus, dbusName: dbusName, logPath: logPath})
-			if err != nil {
-				return err // a port in use is an error, not a usage error
-			}
-			defer ss.close()
-			pcs := ss.udp
-			busy := map[string]bool{}
-			if busyPoll != "" {
-				for _, k := range strings.Split(busyPoll, ",") {
-					switch k {
-					case "all", "true": // true: as when the flag was a boolean
-						busy["udp"], busy["tcp"], busy["unix"] = true, true, true
-					case "false":
-					case "udp", "tcp", "unix":
-						busy[k] = true
-					default:
-						return usagef("--busy-poll=%s: want all, or a list of udp, tcp and unix", busyPoll)
-					}
-				}
-			}
-			if explicit := busyPoll != "all" && busyPoll != "true"; explicit && busy["tcp"] && !tcp {
-				return usagef("--busy-poll=%s: no TCP socket to spin on (--tcp=false)", busyPoll)
-			} else if explicit && busy["unix"] && unixPath == "" {
-				return usagef("--busy-poll=%s: no --unix socket to spin on", busyPoll)
-			}
-			spinners := 0
-			if busy["udp"] {
-				for _, pc := range pcs {
-					if err := transport.SetBusyPoll(pc); err != nil {
-						return usagef("--busy-poll: %v", err)
-					}
-				}
-				spinners += len(pcs)
-			}
-			if busy["tcp"] && ss.tcp != nil {
-				if err := transport.SetBusyPoll(ss.tcp); err != nil {
-					return usagef("--busy-poll: %v", err)
-				}
-				spinners++ // a connection at a time, as ping-pong
-			}
-			if busy["unix"] && ss.unix != nil {
-				if err := transport.SetBusyPoll(ss.unix); err != nil {
-					return usagef("--busy-poll: %v", err)
-				}
-				spinners++
-			}
-			udpWorkers := len(pcs)
-			stamped, used := false, ""
-			if mode != tstamp.User {
-				if used, err = enableStamps(pcs, mode); err != nil {
-					return err
-				}
-				stamped = used != "user"
-			}
-			// All set up: only now say where the server listens.
-			fmt.Fprintf(stdout, "listening on udp://%s\n", pcs[0].LocalAddr())
-			if mode != tstamp.User && (!quiet || mode != tstamp.Auto) {
-				fmt.Fprintf(stdout, "timestamps: %s on UDP (TCP and Unix sockets: user-space times)\n", used)
-			}
-			plog := ss.log
-			if logPath == "-" {
-				if plog, err = probelog.NewWriter(stdout, reflector.LogHeader); err != nil {
-					return fmt.Errorf("--log %s: %w", logPath, err)
-				}
-			}
-			if ss.tcp != nil {
-				pcs = append(pcs, ss.tcp)
-				fmt.Fprintf(stdout, "listening on tcp://%s\n", ss.tcp.LocalAddr())
-			}
-			if ss.unix != nil {
-				pcs = append(pcs, ss.unix)
-				fmt.Fprintf(stdout, "listening on unix://%s\n", unixPath)
-			}
-			if ss.unixgram != nil {
-				pcs = append(pcs, ss.unixgram)
-				fmt.Fprintf(stdout, "listening on unixgram://%s\n", unixgramPath)
-			}
-			if ss.dbus != nil {
-				pcs = append(pcs, ss.dbus)
-				fmt.Fprintf(stdout, "listening on dbus %s as %s\n", dbusBus, dbusName)
-			}
-			if spinners > 0 {
-				// One P per spinning thread and no more: an idle P makes
-				// the runtime spin threads of its own, which steal the
-				// spinners' cores (TCP ping-pong p90 went from 9µs to
-				// 22-52µs with one). The reflecting loops that do not spin
-				// run when the scheduler preempts a spinner.
-				runtime.GOMAXPROCS(spinners)
-			}
-			// One cookie secret for all workers: a peer's Hello and probes
-			// reach the same worker, but need not.
-			secret := make([]byte, 32)
-			if _, err := rand.Read(secret); err != nil {
-				return err
-			}
-			cfg := reflector.Config{IdleTimeout: idleTimeout, ReportInterval: reportInterval, Secret: secret,
-				MaxSize: int(maxSize), MaxHold: maxHold, MaxRate: float64(maxRate), ReportEvery: reportEvery,
-				Key: key, Allow: prefixes, MaxSessions: maxSessions, MaxSessionsPerSource: lim.sessionsPerSource,
-				SourceSessions: quota.NewCounter(0, lim.sessionsPerSource), // one count for every transport
-				MaxDuration:    maxDuration, MaxTotalRate: float64(maxTotalRate), Log: plog, Memory: mem}
-			if reportInterval == 0 {
-				cfg.ReportInterval = -1
-			}
-			var out sync.Mutex // workers print from their own goroutines
-			printf := func(format string, args ...any) {
-				out.Lock()
-				defer out.Unlock()
-				fmt.Fprintf(stdout, format, args...)
-			}
-			var at time.Duration
-			agg := &statsSum{workers: len(pcs)}
-			if !quiet {
-				cfg.OnOneWay = func(o reflector.OneWayReport) {
-					if format == "dping" {
-						printf("%s\n", report.DpingMessages(o.Received, o.Lost, o.Min, o.Avg, o.Max, o.Span))
-						return
-					}
-					printf("one-way from %s: recv %d lost %d latency min %s avg %s max %s\n",
-						o.Addr, o.Received, o.Lost, report.Duration(o.Min), report.Duration(o.Avg), report.Duration(o.Max))
-				}
-				var lines intervalLines
-				nicLine := nicLast // the counters at the last line printed
-				agg.emit = func(s reflector.Counters) {
-					at += s.Elapsed // the interval's end
-					var nic ifstats.Counters
-					nicOK := false
-					if iface != "" {
-						if c, err := ifstats.Read(iface); err == nil {
-							nic, nicOK = c, true
-						}
-					}
-					var nicDropped uint64
-					if nicOK {
-						nicDropped = nic.Sub(nicLast).RXDropped
-					}
-					span, show := lines.take(s, nicDropped)
-					base := nicLast
-					if span > s.Elapsed {
-						base = nicLine // an idle line: the quiet stretch
-					}
-					if nicOK {
-						nicLast = nic
-					}
-					if !show {
-						return
-					}
-					s.Elapsed = span // idle: no counts, over the stretch
-					text := ""
-					if nicOK {
-						d, secs := nic.Sub(base), span.Seconds()
-						text = fmt.Sprintf(", %s rx %s pkt/s tx %s pkt/s (rx dropped %d)", iface,
-							report.SI(float64(d.RXPackets)/secs), report.SI(float64(d.TXPackets)/secs), d.RXDropped)
-						nicLine = nic
-					}
-					printf("%.2f-%.2fs %s%s\n", (at - span).Seconds(), at.Seconds(), statsLine(s), text)
-				}
-			}
-			totals := make([]reflector.Counters, len(pcs))
-			errs := make([]error, len(pcs))
-			var wg sync.WaitGroup
-			stopReleasing := releaseMemory(cmd.Context(), mem)
-			defer stopReleasing()
-			for i, pc := range pcs {
-				wcfg := cfg
-				if i >= udpWorkers {
-					// A stream carries any size up to its most; UDP's
-					// reflectors cut --max-size to what a datagram holds.
-					wcfg.MaxMessage = transport.MaxMessage(pc)
-				} else {
-					wcfg.Stamps = stamped
-				}
-				if agg.emit != nil {
-					wcfg.OnInterval = func(s reflector.Counters) { agg.add(i, s) }
-				}
-				refl, err := reflector.New(wcfg)
-				if err != nil {
-					return err
-				}
-				wg.Go(func() {
-					if thread != nil {
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-						if errs[i] = thread(i, fmt.Sprintf("worker %d (%s://%s)", i+1, pc.LocalAddr().Network(), pc.LocalAddr())); errs[i] != nil {
-							return
-						}
-					}
-					totals[i], errs[i] = refl.Serve(cmd.Context(), pc)
-					if g, ok := pc.(transport.Failer); ok && g.Err() != nil {
-						// A bus that went away ends its worker alone; the
-						// others go on, and the exit status says so.
-						printf("volley: %v: no longer answering there\n", g.Err())
-						errs[i] = g.Err()
-					}
-				})
-			}
-			wg.Wait()
-			var total reflector.Counters
-			for _, t := range totals {
-				total = total.Add(t)
-			}
-			printf("--- totals over %s: in %d packets %sB, out %d packets %sB, sessions opened %d, %s\n",
-				report.Duration(total.Elapsed), total.PacketsIn, report.SI(float64(total.BytesIn)),
-				total.PacketsOut, report.SI(float64(total.BytesOut)), total.SessionsOpened, dropsText(total))
-			for _, d := range []struct {
-				name string
-				dist *stats.Dist
-			}{{"response", total.Response}, {"response (kernel stamps)", total.ResponseKernel}} {
-				if d.dist != nil && d.dist.Count() > 0 {
-					l := d.dist.Summary([]float64{50, 99, 99.9})
-					printf("--- %s over %d replies: min %s avg %s p50 %s p99 %s p99.9 %s max %s\n", d.name, l.Count,
-						report.Duration(l.Min), report.Duration(l.Mean), report.Duration(l.Percentiles[0].Value),
-						report.Duration(l.Percentiles[1].Value), report.Duration(l.Percentiles[2].Value), report.Duration(l.Max))
-				}
-			}
-			if plog != nil && plog.Err() != nil {
-				errs = append(errs, fmt.Errorf("--log %s: %w", logPath, plog.Err()))
-			}
-			err = errors.Join(errs...)
-			return err
+			return runServer(cmd, f, stdout)
 		},
 	}
+	f.register(cmd)
+	return cmd
+}
+
+// serverFlags are the server's flags, as given.
+type serverFlags struct {
+	listen         string
+	quiet          bool
+	reportInterval time.Duration
+	idleTimeout    time.Duration
+	maxSize        byteSize
+	tcp            bool
+	unixPath       string
+	unixgramPath   string
+	quickAck       bool
+	nodelay        bool
+	congestion     string
+	buffer         byteSize
+	tos, ttl       int
+	busyPoll       string
+	sched          schedFlags
+	maxHold        time.Duration
+	maxRate        ppsFlag
+	iface          string
+	reportEvery    uint64
+	workers        int
+	key, keyFile   string
+	allow          []string
+	maxSessions    int
+	maxDuration    time.Duration
+	maxTotalRate   ppsFlag
+	timestamps     string
+	logPath        string
+	dbusBus        string
+	dbusName       string
+	format         string
+	lim            limitFlags
+}
+
+// register defines the server's flags on cmd, in the order --help lists
+// them.
+func (f *serverFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&listen, "listen", fmt.Sprintf(":%d", transport.DefaultPort), "UDP address to listen on (HOST:PORT; port 0 picks a free one)")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
-	durationVarP(fl, &reportInterval, "report-interval", "i", time.Second, true, fmt.Sprintf("length of each interval line, at least %s; a bare number is seconds, as iperf's -i; 0 turns them off", units.FormatDuration(minReportInterval)))
-	durationVarP(fl, &idleTimeout, "idle-timeout", "", 30*time.Second, false, fmt.Sprintf("forget a session that sent nothing for this long, at least %s", units.FormatDuration(minIdleTimeout)))
-	maxSize = transport.StreamMaxMessage
-	fl.Var(&maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
-	fl.BoolVar(&tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
-	fl.StringVar(&unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
-	fl.StringVar(&dbusBus, "dbus", "", "also answer through a D-Bus bus: session, system, or an address such as unix:path=/run/bus (needs a dbus-daemon)")
-	fl.StringVar(&dbusName, "dbus-name", "net.volley.Reflector", "the well-known name to claim on --dbus")
-	fl.StringVar(&unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
-	sf.register(cmd, "reflecting threads (one per worker and listener)")
-	fl.StringVar(&busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, each TCP or Unix connection); alone, all of them, or =udp, =tcp, =unix or a list of them")
+	fl.StringVar(&f.listen, "listen", fmt.Sprintf(":%d", transport.DefaultPort), "UDP address to listen on (HOST:PORT; port 0 picks a free one)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no interval lines; the address and totals are still printed")
+	durationVarP(fl, &f.reportInterval, "report-interval", "i", time.Second, true, fmt.Sprintf("length of each interval line, at least %s; a bare number is seconds, as iperf's -i; 0 turns them off", units.FormatDuration(minReportInterval)))
+	durationVarP(fl, &f.idleTimeout, "idle-timeout", "", 30*time.Second, false, fmt.Sprintf("forget a session that sent nothing for this long, at least %s", units.FormatDuration(minIdleTimeout)))
+	f.maxSize = transport.StreamMaxMessage
+	fl.Var(&f.maxSize, "max-size", "largest reply a client may ask for, in bytes (K and M suffixes: KiB, MiB); over UDP never more than 65000")
+	fl.BoolVar(&f.tcp, "tcp", true, "also accept TCP connections on the same address and port (framed messages, any size up to 4M)")
+	fl.StringVar(&f.unixPath, "unix", "", "also accept Unix stream connections at this path (a stale socket file is replaced; removed on exit)")
+	fl.StringVar(&f.dbusBus, "dbus", "", "also answer through a D-Bus bus: session, system, or an address such as unix:path=/run/bus (needs a dbus-daemon)")
+	fl.StringVar(&f.dbusName, "dbus-name", "net.volley.Reflector", "the well-known name to claim on --dbus")
+	fl.StringVar(&f.unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
+	f.sched.register(cmd, "reflecting threads (one per worker and listener)")
+	fl.StringVar(&f.busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, each TCP or Unix connection); alone, all of them, or =udp, =tcp, =unix or a list of them")
 	fl.Lookup("busy-poll").NoOptDefVal = "all"
-	fl.BoolVar(&quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
-	fl.BoolVar(&nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
-	fl.StringVar(&congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")
-	fl.Var(&buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s (default: 4M over UDP, the system's over TCP)", byteSize(minBuffer), byteSize(maxBuffer)))
-	optIntVar(fl, &tos, "tos", -1, "IP type of service / IPv6 traffic class of replies, 0 to 255")
-	optIntVar(fl, &ttl, "ttl", 0, "IP time to live / IPv6 hop limit of replies, 1 to 255")
-	durationVarP(fl, &maxHold, "max-hold", "", reflector.DefaultMaxHold, false, "longest hold a client may ask for")
-	fl.StringVar(&key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
-	fl.StringVar(&keyFile, "key-file", "", "read the shared key from this file")
-	fl.StringArrayVar(&allow, "allow", nil, "accept clients only from this network (CIDR or address; repeatable)")
-	durationVarP(fl, &maxDuration, "max-duration", "", reflector.DefaultMaxDuration, false, fmt.Sprintf("end sessions this long after they opened, telling the client why; at least %s", units.FormatDuration(minMaxDuration)))
-	fl.Var(&maxTotalRate, "max-total-rate", "most probes/s of all sessions together, k and M suffixes (0: no limit); the rest are dropped and counted")
-	fl.IntVar(&maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
-	lim.register(cmd)
-	fl.IntVar(&workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
-	fl.StringVar(&format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
-	fl.Uint64Var(&reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
-	fl.StringVar(&iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
-	fl.StringVar(&timestamps, "timestamps", "auto", "where reply times come from: user, kernel (SO_TIMESTAMPING on the UDP sockets), hardware (the NIC's, on --interface; turns them on), auto (kernel where the socket has them)")
-	fl.StringVar(&logPath, "log", "", "write a CSV line per reply sent to this file (- for stdout): peer, session, sequence, T2 and T3 in user space and from kernel stamps, response times")
-	maxRate = reflector.DefaultMaxRate
-	fl.Var(&maxRate, "max-rate", "most probes/s a session may send, k and M suffixes; the rest are dropped and counted")
-	return cmd
+	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
+	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
+	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")
+	fl.Var(&f.buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s (default: 4M over UDP, the system's over TCP)", byteSize(minBuffer), byteSize(maxBuffer)))
+	optIntVar(fl, &f.tos, "tos", -1, "IP type of service / IPv6 traffic class of replies, 0 to 255")
+	optIntVar(fl, &f.ttl, "ttl", 0, "IP time to live / IPv6 hop limit of replies, 1 to 255")
+	durationVarP(fl, &f.maxHold, "max-hold", "", reflector.DefaultMaxHold, false, "longest hold a client may ask for")
+	fl.StringVar(&f.key, "key", "", "shared key: accept only messages signed with it (HMAC-SHA-256) and sign every answer (prefer --key-file)")
+	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
+	fl.StringArrayVar(&f.allow, "allow", nil, "accept clients only from this network (CIDR or address; repeatable)")
+	durationVarP(fl, &f.maxDuration, "max-duration", "", reflector.DefaultMaxDuration, false, fmt.Sprintf("end sessions this long after they opened, telling the client why; at least %s", units.FormatDuration(minMaxDuration)))
+	fl.Var(&f.maxTotalRate, "max-total-rate", "most probes/s of all sessions together, k and M suffixes (0: no limit); the rest are dropped and counted")
+	fl.IntVar(&f.maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
+	f.lim.register(cmd)
+	fl.IntVar(&f.workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
+	fl.StringVar(&f.format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
+	fl.Uint64Var(&f.reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
+	fl.StringVar(&f.iface, "interface", "", "bind the UDP and TCP sockets to this network interface (SO_BINDTODEVICE) and add its RX/TX packet counters to each interval line")
+	fl.StringVar(&f.timestamps, "timestamps", "auto", "where reply times come from: user, kernel (SO_TIMESTAMPING on the UDP sockets), hardware (the NIC's, on --interface; turns them on), auto (kernel where the socket has them)")
+	fl.StringVar(&f.logPath, "log", "", "write a CSV line per reply sent to this file (- for stdout): peer, session, sequence, T2 and T3 in user space and from kernel stamps, response times")
+	f.maxRate = reflector.DefaultMaxRate
+	fl.Var(&f.maxRate, "max-rate", "most probes/s a session may send, k and M suffixes; the rest are dropped and counted")
 }
 
 // maxWorkers bounds --workers.
 const maxWorkers = 64
 
-// statsSum adds up the workers' k-th intervals and emits each sum once
-// every worker has reported it.
-type statsSum struct {
-	mu      sync.Mutex
-	workers int
-	emit    func(reflector.Counters)
-	ticks   map[int]int // worker: intervals reported
-	pending map[int]*pendingStats
+// serverConfig is what the server's flags make: what to open, and how to
+// reflect.
+type serverConfig struct {
+	setup     server.Setup
+	reflector reflector.Config // without Log and OnOneWay, set once open
+	stamps    tstamp.Mode
+	nic       ifstats.Counters // --interface's counters before the start
 }
 
-type pendingStats struct {
-	s reflector.Counters
-	n int
+// runServer runs the server the flags ask for until cmd's context is
+// done. Its stdout begins with the addresses it listens on, once all is
+// open; its error joins the workers' and the log's.
+func runServer(cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
+	c, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	// Scheduling is checked (and --mlock done) before anything is
+	// opened or printed; its notes go to stderr, so that stdout still
+	// begins with the address.
+	thread, err := f.sched.plan(cmd, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	ss, err := server.Open(cmd.Context(), c.setup)
+	if err != nil {
+		return serverUsage(err) // a port in use is an error, not a usage error
+	}
+	defer ss.Close()
+	busy, err := f.busyPollSockets()
+	if err != nil {
+		return err
+	}
+	if err := ss.SetBusyPoll(busy); err != nil {
+		return serverUsage(err)
+	}
+	used, err := ss.EnableStamps(c.stamps)
+	if err != nil {
+		return serverUsage(err)
+	}
+	// All set up: only now say where the server listens.
+	plog, err := f.announce(stdout, ss, c.stamps, used)
+	if err != nil {
+		return err
+	}
+	c.reflector.Log = plog
+	out := newServerOut(stdout, f.iface, c.nic)
+	if !f.quiet {
+		c.reflector.OnOneWay = out.oneWay(f.format)
+	}
+	total, err := ss.Serve(cmd.Context(), server.Config{Reflector: c.reflector, Intervals: !f.quiet, Interface: f.iface, Thread: thread}, out)
+	out.totals(total)
+	if plog != nil && plog.Err() != nil {
+		err = errors.Join(err, fmt.Errorf("--log %s: %w", f.logPath, plog.Err()))
+	}
+	return err
 }
 
-func (a *statsSum) add(worker int, s reflector.Counters) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.workers == 1 {
-		a.emit(s) // nothing to add up, nor to copy
-		return
+// serverUsage makes the server's configuration errors usage errors.
+func serverUsage(err error) error {
+	if errors.Is(err, server.ErrConfig) {
+		return usageError{err}
 	}
-	if a.ticks == nil {
-		a.ticks, a.pending = map[int]int{}, map[int]*pendingStats{}
-	}
-	k := a.ticks[worker]
-	a.ticks[worker]++
-	p := a.pending[k]
-	if p == nil {
-		p = &pendingStats{}
-		a.pending[k] = p
-	}
-	p.s = p.s.Add(s)
-	p.n++
-	if p.n == a.workers {
-		delete(a.pending, k)
-		a.emit(p.s)
-	}
+	return err
 }
 
-// statsLine renders reflector counters: rates over s.Elapsed, sessions,
-// drops by reason.
-func statsLine(s reflector.Counters) string {
-	secs := s.Elapsed.Seconds()
-	rate := func(n uint64) float64 {
-		if secs <= 0 {
-			return 0
+// announce says where the server listens and with which stamps, and, with
+// --log -, starts the log on stdout after the UDP address, and returns
+// the log (nil without --log).
+func (f *serverFlags) announce(stdout io.Writer, ss *server.Listeners, mode tstamp.Mode, used string) (*probelog.Writer, error) {
+	fmt.Fprintf(stdout, "listening on udp://%s\n", ss.UDP[0].LocalAddr())
+	if mode != tstamp.User && (!f.quiet || mode != tstamp.Auto) {
+		fmt.Fprintf(stdout, "timestamps: %s on UDP (TCP and Unix sockets: user-space times)\n", used)
+	}
+	plog := ss.Log
+	if f.logPath == "-" {
+		var err error
+		if plog, err = probelog.NewWriter(stdout, reflector.LogHeader); err != nil {
+			return nil, fmt.Errorf("--log %s: %w", f.logPath, err)
 		}
-		return float64(n) / secs
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "in %s pkt/s %sbit/s, out %s pkt/s %sbit/s, sessions %d, %s",
-		report.SI(rate(s.PacketsIn)), report.SI(8*rate(s.BytesIn)),
-		report.SI(rate(s.PacketsOut)), report.SI(8*rate(s.BytesOut)), s.Sessions, dropsText(s))
-	if d := s.Response; d != nil && d.Count() > 0 {
-		l := d.Summary([]float64{50, 99})
-		fmt.Fprintf(&b, ", response min %s avg %s p50 %s p99 %s max %s", report.Duration(l.Min), report.Duration(l.Mean),
-			report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value), report.Duration(l.Max))
-		if k := s.ResponseKernel; k != nil && k.Count() > 0 {
-			l := k.Summary([]float64{50, 99})
-			fmt.Fprintf(&b, " (kernel p50 %s p99 %s)", report.Duration(l.Percentiles[0].Value), report.Duration(l.Percentiles[1].Value))
-		}
+	if ss.TCP != nil {
+		fmt.Fprintf(stdout, "listening on tcp://%s\n", ss.TCP.LocalAddr())
 	}
-	return b.String()
+	if ss.Unix != nil {
+		fmt.Fprintf(stdout, "listening on unix://%s\n", f.unixPath)
+	}
+	if ss.Unixgram != nil {
+		fmt.Fprintf(stdout, "listening on unixgram://%s\n", f.unixgramPath)
+	}
+	if ss.DBus != nil {
+		fmt.Fprintf(stdout, "listening on dbus %s as %s\n", f.dbusBus, f.dbusName)
+	}
+	return plog, nil
 }
 
-// dropsText renders the drop count with its reasons, and send errors.
-func dropsText(s reflector.Counters) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "dropped %d", s.Dropped())
-	var reasons []string
-	for r, n := range s.Drops {
-		if n > 0 {
-			reasons = append(reasons, fmt.Sprintf("%s %d", reflector.DropReason(r), n))
-		}
-	}
-	if len(reasons) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(reasons, ", "))
-	}
-	if s.Duplicates > 0 {
-		fmt.Fprintf(&b, ", duplicates %d", s.Duplicates)
-	}
-	if s.SendErrors > 0 {
-		fmt.Fprintf(&b, ", send errors %d", s.SendErrors)
-	}
-	return b.String()
-}
-
-// enableStamps turns kernel (or hardware) stamps on for the UDP sockets,
-// and returns the mode in use: under auto, "user" where a socket refuses.
-func enableStamps(pcs []transport.PacketConn, mode tstamp.Mode) (string, error) {
-	for _, pc := range pcs {
-		sp, ok := pc.(transport.Stamper)
-		err := errors.ErrUnsupported
-		if ok {
-			err = sp.EnableTimestamps(mode == tstamp.Hardware)
-		}
-		if err != nil {
-			if mode == tstamp.Auto {
-				return "user", nil
+// busyPollSockets reads --busy-poll: the sockets to spin on.
+func (f *serverFlags) busyPollSockets() (server.BusyPoll, error) {
+	var busy server.BusyPoll
+	if f.busyPoll != "" {
+		for _, k := range strings.Split(f.busyPoll, ",") {
+			switch k {
+			case "all", "true": // true: as when the flag was a boolean
+				busy = server.BusyPoll{UDP: true, TCP: true, Unix: true}
+			case "false":
+			case "udp":
+				busy.UDP = true
+			case "tcp":
+				busy.TCP = true
+			case "unix":
+				busy.Unix = true
+			default:
+				return busy, usagef("--busy-poll=%s: want all, or a list of udp, tcp and unix", f.busyPoll)
 			}
-			return "", usagef("--timestamps %s: the UDP socket refused stamps (%v); --timestamps user goes without", mode, err)
 		}
+	}
+	if explicit := f.busyPoll != "all" && f.busyPoll != "true"; explicit && busy.TCP && !f.tcp {
+		return busy, usagef("--busy-poll=%s: no TCP socket to spin on (--tcp=false)", f.busyPoll)
+	} else if explicit && busy.Unix && f.unixPath == "" {
+		return busy, usagef("--busy-poll=%s: no --unix socket to spin on", f.busyPoll)
+	}
+	return busy, nil
+}
+
+// checkListen checks --listen's form before anything is opened: HOST:PORT
+// or :PORT, the port a number from 0 to 65535 (or a service name). A
+// host that does not resolve, or is not this host's, is found by bind.
+func checkListen(addr string) error {
+	const want = "want HOST:PORT or :PORT, the port 0 to 65535 (0 picks a free one)"
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %s: %s", addr, want)
+	}
+	if _, err := net.LookupPort("udp", port); err != nil || port == "" {
+		return usagef("--listen %s: bad port %q; %s", addr, port, want)
+	}
+	return nil
+}
+
+// config checks the flags, in the order their errors are told, and makes
+// the server's configuration from them.
+func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
+	var c serverConfig
+	if err := f.checkValues(); err != nil {
+		return c, err
+	}
+	if f.iface != "" {
+		nic, err := ifstats.Read(f.iface)
+		if err != nil {
+			return c, usagef("--interface %s: %v", f.iface, err)
+		}
+		c.nic = nic
+	}
+	key, err := loadKey(f.key, f.keyFile)
+	if err != nil {
+		return c, err
+	}
+	prefixes, err := parseAllow(f.allow)
+	if err != nil {
+		return c, err
+	}
+	if err := f.checkBounds(cmd); err != nil {
+		return c, err
+	}
+	if c.stamps, err = f.stampMode(); err != nil {
+		return c, err
+	}
+	if err := f.lim.check(); err != nil {
+		return c, err
+	}
+	mem := f.lim.budget()
+	so := sockopt.Options{TOS: f.tos, TTL: f.ttl, Buffer: int(f.buffer), Congestion: f.congestion, NoDelayOff: !f.nodelay, Interface: f.iface}
+	udpOpts := so
+	udpOpts.Congestion, udpOpts.NoDelayOff = "", false
+	c.setup = server.Setup{Listen: f.listen, Workers: f.workers, UDP: udpOpts, TCP: f.tcp,
+		Stream:   transport.ListenOptions{Socket: so, QuickAck: reflector.QuickAck(f.quickAck), Limits: f.lim.stream(f.idleTimeout, mem)},
+		UnixPath: f.unixPath, GramPath: f.unixgramPath, DBusBus: f.dbusBus, DBusName: f.dbusName, LogPath: f.logPath}
+	c.reflector = reflector.Config{IdleTimeout: f.idleTimeout, ReportInterval: f.reportInterval,
+		MaxSize: int(f.maxSize), MaxHold: f.maxHold, MaxRate: float64(f.maxRate), ReportEvery: f.reportEvery,
+		Key: key, Allow: prefixes, MaxSessions: f.maxSessions, MaxSessionsPerSource: f.lim.sessionsPerSource,
+		SourceSessions: quota.NewCounter(0, f.lim.sessionsPerSource), // one count for every transport
+		MaxDuration:    f.maxDuration, MaxTotalRate: float64(f.maxTotalRate), Memory: mem}
+	if f.reportInterval == 0 {
+		c.reflector.ReportInterval = -1
+	}
+	return c, nil
+}
+
+// checkValues checks the flags that stand alone, from --listen to
+// --max-rate.
+func (f *serverFlags) checkValues() error {
+	if err := checkListen(f.listen); err != nil {
+		return err
+	}
+	if f.format != "text" && f.format != "dping" {
+		return usagef("--format %q: want text or dping", f.format)
+	}
+	if err := checkReportInterval(f.reportInterval); err != nil {
+		return err
+	}
+	if f.idleTimeout < minIdleTimeout {
+		return usagef("--idle-timeout %s: want at least %s", units.FormatDuration(f.idleTimeout), units.FormatDuration(minIdleTimeout))
+	}
+	if f.maxSize < server.MinMaxSize || int(f.maxSize) > transport.StreamMaxMessage {
+		return usagef("--max-size %s: want %d to %d bytes (%s)", f.maxSize, server.MinMaxSize, transport.StreamMaxMessage, byteSize(transport.StreamMaxMessage))
+	}
+	if f.maxHold <= 0 {
+		return usagef("--max-hold %s: want a positive duration", f.maxHold)
+	}
+	if f.maxRate <= 0 {
+		return usagef("--max-rate %s: want a positive number of probes/s", f.maxRate)
+	}
+	return nil
+}
+
+// parseAllow reads --allow: networks, or addresses, each a network of
+// its own.
+func parseAllow(allow []string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for _, a := range allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			if addr, aerr := netip.ParseAddr(a); aerr == nil {
+				p = netip.PrefixFrom(addr, addr.BitLen())
+			} else {
+				return nil, usagef("--allow %q: want a network such as 192.0.2.0/24 or an address", a)
+			}
+		}
+		prefixes = append(prefixes, p.Masked())
+	}
+	return prefixes, nil
+}
+
+// checkBounds checks the bounds on sessions and workers, and the socket
+// flags.
+func (f *serverFlags) checkBounds(cmd *cobra.Command) error {
+	if f.maxDuration < minMaxDuration {
+		return usagef("--max-duration %s: want at least %s", units.FormatDuration(f.maxDuration), units.FormatDuration(minMaxDuration))
+	}
+	if f.maxTotalRate < 0 {
+		return usagef("--max-total-rate %s: want a rate of 0 (none) or more", f.maxTotalRate)
+	}
+	if f.maxSessions < 1 {
+		return usagef("--max-sessions %d: want at least 1", f.maxSessions)
+	}
+	if f.workers < 1 || f.workers > maxWorkers {
+		return usagef("--workers %d: want 1 to %d", f.workers, maxWorkers)
+	}
+	return checkSocketFlags(cmd, f.tos, f.ttl, f.buffer, f.congestion)
+}
+
+// stampMode reads --timestamps; hardware stamps are turned on on
+// --interface here.
+func (f *serverFlags) stampMode() (tstamp.Mode, error) {
+	mode, ok := tstamp.ParseMode(f.timestamps)
+	if !ok {
+		return mode, usagef("--timestamps %q: want user, kernel, hardware or auto", f.timestamps)
 	}
 	if mode == tstamp.Hardware {
-		return "hardware", nil
+		if f.iface == "" {
+			return mode, usagef("--timestamps hardware: name the interface to stamp on with --interface")
+		}
+		if _, err := tstamp.PrepareHardwareFor(f.iface, nil); err != nil {
+			return mode, usagef("--timestamps hardware: %v; --timestamps kernel uses the kernel's stamps instead", err)
+		}
 	}
-	return "kernel", nil
+	return mode, nil
 }

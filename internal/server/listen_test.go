@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -156,25 +156,25 @@ func TestBindPort(t *testing.T) {
 	}
 }
 
-// TestOpenServerCloses: a set-up step that fails leaves nothing the steps
+// TestOpenCloses: a set-up step that fails leaves nothing the steps
 // before it opened: no socket file, no log file, the port free.
-func TestOpenServerCloses(t *testing.T) {
+func TestOpenCloses(t *testing.T) {
 	dir, err := os.MkdirTemp("", "v")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	sock, logPath := filepath.Join(dir, "u.sock"), filepath.Join(dir, "log.csv")
-	setup := serverSetup{listen: "127.0.0.1:0", workers: 1, udp: sockopt.Options{TOS: -1}, tcp: true,
-		stream: transport.ListenOptions{Socket: sockopt.Options{TOS: -1}}, unixPath: sock,
-		gramPath: filepath.Join(dir, "missing", "g.sock"), logPath: logPath}
-	ss, err := openServer(context.Background(), setup)
+	setup := Setup{Listen: "127.0.0.1:0", Workers: 1, UDP: sockopt.Options{TOS: -1}, TCP: true,
+		Stream: transport.ListenOptions{Socket: sockopt.Options{TOS: -1}}, UnixPath: sock,
+		GramPath: filepath.Join(dir, "missing", "g.sock"), LogPath: logPath}
+	ss, err := Open(context.Background(), setup)
 	if err == nil {
-		ss.close()
-		t.Fatal("openServer with --unixgram in a missing directory succeeded")
+		ss.Close()
+		t.Fatal("Open with --unixgram in a missing directory succeeded")
 	}
-	if want := "--unixgram " + setup.gramPath + ": the directory " + filepath.Dir(setup.gramPath) + " does not exist"; err.Error() != want {
-		t.Errorf("openServer: %v, want %s", err, want)
+	if want := "--unixgram " + setup.GramPath + ": the directory " + filepath.Dir(setup.GramPath) + " does not exist"; err.Error() != want {
+		t.Errorf("Open: %v, want %s", err, want)
 	}
 	for _, f := range []string{sock, logPath} {
 		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
@@ -182,16 +182,16 @@ func TestOpenServerCloses(t *testing.T) {
 		}
 	}
 	// All of it, once it can be.
-	setup.gramPath = filepath.Join(dir, "g.sock")
-	ss, err = openServer(context.Background(), setup)
+	setup.GramPath = filepath.Join(dir, "g.sock")
+	ss, err = Open(context.Background(), setup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ss.tcp == nil || ss.unix == nil || ss.unixgram == nil || ss.log == nil || portOf(t, ss.tcp.LocalAddr()) != portOf(t, ss.udp[0].LocalAddr()) {
-		t.Errorf("openServer opened %+v", ss)
+	if ss.TCP == nil || ss.Unix == nil || ss.Unixgram == nil || ss.Log == nil || portOf(t, ss.TCP.LocalAddr()) != portOf(t, ss.UDP[0].LocalAddr()) {
+		t.Errorf("Open opened %+v", ss)
 	}
-	ss.close()
-	for _, f := range []string{sock, setup.gramPath} {
+	ss.Close()
+	for _, f := range []string{sock, setup.GramPath} {
 		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s is there after close: %v", f, err)
 		}

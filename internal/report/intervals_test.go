@@ -1,10 +1,8 @@
-package cli
+package report
 
 import (
 	"testing"
 	"time"
-
-	"github.com/volley-net/volley/internal/reflector"
 )
 
 // TestIntervalLines: the server prints the line of each interval in which
@@ -12,14 +10,14 @@ import (
 // gone, the interface dropping), and while nothing does, one line a
 // minute covering the quiet stretch.
 func TestIntervalLines(t *testing.T) {
-	sec := reflector.Counters{Elapsed: time.Second}
-	with := func(f func(*reflector.Counters)) reflector.Counters {
+	sec := ReflectorCounts{Elapsed: time.Second}
+	with := func(f func(*ReflectorCounts)) ReflectorCounts {
 		s := sec
 		f(&s)
 		return s
 	}
 	type step struct {
-		s          reflector.Counters
+		s          ReflectorCounts
 		nicDropped uint64
 		print      bool
 		span       time.Duration
@@ -44,27 +42,27 @@ func TestIntervalLines(t *testing.T) {
 	}{
 		{"idle: a line a minute", cat(idle(59), []step{{s: sec, print: true, span: time.Minute}},
 			idle(59), []step{{s: sec, print: true, span: time.Minute}})},
-		{"packets in", cat(idle(3), []step{{s: with(func(s *reflector.Counters) { s.PacketsIn = 1 }), print: true, span: time.Second}})},
-		{"packets out", []step{{s: with(func(s *reflector.Counters) { s.PacketsOut = 1 }), print: true, span: time.Second}}},
-		{"drops", []step{{s: with(func(s *reflector.Counters) { s.Drops[0] = 1 }), print: true, span: time.Second}}},
-		{"send errors", []step{{s: with(func(s *reflector.Counters) { s.SendErrors = 1 }), print: true, span: time.Second}}},
+		{"packets in", cat(idle(3), []step{{s: with(func(s *ReflectorCounts) { s.PacketsIn = 1 }), print: true, span: time.Second}})},
+		{"packets out", []step{{s: with(func(s *ReflectorCounts) { s.PacketsOut = 1 }), print: true, span: time.Second}}},
+		{"drops", []step{{s: with(func(s *ReflectorCounts) { s.Drops = []Drop{{"short", 1}} }), print: true, span: time.Second}}},
+		{"send errors", []step{{s: with(func(s *ReflectorCounts) { s.SendErrors = 1 }), print: true, span: time.Second}}},
 		{"the interface drops", []step{{s: sec, nicDropped: 1, print: true, span: time.Second}}},
 		{"a session opens, stays idle, and idles out", cat(
-			[]step{{s: with(func(s *reflector.Counters) { s.PacketsIn, s.SessionsOpened, s.Sessions = 1, 1, 1 }), print: true, span: time.Second}},
-			[]step{{s: with(func(s *reflector.Counters) { s.Sessions = 1 })}},
-			[]step{{s: with(func(s *reflector.Counters) { s.Sessions = 1 })}},
+			[]step{{s: with(func(s *ReflectorCounts) { s.PacketsIn, s.SessionsOpened, s.Sessions = 1, 1, 1 }), print: true, span: time.Second}},
+			[]step{{s: with(func(s *ReflectorCounts) { s.Sessions = 1 })}},
+			[]step{{s: with(func(s *ReflectorCounts) { s.Sessions = 1 })}},
 			[]step{{s: sec, print: true, span: time.Second}}, // gone
 			idle(2))},
-		{"activity restarts the minute", cat(idle(30), []step{{s: with(func(s *reflector.Counters) { s.PacketsIn = 5 }), print: true, span: time.Second}},
+		{"activity restarts the minute", cat(idle(30), []step{{s: with(func(s *ReflectorCounts) { s.PacketsIn = 5 }), print: true, span: time.Second}},
 			idle(59), []step{{s: sec, print: true, span: time.Minute}})},
 		{"intervals longer than a minute", []step{
-			{s: reflector.Counters{Elapsed: 2 * time.Minute}, print: true, span: 2 * time.Minute},
-			{s: reflector.Counters{Elapsed: 2 * time.Minute}, print: true, span: 2 * time.Minute},
+			{s: ReflectorCounts{Elapsed: 2 * time.Minute}, print: true, span: 2 * time.Minute},
+			{s: ReflectorCounts{Elapsed: 2 * time.Minute}, print: true, span: 2 * time.Minute},
 		}},
 		{"uneven intervals", []step{
-			{s: reflector.Counters{Elapsed: 40 * time.Second}},
-			{s: reflector.Counters{Elapsed: 40 * time.Second}, print: true, span: 80 * time.Second},
-			{s: reflector.Counters{Elapsed: 40 * time.Second}},
+			{s: ReflectorCounts{Elapsed: 40 * time.Second}},
+			{s: ReflectorCounts{Elapsed: 40 * time.Second}, print: true, span: 80 * time.Second},
+			{s: ReflectorCounts{Elapsed: 40 * time.Second}},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
