@@ -45,6 +45,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/wire"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -130,10 +132,13 @@ func (a *attackFlags) parse(fs *flag.FlagSet, args []string) (context.Context, c
 }
 
 // holdOn waits for -hold, or until ctx ends.
-func (a *attackFlags) holdOn(ctx context.Context) {
+func (a *attackFlags) holdOn(ctx context.Context) { sleepCtx(ctx, a.hold) }
+
+// sleepCtx waits for d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(a.hold):
+	case <-time.After(d):
 	}
 }
 
@@ -320,6 +325,18 @@ func (e *errorNotes) summary() string {
 }
 
 func nonce() uint64 { return rand.Uint64() | 1 }
+
+// helloHeader is a Hello that opens a session: seq is its nonce, and
+// replySize the reply size the session's probes ask for.
+func helloHeader(seq uint64, replySize uint32) wire.Header {
+	return wire.Header{Type: wire.TypeHello, Seq: seq, T1: time.Now().UnixNano(), ReplySize: replySize}
+}
+
+// answersHello reports whether h answers the Hello of nonce n: its Cookie,
+// or the Error that refuses it.
+func answersHello(h wire.Header, n uint64) bool {
+	return h.Seq == n && (h.Type == wire.TypeCookie || h.Type == wire.TypeError)
+}
 
 // rawControl runs f on c's descriptor.
 func rawControl(c any, f func(fd int)) error {

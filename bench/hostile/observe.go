@@ -210,126 +210,171 @@ func parsePhase(s string) phase {
 // baseline, with a verdict per target.
 func report(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	rssLimit := fs.Int64("rss-mb", 128, "peak RSS target, MiB")
-	exitLimit := fs.Float64("exit-s", 1, "exit target after SIGTERM, seconds")
-	p99Factor := fs.Float64("p99-factor", 2, "p99 target: this many times the unattacked p99")
-	ratioLimit := fs.Float64("ratio", 2, "bytes out/in target for addresses the attacker can spoof")
+	var lim reportLimits
+	fs.Int64Var(&lim.rssMB, "rss-mb", 128, "peak RSS target, MiB")
+	fs.Float64Var(&lim.exitS, "exit-s", 1, "exit target after SIGTERM, seconds")
+	fs.Float64Var(&lim.p99Factor, "p99-factor", 2, "p99 target: this many times the unattacked p99")
+	fs.Float64Var(&lim.ratio, "ratio", 2, "bytes out/in target for addresses the attacker can spoof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want one FILE")
 	}
-	f, err := os.Open(fs.Arg(0))
+	rows, err := readRows(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	type row struct {
-		name, spoof        string
-		udp, tcp           [3]phase
-		peakKB, fds        string
-		ratio, exit        string
-		udpCells, tcpCells [3]string
+	fmt.Printf("%-19s %-14s %-20s %-14s %-20s %8s %5s %7s %6s | %-4s %-4s %-4s %-4s %-5s %s\n",
+		"attack", "UDP lost b/d/a", "UDP p99 ms b/d/a", "TCP lost b/d/a", "TCP p99 ms b/d/a", "peak RSS", "fds", "out/in", "exit s",
+		"loss", "p99", "RSS", "exit", "bytes", "all")
+	for i, r := range rows {
+		line := r.cells()
+		if i == 0 {
+			fmt.Println(line + " | (the unattacked run)")
+			continue
+		}
+		fmt.Printf("%s | %s\n", line, lim.verdicts(r, rows[0]))
 	}
-	var rows []row
+	fmt.Printf("targets: loss 0 in every phase; p99 during and after within %gx of the unattacked p99 (the larger of the baseline's and the attack's own before phase);\n", lim.p99Factor)
+	fmt.Printf("peak RSS under %d MiB; exit within %gs of SIGTERM (sent while the attack is in place again; >N: killed after N s);\n", lim.rssMB, lim.exitS)
+	fmt.Printf("bytes the reflector sent to an address at most %gx what it got from it, for every address the attacker can spoof (UDP; n/a: TCP and Unix cannot be spoofed).\n", lim.ratio)
+	return nil
+}
+
+// reportRow is one attack's row of the table.
+type reportRow struct {
+	name, spoof string
+	udp, tcp    [3]phase
+	peakKB, fds string
+	ratio, exit string
+}
+
+// readRows reads the rows of the file at path; lines that are not rows
+// are left out.
+func readRows(path string) ([]reportRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []reportRow
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		c := strings.Split(sc.Text(), "\t")
 		if len(c) != 12 {
 			continue
 		}
-		r := row{name: c[0], spoof: c[1], peakKB: c[8], fds: c[9], ratio: c[10], exit: c[11]}
+		r := reportRow{name: c[0], spoof: c[1], peakKB: c[8], fds: c[9], ratio: c[10], exit: c[11]}
 		for i := range 3 {
 			r.udp[i], r.tcp[i] = parsePhase(c[2+i]), parsePhase(c[5+i])
 		}
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("%s: no rows", fs.Arg(0))
+		return nil, fmt.Errorf("%s: no rows", path)
 	}
-	base := rows[0]
-	lostText := func(p [3]phase) string {
-		var s []string
-		for _, x := range p {
-			if !x.ok {
-				s = append(s, "-")
-			} else {
-				s = append(s, strconv.FormatInt(x.lost, 10))
+	return rows, nil
+}
+
+// cells returns the row's figures as the table prints them, before the
+// verdicts.
+func (r reportRow) cells() string {
+	rssMB := "-"
+	if kb, err := strconv.ParseFloat(r.peakKB, 64); err == nil {
+		rssMB = fmt.Sprintf("%.0f MB", kb/1024)
+	}
+	return fmt.Sprintf("%-19s %-14s %-20s %-14s %-20s %8s %5s %7s %6s", r.name, lostText(r.udp), p99Text(r.udp),
+		lostText(r.tcp), p99Text(r.tcp), rssMB, r.fds, r.ratio, r.exit)
+}
+
+// lostText is the probes lost in each phase, "-" where not measured.
+func lostText(p [3]phase) string {
+	var s []string
+	for _, x := range p {
+		if !x.ok {
+			s = append(s, "-")
+		} else {
+			s = append(s, strconv.FormatInt(x.lost, 10))
+		}
+	}
+	return strings.Join(s, "/")
+}
+
+// p99Text is each phase's p99 in ms, "-" where not measured or without
+// replies.
+func p99Text(p [3]phase) string {
+	var s []string
+	for _, x := range p {
+		if !x.ok || math.IsNaN(x.p99) {
+			s = append(s, "-")
+		} else {
+			s = append(s, fmt.Sprintf("%.2f", x.p99/1e6))
+		}
+	}
+	return strings.Join(s, "/")
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// reportLimits are the targets report judges the rows by.
+type reportLimits struct {
+	rssMB     int64   // peak RSS, MiB
+	exitS     float64 // seconds from SIGTERM to exit
+	p99Factor float64 // p99 over the unattacked p99
+	ratio     float64 // bytes out/in, for addresses the attacker can spoof
+}
+
+// verdicts returns r's verdicts as the table prints them: loss, p99, RSS,
+// exit, bytes and all; base is the unattacked run.
+func (lim reportLimits) verdicts(r, base reportRow) string {
+	lossOK, p99OK := lim.legitOK(r, base)
+	kb, err := strconv.ParseFloat(r.peakKB, 64)
+	rssOK := err == nil && kb < float64(lim.rssMB*1024)
+	ex, err := strconv.ParseFloat(r.exit, 64)
+	exitOK := err == nil && ex <= lim.exitS
+	bytesV, bytesOK := "n/a", true
+	if r.spoof == "1" {
+		switch r.ratio {
+		case "-":
+		case "inf":
+			bytesOK = false
+		default:
+			v, err := strconv.ParseFloat(r.ratio, 64)
+			bytesOK = err == nil && v <= lim.ratio
+		}
+		bytesV = verdict(bytesOK)
+	}
+	all := verdict(lossOK && p99OK && rssOK && exitOK && bytesOK)
+	return fmt.Sprintf("%-4s %-4s %-4s %-4s %-5s %s", verdict(lossOK), verdict(p99OK), verdict(rssOK), verdict(exitOK), bytesV, all)
+}
+
+// legitOK reports whether r's legitimate sessions, UDP and TCP, lost
+// nothing in any phase, and kept their p99 during and after the attack
+// within p99Factor of the larger of base's p99 and their own before it.
+func (lim reportLimits) legitOK(r, base reportRow) (lossOK, p99OK bool) {
+	lossOK, p99OK = true, true
+	for _, tr := range []struct {
+		ph   [3]phase
+		base phase
+	}{{r.udp, base.udp[0]}, {r.tcp, base.tcp[0]}} {
+		ref := tr.base.p99
+		if tr.ph[0].ok && !math.IsNaN(tr.ph[0].p99) && (math.IsNaN(ref) || tr.ph[0].p99 > ref) {
+			ref = tr.ph[0].p99
+		}
+		for j, x := range tr.ph {
+			if !x.ok || x.lost != 0 {
+				lossOK = false
+			}
+			if j > 0 && (!x.ok || math.IsNaN(x.p99) || math.IsNaN(ref) || x.p99 > lim.p99Factor*ref) {
+				p99OK = false
 			}
 		}
-		return strings.Join(s, "/")
 	}
-	p99Text := func(p [3]phase) string {
-		var s []string
-		for _, x := range p {
-			if !x.ok || math.IsNaN(x.p99) {
-				s = append(s, "-")
-			} else {
-				s = append(s, fmt.Sprintf("%.2f", x.p99/1e6))
-			}
-		}
-		return strings.Join(s, "/")
-	}
-	verdict := func(ok bool) string {
-		if ok {
-			return "PASS"
-		}
-		return "FAIL"
-	}
-	fmt.Printf("%-19s %-14s %-20s %-14s %-20s %8s %5s %7s %6s | %-4s %-4s %-4s %-4s %-5s %s\n",
-		"attack", "UDP lost b/d/a", "UDP p99 ms b/d/a", "TCP lost b/d/a", "TCP p99 ms b/d/a", "peak RSS", "fds", "out/in", "exit s",
-		"loss", "p99", "RSS", "exit", "bytes", "all")
-	for i, r := range rows {
-		rssMB := "-"
-		if kb, err := strconv.ParseFloat(r.peakKB, 64); err == nil {
-			rssMB = fmt.Sprintf("%.0f MB", kb/1024)
-		}
-		line := fmt.Sprintf("%-19s %-14s %-20s %-14s %-20s %8s %5s %7s %6s", r.name, lostText(r.udp), p99Text(r.udp),
-			lostText(r.tcp), p99Text(r.tcp), rssMB, r.fds, r.ratio, r.exit)
-		if i == 0 {
-			fmt.Println(line + " | (the unattacked run)")
-			continue
-		}
-		lossOK, p99OK := true, true
-		for _, tr := range []struct {
-			ph   [3]phase
-			base phase
-		}{{r.udp, base.udp[0]}, {r.tcp, base.tcp[0]}} {
-			ref := tr.base.p99
-			if tr.ph[0].ok && !math.IsNaN(tr.ph[0].p99) && (math.IsNaN(ref) || tr.ph[0].p99 > ref) {
-				ref = tr.ph[0].p99
-			}
-			for j, x := range tr.ph {
-				if !x.ok || x.lost != 0 {
-					lossOK = false
-				}
-				if j > 0 && (!x.ok || math.IsNaN(x.p99) || math.IsNaN(ref) || x.p99 > *p99Factor*ref) {
-					p99OK = false
-				}
-			}
-		}
-		kb, err := strconv.ParseFloat(r.peakKB, 64)
-		rssOK := err == nil && kb < float64(*rssLimit*1024)
-		ex, err := strconv.ParseFloat(r.exit, 64)
-		exitOK := err == nil && ex <= *exitLimit
-		bytesV, bytesOK := "n/a", true
-		if r.spoof == "1" {
-			switch r.ratio {
-			case "-":
-			case "inf":
-				bytesOK = false
-			default:
-				v, err := strconv.ParseFloat(r.ratio, 64)
-				bytesOK = err == nil && v <= *ratioLimit
-			}
-			bytesV = verdict(bytesOK)
-		}
-		all := verdict(lossOK && p99OK && rssOK && exitOK && bytesOK)
-		fmt.Printf("%s | %-4s %-4s %-4s %-4s %-5s %s\n", line, verdict(lossOK), verdict(p99OK), verdict(rssOK), verdict(exitOK), bytesV, all)
-	}
-	fmt.Printf("targets: loss 0 in every phase; p99 during and after within %gx of the unattacked p99 (the larger of the baseline's and the attack's own before phase);\n", *p99Factor)
-	fmt.Printf("peak RSS under %d MiB; exit within %gs of SIGTERM (sent while the attack is in place again; >N: killed after N s);\n", *rssLimit, *exitLimit)
-	fmt.Printf("bytes the reflector sent to an address at most %gx what it got from it, for every address the attacker can spoof (UDP; n/a: TCP and Unix cannot be spoofed).\n", *ratioLimit)
-	return nil
+	return lossOK, p99OK
 }

@@ -66,7 +66,8 @@ func dialStream(ctx context.Context, t target, src netip.Addr) (*streamPeer, err
 func (p *streamPeer) handshake(replySize, holdMicro uint32) (token, n uint64, err error) {
 	n = nonce()
 	msg := make([]byte, wire.HeaderLen)
-	h := wire.Header{Type: wire.TypeHello, Seq: n, T1: time.Now().UnixNano(), ReplySize: replySize, HoldMicro: holdMicro}
+	h := helloHeader(n, replySize)
+	h.HoldMicro = holdMicro
 	_ = h.Encode(msg)
 	if _, err := p.c.Write(msg); err != nil {
 		return 0, 0, fmt.Errorf("send hello: %w", err)
@@ -80,15 +81,13 @@ func (p *streamPeer) handshake(replySize, holdMicro uint32) (token, n uint64, er
 			return 0, 0, fmt.Errorf("wait for the cookie: %w", err)
 		}
 		var in wire.Header
-		if in.Decode(buf[:m]) != nil || in.Seq != n {
+		if in.Decode(buf[:m]) != nil || !answersHello(in, n) {
 			continue
 		}
-		switch in.Type {
-		case wire.TypeCookie:
-			return in.Token, n, nil
-		case wire.TypeError:
+		if in.Type == wire.TypeError {
 			return 0, 0, fmt.Errorf("refused: %s", in.Code)
 		}
+		return in.Token, n, nil
 	}
 }
 
@@ -245,15 +244,11 @@ func partial(args []string) error {
 	if *conns < 1 || *conns > 10000 || *size < wire.HeaderLen+1 || *size > stream.MaxMessage {
 		return usagef("want -conns 1 to 10000, -size %d to %d", wire.HeaderLen+1, stream.MaxMessage)
 	}
-	var errs errorNotes
-	var written atomic.Uint64
-	var whole atomic.Int64
-	zeros := make([]byte, 256<<10) // shared, only read
-	var wg sync.WaitGroup
+	f := partialFrames{size: *size, zeros: make([]byte, 256<<10)}
 	// Writers stop at the end of the hold, or with ctx.
 	wctx, stopWriting := context.WithCancel(ctx)
 	defer stopWriting()
-	peers := dialAll(ctx, t, srcs, *conns, &errs, func(p *streamPeer) error {
+	peers := dialAll(ctx, t, srcs, *conns, &f.errs, func(p *streamPeer) error {
 		var h wire.Header
 		if *handshake {
 			token, n, err := p.handshake(wire.HeaderLen, 0)
@@ -262,50 +257,15 @@ func partial(args []string) error {
 			}
 			h = wire.Header{Type: wire.TypeProbe, Token: token, Seq: 1, T1: time.Now().UnixNano(), Nonce: n, ReplySize: wire.HeaderLen}
 		} else {
-			h = wire.Header{Type: wire.TypeHello, Seq: nonce(), T1: time.Now().UnixNano(), ReplySize: wire.HeaderLen}
+			h = helloHeader(nonce(), wire.HeaderLen)
 		}
-		wg.Go(func() {
-			stop := context.AfterFunc(wctx, func() { _ = p.raw.SetWriteDeadline(time.Unix(1, 0)) })
-			defer stop()
-			head := make([]byte, 4+wire.HeaderLen)
-			binary.BigEndian.PutUint32(head, uint32(*size))
-			_ = h.Encode(head[4:])
-			n, err := p.cc.Write(head)
-			written.Add(uint64(n))
-			left := *size - wire.HeaderLen - 1
-			for err == nil && left > 0 {
-				n, err = p.cc.Write(zeros[:min(len(zeros), left)])
-				written.Add(uint64(n))
-				left -= n
-			}
-			if err != nil {
-				errs.note("write the frame", err)
-				return
-			}
-			whole.Add(1)
-		})
+		f.wg.Go(func() { f.write(wctx, p, h) })
 		return nil
 	})
-	// Ready when every frame is written but its last byte, or when the
-	// writing stalled for 2 s (the reflector stopped reading).
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	last, lastAt, stalled := written.Load(), time.Now(), false
-	for waiting := true; waiting; {
-		select {
-		case <-done:
-			waiting = false
-		case <-ctx.Done():
-			waiting = false
-		case <-time.After(100 * time.Millisecond):
-			if w := written.Load(); w != last {
-				last, lastAt = w, time.Now()
-			} else if time.Since(lastAt) > 2*time.Second {
-				waiting, stalled = false, true
-			}
-		}
-	}
-	ready(fmt.Sprintf("%d connections, %d frames written but their last byte, %d MiB written, stalled %v", len(peers), whole.Load(), written.Load()>>20, stalled))
+	go func() { f.wg.Wait(); close(done) }()
+	stalled := f.waitWritten(ctx, done)
+	ready(fmt.Sprintf("%d connections, %d frames written but their last byte, %d MiB written, stalled %v", len(peers), f.whole.Load(), f.written.Load()>>20, stalled))
 	af.holdOn(ctx)
 	stopWriting()
 	<-done
@@ -316,9 +276,63 @@ func partial(args []string) error {
 		stage = "before any handshake"
 	}
 	fmt.Printf("partial: %d of %d connections announced %d-byte frames %s; %d written but the last byte, %d MiB in all (the writing stalled: %v); closed by the reflector: %d; errors: %s\n",
-		len(peers), *conns, *size, stage, whole.Load(), written.Load()>>20, stalled, closed, errs.summary())
+		len(peers), *conns, *size, stage, f.whole.Load(), f.written.Load()>>20, stalled, closed, f.errs.summary())
 	l.print()
 	return nil
+}
+
+// partialFrames are partial's frames and what their writers did.
+type partialFrames struct {
+	size    int    // the frame length announced
+	zeros   []byte // the frames' bodies: shared, only read
+	written atomic.Uint64
+	whole   atomic.Int64 // frames written but their last byte
+	errs    errorNotes
+	wg      sync.WaitGroup // the writers
+}
+
+// write writes p's frame, headed by h, but its last byte; it stops when
+// wctx ends.
+func (f *partialFrames) write(wctx context.Context, p *streamPeer, h wire.Header) {
+	stop := context.AfterFunc(wctx, func() { _ = p.raw.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	head := make([]byte, 4+wire.HeaderLen)
+	binary.BigEndian.PutUint32(head, uint32(f.size))
+	_ = h.Encode(head[4:])
+	n, err := p.cc.Write(head)
+	f.written.Add(uint64(n))
+	left := f.size - wire.HeaderLen - 1
+	for err == nil && left > 0 {
+		n, err = p.cc.Write(f.zeros[:min(len(f.zeros), left)])
+		f.written.Add(uint64(n))
+		left -= n
+	}
+	if err != nil {
+		f.errs.note("write the frame", err)
+		return
+	}
+	f.whole.Add(1)
+}
+
+// waitWritten waits until every frame is written but its last byte (done
+// is closed), ctx ends, or the writing stalled for 2 s (the reflector
+// stopped reading), and reports whether it stalled.
+func (f *partialFrames) waitWritten(ctx context.Context, done <-chan struct{}) (stalled bool) {
+	last, lastAt := f.written.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+			if w := f.written.Load(); w != last {
+				last, lastAt = w, time.Now()
+			} else if time.Since(lastAt) > 2*time.Second {
+				return true
+			}
+		}
+	}
 }
 
 // churn: -waves waves of -conns connections that each send a Hello and
@@ -348,7 +362,7 @@ func churn(args []string) error {
 		}
 		peers := dialAll(ctx, t, srcs, *conns, &errs, func(p *streamPeer) error {
 			msg := make([]byte, wire.HeaderLen)
-			h := wire.Header{Type: wire.TypeHello, Seq: nonce(), T1: time.Now().UnixNano(), ReplySize: wire.HeaderLen}
+			h := helloHeader(nonce(), wire.HeaderLen)
 			_ = h.Encode(msg)
 			_, err := p.c.Write(msg)
 			return err
@@ -359,10 +373,7 @@ func churn(args []string) error {
 			p.raw.Close()
 		}
 		next := start.Add(af.hold * time.Duration(w+1) / time.Duration(*waves))
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Until(next)):
-		}
+		sleepCtx(ctx, time.Until(next))
 	}
 	fmt.Printf("churn: %d waves of %d connections, each a 68-byte Hello frame then closed: %d opened, errors: %s\n", *waves, *conns, opened, errs.summary())
 	l.print()

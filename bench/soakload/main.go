@@ -86,60 +86,15 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 	buf := make([]byte, size)
 	rbuf := make([]byte, 65536)
 
-	// Handshake: a Hello as large as the probes, until a Cookie answers.
-	var token uint64
-	for try := 0; try < 5 && token == 0; try++ {
-		h := wire.Header{Type: wire.TypeHello, Seq: nonce, T1: time.Now().UnixNano()}
-		_ = h.Encode(buf)
-		if _, err := conn.Write(buf); err != nil {
-			return err
-		}
-		conn.SetReadDeadline(time.Now().Add(time.Second))
-		for {
-			n, err := conn.Read(rbuf)
-			if err != nil {
-				break
-			}
-			var in wire.Header
-			if in.Decode(rbuf[:n]) == nil && in.Seq == nonce {
-				if in.Type == wire.TypeError {
-					return fmt.Errorf("refused: %s", in.Code)
-				}
-				if in.Type == wire.TypeCookie {
-					token = in.Token
-					break
-				}
-			}
-		}
-	}
-	if token == 0 {
-		return errors.New("no cookie after 5 Hellos")
+	token, err := handshake(conn, buf, rbuf, nonce)
+	if err != nil {
+		return err
 	}
 	tot.opened.Add(1)
 
 	var acked atomic.Uint64 // the reflector's count in its CloseAck
 	closed := make(chan struct{})
-	go func() {
-		conn.SetReadDeadline(time.Time{})
-		for {
-			n, err := conn.Read(rbuf)
-			if err != nil {
-				return
-			}
-			var in wire.Header
-			if in.Decode(rbuf[:n]) != nil || in.Token != token {
-				continue
-			}
-			switch in.Type {
-			case wire.TypeReply:
-				tot.received.Add(1)
-			case wire.TypeCloseAck:
-				acked.Store(in.Received)
-				close(closed)
-				return
-			}
-		}
-	}()
+	go readReplies(conn, rbuf, token, tot, &acked, closed)
 
 	t := time.NewTicker(gap)
 	defer t.Stop()
@@ -156,6 +111,64 @@ func session(ctx context.Context, target string, gap time.Duration, size int, to
 			return err
 		}
 		tot.sent.Add(1)
+	}
+}
+
+// handshake sends a Hello as large as the probes (buf) until a Cookie
+// answers, up to 5 times a second apart, and returns the session's token.
+func handshake(conn net.Conn, buf, rbuf []byte, nonce uint64) (uint64, error) {
+	var token uint64
+	for try := 0; try < 5 && token == 0; try++ {
+		h := wire.Header{Type: wire.TypeHello, Seq: nonce, T1: time.Now().UnixNano()}
+		_ = h.Encode(buf)
+		if _, err := conn.Write(buf); err != nil {
+			return 0, err
+		}
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			n, err := conn.Read(rbuf)
+			if err != nil {
+				break
+			}
+			var in wire.Header
+			if in.Decode(rbuf[:n]) == nil && in.Seq == nonce {
+				if in.Type == wire.TypeError {
+					return 0, fmt.Errorf("refused: %s", in.Code)
+				}
+				if in.Type == wire.TypeCookie {
+					token = in.Token
+					break
+				}
+			}
+		}
+	}
+	if token == 0 {
+		return 0, errors.New("no cookie after 5 Hellos")
+	}
+	return token, nil
+}
+
+// readReplies counts the session's replies until its CloseAck, whose
+// count it stores in acked before closing closed, or until conn is closed.
+func readReplies(conn net.Conn, rbuf []byte, token uint64, tot *totals, acked *atomic.Uint64, closed chan<- struct{}) {
+	conn.SetReadDeadline(time.Time{})
+	for {
+		n, err := conn.Read(rbuf)
+		if err != nil {
+			return
+		}
+		var in wire.Header
+		if in.Decode(rbuf[:n]) != nil || in.Token != token {
+			continue
+		}
+		switch in.Type {
+		case wire.TypeReply:
+			tot.received.Add(1)
+		case wire.TypeCloseAck:
+			acked.Store(in.Received)
+			close(closed)
+			return
+		}
 	}
 }
 
