@@ -291,8 +291,20 @@ func TestClientSignals(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			p := startVolley(t, "client", srv.addr, "-t", "1m", "-i", "100ms", "--format", "json")
-			time.Sleep(time.Second)
+			logPath := filepath.Join(t.TempDir(), "probes.csv")
+			p := startVolley(t, "client", srv.addr, "-t", "1m", "-i", "100ms", "--format", "json", "--log", logPath)
+			// The signal must come once the run measures, however long a
+			// loaded machine takes to start it: the probe log's first
+			// lines say it does.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if b, err := os.ReadFile(logPath); err == nil && bytes.Count(b, []byte("\n")) > 1 { // the header, then probes
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no probe logged in 30s (stderr %q)", p.stderr.String())
+				}
+			}
+			time.Sleep(time.Second) // several 100ms intervals
 			sent := time.Now()
 			if err := p.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
