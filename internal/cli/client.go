@@ -532,25 +532,26 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	// it runs.
 	cfg.StreamIntervals = true
 	var js *report.JSONStream
+	var h handler
 	switch f.format {
 	case "json":
 		js = report.NewJSONStream(out)
-		cfg.OnStart = func(res *result.Result) {
+		h.start = func(res *result.Result) {
 			opening := *res
 			complete(&opening)
 			write(js.Begin(&opening))
 		}
-		cfg.OnInterval = func(iv result.Interval) { write(js.Interval(iv)) }
+		h.interval = func(iv result.Interval) { write(js.Interval(iv)) }
 	case "text":
 		if !f.quiet {
 			var conf result.Config // as run
 			mix := client.WorkloadMix(cfg.Workload)
-			cfg.OnStart = func(res *result.Result) {
+			h.start = func(res *result.Result) {
 				conf = res.Config
 				write(report.WriteTextHeaderMix(out, res.Config, mix))
 			}
 			first := true
-			cfg.OnInterval = func(iv result.Interval) {
+			h.interval = func(iv result.Interval) {
 				if first {
 					write(report.WriteIntervalHeader(out, conf))
 					first = false
@@ -559,17 +560,17 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 			}
 		}
 	case "jsonl":
-		cfg.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
+		h.interval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
 	case "iperf":
 		if !f.quiet {
 			var mss uint32
-			cfg.OnStart = func(res *result.Result) {
+			h.start = func(res *result.Result) {
 				if res.Config.TCP != nil {
 					mss = res.Config.TCP.MSS
 				}
 				write(report.WriteIperfHeader(out, res.Config))
 			}
-			cfg.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
+			h.interval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
 		}
 	}
 	if thread != nil {
@@ -590,7 +591,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		}
 	}
 	var mu sync.Mutex // flows lose their sessions each on its own thread
-	cfg.OnReconnect = func(rc result.Reconnect) {
+	h.reconnect = func(rc result.Reconnect) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rc.Resumed {
@@ -600,6 +601,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		fmt.Fprintf(stderr, "volley: session with %s lost %ss into the run (%s), %s; reconnecting for up to %s\n",
 			t, report.Seconds(rc.At), report.ReconnectReason(rc.Reason), report.InFlight(rc.InFlight), f.reconnect)
 	}
+	cfg.Handler = h
 	res, runErr := client.RunFlows(ctx, cfg, conns)
 	if res == nil {
 		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) || errors.Is(runErr, client.ErrAuth) {
@@ -693,3 +695,31 @@ func prepareHardware(conn transport.Conn, iface string) error {
 	}
 	return nil
 }
+
+// handler is a client.Handler made of the functions runClient sets (nil:
+// not heard).
+type handler struct {
+	start     func(*result.Result)
+	interval  func(result.Interval)
+	reconnect func(result.Reconnect)
+}
+
+func (h handler) Start(res *result.Result) {
+	if h.start != nil {
+		h.start(res)
+	}
+}
+
+func (h handler) Interval(iv result.Interval) {
+	if h.interval != nil {
+		h.interval(iv)
+	}
+}
+
+func (h handler) Reconnect(rc result.Reconnect) {
+	if h.reconnect != nil {
+		h.reconnect(rc)
+	}
+}
+
+func (handler) End(*result.Result) {}

@@ -244,7 +244,7 @@ func TestIntervals(t *testing.T) {
 		c := newMemConn(t)
 		c.delay = 250 * time.Microsecond
 		var seen []result.Interval
-		cfg := Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+		cfg := Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, Handler: funcs{interval: func(iv result.Interval) { seen = append(seen, iv) }}}
 		res, err := Run(context.Background(), cfg, c)
 		if err != nil {
 			t.Fatal(err)
@@ -693,7 +693,7 @@ func TestOneWayNoResults(t *testing.T) {
 		var dead atomic.Bool // set by the receiver, read by the sender
 		c.dead = dead.Load
 		cfg := Config{OneWay: true, Rate: 100, Duration: time.Second, sleep: time.Sleep, ReportInterval: 500 * time.Millisecond,
-			OnInterval: func(result.Interval) { dead.Store(true) }} // the reflector dies half way
+			Handler: funcs{interval: func(result.Interval) { dead.Store(true) }}} // the reflector dies half way
 		res, err := Run(context.Background(), cfg, c)
 		if !errors.Is(err, ErrNoResults) || res == nil || res.Summary.Counts.Sent != 100 {
 			t.Fatalf("Run = %v, sent %v; want ErrNoResults and the 100 sent", err, res)
@@ -710,7 +710,7 @@ func TestParallelFlows(t *testing.T) {
 			conns = append(conns, c)
 		}
 		var seen int
-		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, OnInterval: func(result.Interval) { seen++ }}
+		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, Handler: funcs{interval: func(result.Interval) { seen++ }}}
 		res, err := RunFlows(context.Background(), cfg, conns)
 		if err != nil {
 			t.Fatal(err)
@@ -868,7 +868,7 @@ func TestReconnect(t *testing.T) {
 			return false
 		}
 		var events []result.Reconnect
-		cfg := Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second, OnReconnect: func(rc result.Reconnect) { events = append(events, rc) }}
+		cfg := Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second, Handler: funcs{reconnect: func(rc result.Reconnect) { events = append(events, rc) }}}
 		res, err := Run(context.Background(), cfg, c)
 		if err != nil {
 			t.Fatal(err)
@@ -1243,7 +1243,7 @@ func TestWindDownAnswered(t *testing.T) {
 // behind, and every count still lands in some total interval.
 func TestCollectorBounded(t *testing.T) {
 	var got []result.Interval
-	c := &collector{want: 2, onInterval: func(iv result.Interval) { got = append(got, iv) }}
+	c := &collector{want: 2, handler: funcs{interval: func(iv result.Interval) { got = append(got, iv) }}}
 	one := func(k int) {
 		a := newAcc()
 		a.counts.Sent = 1

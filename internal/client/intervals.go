@@ -161,9 +161,7 @@ func (r *run) report(p *pending, final bool) {
 		if !r.cfg.StreamIntervals {
 			r.res.Intervals = append(r.res.Intervals, iv)
 		}
-		if r.cfg.OnInterval != nil {
-			r.cfg.OnInterval(iv)
-		}
+		r.handler.Interval(iv)
 		if r.collect != nil {
 			r.collect(r.intervals, a, iv.Start, iv.End)
 		}

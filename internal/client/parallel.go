@@ -28,9 +28,12 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	if err != nil {
 		return nil, err
 	}
-	col := &collector{want: len(conns), pct: cfg.Percentiles, onInterval: cfg.OnInterval, keep: !cfg.StreamIntervals}
+	h := handlerOf(&cfg)
+	col := &collector{want: len(conns), pct: cfg.Percentiles, handler: h, keep: !cfg.StreamIntervals}
 	flowCfg := cfg
-	flowCfg.OnInterval, flowCfg.OnStart = nil, nil
+	if cfg.Handler != nil {
+		flowCfg.Handler = reconnectsOnly{h: h}
+	}
 	flowCfg.StreamIntervals = true // a flow's go to the collector
 	runs := make([]*run, len(conns))
 	for i, c := range conns {
@@ -51,9 +54,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	}
 	res := *runs[0].res
 	res.Config.Parallel = len(conns)
-	if cfg.OnStart != nil {
-		cfg.OnStart(&res)
-	}
+	h.Start(&res)
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for i, r := range runs {
@@ -99,6 +100,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 			res.Stopped, res.Error = f.Stopped, fmt.Sprintf("flow %d: %s", i+1, f.Error)
 		}
 	}
+	h.End(&res)
 	return &res, err
 }
 
@@ -132,15 +134,15 @@ func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
 // accumulators: a run of many intervals, or one flow far behind the others
 // (its intervals skipped in a stall), keeps its memory flat.
 type collector struct {
-	mu         sync.Mutex
-	want       int
-	pct        []float64
-	onInterval func(result.Interval)
-	keep       bool // keep the total intervals for the result (not StreamIntervals)
-	pending    []*pendingInterval
-	free       []*pendingInterval
-	emitted    int
-	out        []result.Interval
+	mu      sync.Mutex
+	want    int
+	pct     []float64
+	handler Handler
+	keep    bool // keep the total intervals for the result (not StreamIntervals)
+	pending []*pendingInterval
+	free    []*pendingInterval
+	emitted int
+	out     []result.Interval
 }
 
 // maxPending is the most total intervals the collector waits on: when a
@@ -216,9 +218,7 @@ func (c *collector) emit(p *pendingInterval) {
 	if c.keep {
 		c.out = append(c.out, iv)
 	}
-	if c.onInterval != nil {
-		c.onInterval(iv)
-	}
+	c.handler.Interval(iv)
 }
 
 // finish emits what is left, from flows that had fewer intervals, and

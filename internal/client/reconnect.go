@@ -149,9 +149,7 @@ func (r *run) lostSession(now int64, reason string, err error) error {
 		rc.At = time.Duration(now - r.origin)
 	}
 	r.res.Reconnects = append(r.res.Reconnects, rc)
-	if r.cfg.OnReconnect != nil {
-		r.cfg.OnReconnect(rc)
-	}
+	r.handler.Reconnect(rc)
 	return nil
 }
 
@@ -204,7 +202,5 @@ func (r *run) resume(h *wire.Header, now int64) {
 	r.recon = nil
 	r.lastHeard, r.opened = now, now
 	r.cur.counts.Reconnects++
-	if r.cfg.OnReconnect != nil {
-		r.cfg.OnReconnect(*rc)
-	}
+	r.handler.Reconnect(*rc)
 }
