@@ -28,17 +28,17 @@ type acc struct {
 	bytesUp   uint64
 	bytesDown uint64
 	d         [numDists]*stats.Dist
-	k         [numKDists]*stats.Dist // kernel stamps' figures; nil without them
+	kern      [numKDists]*stats.Dist // kernel stamps' figures; nil without them
 }
 
 // kernel returns a's kernel distributions, made on first use.
 func (a *acc) kernel() *[numKDists]*stats.Dist {
-	if a.k[0] == nil {
-		for i := range a.k {
-			a.k[i] = stats.NewDist()
+	if a.kern[0] == nil {
+		for i := range a.kern {
+			a.kern[i] = stats.NewDist()
 		}
 	}
-	return &a.k
+	return &a.kern
 }
 
 func newAcc() *acc {
@@ -56,10 +56,10 @@ func (a *acc) merge(o *acc) {
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}
-	if o.k[0] != nil {
-		k := a.kernel()
-		for i := range k {
-			k[i].Merge(o.k[i])
+	if o.kern[0] != nil {
+		kd := a.kernel()
+		for i := range kd {
+			kd[i].Merge(o.kern[i])
 		}
 	}
 }
@@ -71,8 +71,8 @@ func (a *acc) reset(start int64) {
 	for _, d := range a.d {
 		d.Reset()
 	}
-	if a.k[0] != nil {
-		for _, d := range a.k {
+	if a.kern[0] != nil {
+		for _, d := range a.kern {
 			d.Reset()
 		}
 	}
@@ -99,7 +99,7 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 		rs, se := a.d[distRTTSched].Summary(pct), a.d[distSendError].Summary(pct)
 		iv.RTTFromSchedule, iv.SendError = &rs, &se
 	}
-	if a.k[0] != nil {
+	if a.kern[0] != nil {
 		iv.Kernel = a.kernelSummary(pct)
 	}
 	if iv.Counts.Sent > 0 {

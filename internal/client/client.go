@@ -13,13 +13,11 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/result"
-	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
@@ -338,105 +336,56 @@ func historySize(cfg Config) int {
 	return 1 << bits.Len64(uint64(n)-1)
 }
 
-// run is the state of one Run. One goroutine owns it.
+// run is the state of one Run. One goroutine owns it, but for the parts
+// an open-loop sender shares (openLoop, writeEndBy).
+//
+// The loop (loop.go) is composed of parts, each in its file: the session
+// with the reflector (session.go), the recorder that does all the
+// accounting (record.go), and what the run was asked for: a closed-loop
+// sender with its bursts and workload gaps (closedloop.go) or an open-loop
+// one (openloop.go), kernel stamps (stamps.go, in the recorder), and
+// reconnection (reconnect.go).
 type run struct {
+	recorder // the accounting: probes, intervals, segments, results
+
 	cfg   Config
 	conn  transport.Conn
 	clk   clock.Clock
 	peer  string
-	token uint64
-	nonce uint64              // the Hello's; probes and the close carry it
+	flow  int                 // from 1
 	buf   []byte              // send buffer
 	rbuf  []byte              // receive buffer of the handshake and the close
 	in    []transport.Message // receive buffers of the run, made by read
 	batch transport.BatchConn // nil: reads one message at a time
 
-	ring []slot
-	mask uint64
+	// The session (session.go).
+	token     uint64
+	nonce     uint64       // the Hello's; probes and the close carry it
+	signer    *wire.Signer // nil without a key
+	grant     result.Grant
+	opened    int64 // when the session (the last one) opened
+	lastHeard int64
+	sameClock bool                // every session's reflector reads the client's clock
+	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
 
-	seq        uint64 // last sequence number sent
-	warmupLast uint64 // last warm-up sequence number (0: none yet)
-	warm       bool   // still warming up
-	origin     int64  // end of warm-up: time zero of the results
-	opened     int64  // when the session (the last one) opened
-	sendUntil  int64  // stop sending at this time (0: no limit yet)
-	sendEnd    int64  // when sending stopped: the summary's rates are over [origin, sendEnd]
-	sending    bool
-	// The wind-down: once sending stops, the run waits for the probes in
-	// flight until drainBy, and closes the session by endBy at the latest.
+	// Sending, and the wind-down: once sending stops, the run waits for
+	// the probes in flight until drainBy, and closes the session by endBy
+	// at the latest.
+	sending        bool
+	sendEnd        int64 // when sending stopped: the summary's rates are over [origin, sendEnd]
 	drainBy, endBy int64
-	inflight       int
-	oldest         uint64 // lowest sequence number that may be outstanding
-	lastHeard      int64
-	// lastLostSent is when the latest probe declared lost was sent.
-	lastLostSent int64
-	highestRecv  uint64
-	maxT3        int64    // the latest reflector send time of a reply received, for reordering down
-	prev         struct { // the last probe received, for IPDV
-		seq           uint64
-		rtt, up, down int64
-	}
-	log        *probeLog         // nil without --log
-	stamps     *stamping         // nil without kernel stamps
-	stampNotes []string          // why the run fell back to user-space times
-	flow       int               // from 1
-	tcp        transport.TCPConn // nil unless over TCP
-	tcpRetrans uint32            // the connection's retransmits at the last interval's end
-	segs       []segment         // the sessions of the run; see reconnect.go
-	offset     offsetEst         // the smallest delays of each window, for the clock offset
-	sameClock  bool              // every session's reflector reads the client's clock
-	intervals  int               // intervals ended so far
-	recon      *reconnect        // looking for a new session
-	reportedU  uint64            // loss on the way up in the intervals reported
-	lostN      uint64            // measured probes declared lost
-	finalCount uint64            // the reflector's count from its CloseAck
-	oneway     *wire.OneWayResults
 
-	// The intervals pending (see intervals.go), oldest first: the last
-	// is the current one, whose accumulator is cur. total gathers the
-	// reported ones, for the summary.
-	ivs        []*pending
-	freeIvs    []*pending
-	ivNext     uint32
-	pendLimit  int
-	cur, total *acc
-	res        *result.Result
+	// The parts.
+	closedLoop closedLoop // the closed-loop sender's pacing; unused open loop
+	openLoop   *openLoop  // nil: closed loop
+	recon      *reconnect // nil unless looking for a new session
+	stampNotes []string   // why the run fell back to user-space times
 
 	// Writes: see write.go.
 	wg         *writeGuard  // the receiver's
 	writeEndBy atomic.Int64 // no probe is written after this (0: not known yet)
 	stream     bool         // a TCP or Unix stream: an error on it is the end of it
 	broken     bool         // a write was cut, or a read failed: nothing more goes over the connection
-	senderErr  error        // the open-loop sender's write that stalled; read after senderDone
-
-	nextReport int64 // end of the current interval (0: none)
-	grant      result.Grant
-	// collect, in a parallel run, takes each interval (its index, its
-	// accumulator, its span) before the accumulator is reset.
-	collect func(k int, a *acc, start, end time.Duration)
-	handler Handler // never nil
-	// Workload mixes: the picker (closed loop; the sender has its own),
-	// the per-entry results, and when the next probe may leave (gaps).
-	picker     *workload.Picker
-	entries    []*entryAcc
-	nextSendAt int64
-	signer     *wire.Signer // nil without a key
-
-	// Closed-loop bursts.
-	burstSent int
-	periodEnd int64
-
-	// Open loop: see openloop.go.
-	open       bool
-	sent       *sentQueue
-	senderDone atomic.Bool // set by the sender as it returns
-	senderStop string      // why the sender stopped; read after senderDone
-	senderEnd  int64       // when the sender stopped; read after senderDone
-	stopSender atomic.Bool // set by the receiver
-	senderGone atomic.Bool // the sender saw the port unreachable
-	sendErrors atomic.Uint64
-	senderWG   sync.WaitGroup
-	session    atomic.Pointer[sessionKey] // the sender's session
 }
 
 // ThresholdColdProbes is the command line's ThresholdSkip for a run
@@ -471,39 +420,25 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 
 // newRun prepares a run of cfg (defaults filled in) through conn.
 func newRun(cfg Config, conn transport.Conn) *run {
-	ringSize := uint64(historySize(cfg))
-	r := &run{
-		cfg:   cfg,
-		conn:  conn,
-		clk:   cfg.Clock,
-		peer:  conn.RemoteAddr().Network() + "://" + conn.RemoteAddr().String(),
-		buf:   make([]byte, cfg.Size),
-		rbuf:  make([]byte, cfg.MaxMessage+1),
-		ring:  make([]slot, ringSize),
-		mask:  ringSize - 1,
-		total: newAcc(),
-		open:  cfg.openLoop(),
-	}
-	r.handler = handlerOf(&r.cfg)
-	r.pendLimit = pendingLimit(&r.cfg)
-	r.openInterval(0)
-	if r.open {
-		r.sent = newSentQueue(1 << 16)
-	}
 	network := conn.RemoteAddr().Network()
-	r.stream = network == "tcp" || network == "unix"
+	r := &run{
+		cfg:    cfg,
+		conn:   conn,
+		clk:    cfg.Clock,
+		peer:   network + "://" + conn.RemoteAddr().String(),
+		buf:    make([]byte, cfg.Size),
+		rbuf:   make([]byte, cfg.MaxMessage+1),
+		stream: network == "tcp" || network == "unix",
+	}
+	r.recorder.init(&r.cfg)
+	if cfg.openLoop() {
+		r.openLoop = newOpenLoop()
+	} else if len(cfg.Workload) > 0 {
+		r.closedLoop.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
+	}
 	r.wg = newWriteGuard(r)
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
-	}
-	if len(cfg.Workload) > 0 {
-		r.entries = make([]*entryAcc, len(cfg.Workload))
-		for i := range r.entries {
-			r.entries[i] = &entryAcc{rtt: stats.NewDist(), response: stats.NewDist()}
-		}
-		if !r.open {
-			r.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
-		}
 	}
 	return r
 }
@@ -521,21 +456,21 @@ func (r *run) execute(ctx context.Context) error {
 		}
 	}
 	err := r.loop(ctx)
-	if r.open {
+	if r.openLoop != nil {
 		// The sender is done, or must be now; take in its last probes.
-		r.stopSender.Store(true)
+		r.openLoop.halt.Store(true)
 		if err != nil {
 			// The run is over: a write the sender is blocked in (the
 			// reflector stopped reading) must not hold it.
 			r.endWrites(r.clk.Now())
 		}
-		r.senderWG.Wait()
+		r.openLoop.wg.Wait()
 		r.drain()
-		if r.senderErr != nil {
+		if r.openLoop.err != nil {
 			// Its write was cut: part of a message may have gone.
 			r.broken = true
 			if err == nil {
-				err = r.senderErr
+				err = r.openLoop.err
 			}
 		}
 	}

@@ -392,15 +392,12 @@ func BenchmarkProbePath(b *testing.B) {
 		b.Fatal(err)
 	}
 	conn := &echoConn{memConn: memConn{refl: refl}, pending: make([]byte, 2048)}
-	cfg, err := Config{Count: 1}.withDefaults()
+	cfg, err := Config{Count: 1, history: 4096}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
-		ring: make([]slot, 4096), mask: 4095, total: newAcc(), res: &result.Result{}}
-	r.pendLimit = pendingLimit(&r.cfg)
-	r.openInterval(0)
-	r.wg = newWriteGuard(r)
+	r := newRun(cfg, conn)
+	r.res = &result.Result{}
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
 	_ = hello.Encode(r.buf)

@@ -25,14 +25,14 @@ func (r *run) loop(ctx context.Context) error {
 	}
 	r.sending = true
 	r.oldest = 1
-	if r.open {
+	if r.openLoop != nil {
 		start := now // now moves on in the loop below
-		r.senderWG.Go(func() { r.sender(ctx, start) })
+		r.openLoop.wg.Go(func() { r.sender(ctx, start) })
 	}
 	var deadline int64 // the read deadline currently set
 	var measured uint64
 	for {
-		if r.open {
+		if r.openLoop != nil {
 			r.drain()
 			if r.stamps != nil {
 				// Probes that get no reply leave their transmit stamps
@@ -53,24 +53,24 @@ func (r *run) loop(ctx context.Context) error {
 			r.lose(s)
 			r.oldest++
 		}
-		if !r.open && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
+		if r.openLoop == nil && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
 			r.endWarmup(r.seq, now)
 		}
 		r.flushDue(now)
 		switch {
 		case !r.sending:
-		case r.open:
-			if r.senderDone.Load() {
+		case r.openLoop != nil:
+			if r.openLoop.done.Load() {
 				r.drain() // what it sent between the last drain and stopping
 				if r.warm {
 					r.endWarmup(r.seq, now) // stopped while warming up
 				}
-				r.stopSending(r.senderStop)
-				if r.senderGone.Load() { // only without Reconnect
+				r.stopSending(r.openLoop.stop)
+				if r.openLoop.gone.Load() { // only without Reconnect
 					return r.gone(nil)
 				}
-				if r.senderErr != nil {
-					return r.stalled(r.senderErr)
+				if r.openLoop.err != nil {
+					return r.stalled(r.openLoop.err)
 				}
 			}
 		case ctx.Err() != nil:
@@ -97,7 +97,7 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		for !r.open && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.nextSendAt &&
+		for r.openLoop == nil && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.closedLoop.nextSendAt &&
 			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
 			if err := r.send(); err != nil {
 				if errors.Is(err, ErrStalled) {
@@ -115,7 +115,7 @@ func (r *run) loop(ctx context.Context) error {
 			now = r.clk.Now()
 			if !r.warm {
 				measured++
-				r.burstSent++
+				r.closedLoop.burstSent++
 			} else if cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount {
 				// The last warm-up probe: the next is measured, even
 				// when several replies came in one read.
@@ -143,19 +143,19 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if r.sending {
 			switch {
-			case r.open:
+			case r.openLoop != nil:
 				want = min(want, now+int64(drainEvery))
 			case r.sendUntil != 0:
 				want = min(want, r.sendUntil)
 			}
 			if cfg.Burst > 0 && !r.burstOpen(now) {
-				want = min(want, r.periodEnd)
+				want = min(want, r.closedLoop.periodEnd)
 			}
-			if r.nextSendAt > now {
-				want = min(want, r.nextSendAt)
+			if r.closedLoop.nextSendAt > now {
+				want = min(want, r.closedLoop.nextSendAt)
 			}
 		}
-		if r.warm && cfg.WarmupDuration > 0 && !r.open {
+		if r.warm && cfg.WarmupDuration > 0 && r.openLoop == nil {
 			want = min(want, warmUntil)
 		}
 		if !r.sending {
@@ -167,15 +167,15 @@ func (r *run) loop(ctx context.Context) error {
 				return fmt.Errorf("set read deadline: %w", err)
 			}
 		}
-		if ctx.Err() != nil && r.sending && !r.open {
+		if ctx.Err() != nil && r.sending && r.openLoop == nil {
 			continue // stop sending at the top of the loop, then drain
 		}
-		k, err := r.read()
+		n, err := r.read()
 		now = r.clk.Now()
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
-				if r.stamps != nil && !r.open {
+				if r.stamps != nil && r.openLoop == nil {
 					// Nothing came: the transmit stamps of what got no
 					// answer (lost probes, Hellos while reconnecting)
 					// would stay on the socket, taking receive buffer
@@ -188,7 +188,7 @@ func (r *run) loop(ctx context.Context) error {
 					// sending (the open-loop sender sees ctx itself)
 					// and give in-flight probes their timeout.
 					deadline = 0
-					if r.sending && !r.open {
+					if r.sending && r.openLoop == nil {
 						r.stopSending("interrupted")
 					}
 				}
@@ -210,7 +210,7 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		for i := range k {
+		for i := range n {
 			m := &r.in[i]
 			if err := r.receive(m.Buf[:m.N], now, m.Stamp); err != nil {
 				return err
@@ -231,7 +231,7 @@ func (r *run) read() (int, error) {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if bc, ok := r.conn.(transport.BatchConn); ok && (r.open || r.cfg.Window > 1 || r.stamps != nil) {
+		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
@@ -268,13 +268,13 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 		r.resume(&h, now)
 		return nil
 	}
-	k := r.tokenSeg(h.Token)
-	if k < 0 {
+	seg := r.tokenSeg(h.Token)
+	if seg < 0 {
 		r.cur.counts.Errors++
 		return nil
 	}
 	switch {
-	case h.Type == wire.TypeError && k == len(r.segs)-1 && r.recon == nil:
+	case h.Type == wire.TypeError && seg == len(r.segs)-1 && r.recon == nil:
 		if h.Code == wire.ErrorSession {
 			err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
 			return r.lostSession(now, "restarted", err)
@@ -285,13 +285,26 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 		}
 		return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, h.Code)
 	case h.Type == wire.TypeReply:
-		if r.open {
+		if r.openLoop != nil {
 			r.drain() // the probe may have left since the last look
 		}
 		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
-		r.reply(&h, len(msg), now, k, msg, rx)
+		r.takeReply(&h, len(msg), now, seg, msg, rx)
 	}
 	return nil
+}
+
+// takeReply has the recorder record the reply h (see recorder.reply), and
+// acts on what it heard: the reflector is there, and the threshold may
+// stop sending.
+func (r *run) takeReply(h *wire.Header, n int, t4 int64, seg int, msg []byte, rx tstamp.Stamp) {
+	switch r.reply(h, n, t4, seg, msg, rx) {
+	case heardReply:
+		r.lastHeard = t4
+	case heardThreshold:
+		r.lastHeard = t4
+		r.stopSending("threshold")
+	}
 }
 
 // drainEvery is how often the receiver of an open-loop run wakes to take
@@ -305,8 +318,8 @@ func (r *run) stopSending(reason string) {
 	}
 	if r.sendEnd == 0 {
 		r.sendEnd = r.clk.Now()
-		if r.open && r.senderDone.Load() {
-			r.sendEnd = r.senderEnd
+		if r.openLoop != nil && r.openLoop.done.Load() {
+			r.sendEnd = r.openLoop.end
 		}
 		if r.sendUntil != 0 {
 			// Deciding to stop takes a moment; the run was this long.
@@ -314,8 +327,8 @@ func (r *run) stopSending(reason string) {
 		}
 	}
 	r.sending = false
-	if r.open {
-		r.stopSender.Store(true)
+	if r.openLoop != nil {
+		r.openLoop.halt.Store(true)
 	}
 	r.beginWindDown()
 }
@@ -349,17 +362,17 @@ func (r *run) burstOpen(now int64) bool {
 	if r.cfg.Burst == 0 || r.warm {
 		return true
 	}
-	if now >= r.periodEnd {
-		if r.periodEnd == 0 || r.cfg.Period == 0 {
-			r.periodEnd = now + int64(r.cfg.Period)
+	if now >= r.closedLoop.periodEnd {
+		if r.closedLoop.periodEnd == 0 || r.cfg.Period == 0 {
+			r.closedLoop.periodEnd = now + int64(r.cfg.Period)
 		} else {
-			for r.periodEnd <= now {
-				r.periodEnd += int64(r.cfg.Period)
+			for r.closedLoop.periodEnd <= now {
+				r.closedLoop.periodEnd += int64(r.cfg.Period)
 			}
 		}
-		r.burstSent = 0
+		r.closedLoop.burstSent = 0
 	}
-	return r.burstSent < r.cfg.Burst
+	return r.closedLoop.burstSent < r.cfg.Burst
 }
 
 // send sends the next probe.
@@ -377,12 +390,12 @@ func (r *run) send() error {
 		h.Flags |= wire.FlagNoQuickAck
 	}
 	buf, entry := r.buf, uint16(0)
-	if r.picker != nil {
-		entry = uint16(r.picker.Pick())
+	if r.closedLoop.picker != nil {
+		entry = uint16(r.closedLoop.picker.Pick())
 		e := &r.cfg.Workload[entry]
 		buf = r.buf[:e.Size]
 		h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
-		r.nextSendAt = now + int64(e.Gap)
+		r.closedLoop.nextSendAt = now + int64(e.Gap)
 	}
 	var txID uint32
 	if r.stamps != nil {

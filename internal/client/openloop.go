@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,12 +73,12 @@ func (r *run) sender(ctx context.Context, start int64) {
 	reason := ""
 	var end int64
 	defer func() {
-		r.senderStop = reason
+		r.openLoop.stop = reason
 		if end == 0 {
 			end = r.clk.Now()
 		}
-		r.senderEnd = end
-		r.senderDone.Store(true) // publishes senderStop
+		r.openLoop.end = end
+		r.openLoop.done.Store(true) // publishes senderStop
 	}()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -122,7 +123,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 		case ctx.Err() != nil:
 			reason = "interrupted"
 			return true
-		case r.stopSender.Load():
+		case r.openLoop.halt.Load():
 			return true
 		}
 		return false
@@ -137,20 +138,20 @@ func (r *run) sender(ctx context.Context, start int64) {
 		}
 		start := r.clk.Now()
 		if err := g.probe(start, sendUntil); err != nil {
-			r.sendErrors.Add(uint64(len(ob.msgs)))
+			r.openLoop.errors.Add(uint64(len(ob.msgs)))
 			ob.msgs = ob.msgs[:0]
 			return true
 		}
 		errs, refused, stalled := ob.flush(r.cfg.Reconnect == 0)
 		if errs > 0 {
-			r.sendErrors.Add(errs)
+			r.openLoop.errors.Add(errs)
 		}
 		switch {
 		case refused:
-			r.senderGone.Store(true)
+			r.openLoop.gone.Store(true)
 			reason = "reflector-gone"
 		case stalled > 0:
-			r.senderErr = r.stallError(stalled, start, r.clk.Now())
+			r.openLoop.err = r.stallError(stalled, start, r.clk.Now())
 			reason = "reflector-stalled"
 		}
 		return !refused && stalled == 0
@@ -171,7 +172,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 		for at-now > check && !stopped() {
 			now = w.Until(now + check)
 		}
-		if reason != "" || r.stopSender.Load() {
+		if reason != "" || r.openLoop.halt.Load() {
 			break
 		}
 		if at > now {
@@ -195,7 +196,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			}
 		}
 		seq++
-		key := r.session.Load() // a new one after a reconnection
+		key := r.openLoop.session.Load() // a new one after a reconnection
 		h.Token, h.Nonce = key.token, key.nonce
 		h.Seq, h.T1, h.Flags = seq, now, 0
 		if warm {
@@ -222,7 +223,7 @@ func (r *run) sender(ctx context.Context, start int64) {
 			txID = r.stamps.sock.NextTxID() + uint32(len(ob.msgs))
 		}
 		h.Seal(out, signer)
-		for !r.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm, txID: txID}) {
+		for !r.openLoop.sent.push(sentRecord{seq: seq, sent: now, sched: at, skipped: skipped, size: len(out), entry: entry, gen: key.gen, warm: warm, txID: txID}) {
 			// The receiver drains at least every few milliseconds; a
 			// full queue means it is starved of CPU.
 			runtime.Gosched()
@@ -318,11 +319,11 @@ func (r *run) meanGap() time.Duration {
 
 // drain takes in what the sender sent since the last call.
 func (r *run) drain() {
-	if e := r.sendErrors.Swap(0); e > 0 {
+	if e := r.openLoop.errors.Swap(0); e > 0 {
 		r.cur.counts.Errors += e
 	}
 	for {
-		rec, ok := r.sent.pop()
+		rec, ok := r.openLoop.sent.pop()
 		if !ok {
 			return
 		}
@@ -352,3 +353,21 @@ func (r *run) drain() {
 		}
 	}
 }
+
+// openLoop is what the two goroutines of an open-loop run share. The
+// sender writes stop, end and err before it sets done, and the receiver
+// reads them after.
+type openLoop struct {
+	sent    *sentQueue
+	done    atomic.Bool   // set by the sender as it returns
+	stop    string        // why the sender stopped
+	end     int64         // when the sender stopped
+	err     error         // the sender's write that stalled
+	halt    atomic.Bool   // set by the receiver: the sender stops
+	gone    atomic.Bool   // the sender saw the port unreachable
+	errors  atomic.Uint64 // write errors the receiver has not counted yet
+	wg      sync.WaitGroup
+	session atomic.Pointer[sessionKey] // the sender's session
+}
+
+func newOpenLoop() *openLoop { return &openLoop{sent: newSentQueue(1 << 16)} }

@@ -158,20 +158,20 @@ type pendingInterval struct {
 	start, end time.Duration
 }
 
-// add takes a flow's k-th interval, a ending at end, and emits the total
+// add takes a flow's interval number no, a ending at end, and emits the total
 // intervals that are complete.
-func (c *collector) add(k int, a *acc, start, end time.Duration) {
+func (c *collector) add(no int, a *acc, start, end time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k-c.emitted >= maxPending {
+	for no-c.emitted >= maxPending {
 		c.emitFirst()
 	}
-	i := max(k-c.emitted, 0) // a flow that fell behind adds to the oldest
+	i := max(no-c.emitted, 0) // a flow that fell behind adds to the oldest
 	for len(c.pending) <= i {
 		c.pending = append(c.pending, c.newPending())
 	}
 	p := c.pending[i]
-	if k >= c.emitted {
+	if no >= c.emitted {
 		if p.n == 0 {
 			p.start, p.end = start, end
 			p.acc.start = a.start

@@ -4,9 +4,87 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
+	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 )
+
+// recorder does a run's accounting: it owns the probe history (a ring of
+// slots), the intervals' accumulators and the total, the sessions'
+// segments, the workload entries' figures, the kernel stamps and the probe
+// log, and makes the result's figures of them. The loop calls it as probes
+// leave, replies come and time passes; nothing else counts.
+type recorder struct {
+	cfg     *Config
+	res     *result.Result
+	handler Handler // never nil
+
+	ring []slot
+	mask uint64
+
+	seq        uint64 // last sequence number sent
+	warmupLast uint64 // last warm-up sequence number (0: none yet)
+	warm       bool   // still warming up
+	origin     int64  // end of warm-up: time zero of the results
+	sendUntil  int64  // stop sending at this time (0: no limit yet)
+	nextReport int64  // end of the current interval (0: none)
+	inflight   int
+	oldest     uint64 // lowest sequence number that may be outstanding
+	// lastLostSent is when the latest probe declared lost was sent.
+	lastLostSent int64
+	highestRecv  uint64
+	maxT3        int64    // the latest reflector send time of a reply received, for reordering down
+	prev         struct { // the last probe received, for IPDV
+		seq           uint64
+		rtt, up, down int64
+	}
+	lostN uint64 // measured probes declared lost
+
+	log     *probeLog   // nil without --log
+	stamps  *stamping   // nil without kernel stamps
+	entries []*entryAcc // per workload entry; nil without a workload
+	offset  offsetEst   // the smallest delays of each window, for the clock offset
+
+	// The sessions of the run (see reconnect.go); between is true while
+	// the last one is lost and no new one opened yet.
+	segs       []segment
+	between    bool
+	finalCount uint64 // the reflector's count from its CloseAck
+
+	// The intervals pending (see intervals.go), oldest first: the last
+	// is the current one, whose accumulator is cur. total gathers the
+	// reported ones, for the summary.
+	ivs        []*pending
+	freeIvs    []*pending
+	ivNext     uint32
+	pendLimit  int
+	cur, total *acc
+	intervals  int               // intervals reported so far
+	reportedU  uint64            // loss on the way up in the intervals reported
+	tcp        transport.TCPConn // nil unless over TCP
+	tcpRetrans uint32            // the connection's retransmits at the last interval's end
+	// collect, in a parallel run, takes each interval (its number, its
+	// accumulator, its span) before the accumulator is reset.
+	collect func(no int, a *acc, start, end time.Duration)
+}
+
+// init prepares rec for a run of cfg (defaults filled in).
+func (rec *recorder) init(cfg *Config) {
+	ringSize := uint64(historySize(*cfg))
+	rec.cfg = cfg
+	rec.handler = handlerOf(cfg)
+	rec.ring, rec.mask = make([]slot, ringSize), ringSize-1
+	rec.total = newAcc()
+	rec.pendLimit = pendingLimit(cfg)
+	rec.openInterval(0)
+	if len(cfg.Workload) > 0 {
+		rec.entries = make([]*entryAcc, len(cfg.Workload))
+		for i := range rec.entries {
+			rec.entries[i] = &entryAcc{rtt: stats.NewDist(), response: stats.NewDist()}
+		}
+	}
+}
 
 // Probe states in the history ring.
 const (
@@ -29,101 +107,101 @@ type slot struct {
 	// it sends: a duplicate with either T3 is a copy made on the way
 	// down, one with a T3 of its own the answer to a copy of the probe
 	// that reached the reflector again.
-	t3 [2]int64
-	k  kernelSlot // kernel stamps (Config.Stamps)
+	t3   [2]int64
+	kern kernelSlot // kernel stamps (Config.Stamps)
 }
 
 // tcpInterval reads TCP_INFO for the interval that ends now: the
 // retransmits since the last one, and the window and RTT now. since0 takes
 // them since the connection opened instead.
-func (r *run) tcpInterval(since0 bool) *result.TCPInterval {
-	ti, err := r.tcp.TCPInfo()
+func (rec *recorder) tcpInterval(since0 bool) *result.TCPInterval {
+	ti, err := rec.tcp.TCPInfo()
 	if err != nil {
 		return nil
 	}
-	iv := &result.TCPInterval{Retransmits: uint64(ti.TotalRetrans - r.tcpRetrans), Cwnd: ti.Cwnd, RTT: ti.RTT, RTTVar: ti.RTTVar}
+	iv := &result.TCPInterval{Retransmits: uint64(ti.TotalRetrans - rec.tcpRetrans), Cwnd: ti.Cwnd, RTT: ti.RTT, RTTVar: ti.RTTVar}
 	if since0 {
 		iv.Retransmits = uint64(ti.TotalRetrans)
 	} else {
-		r.tcpRetrans = ti.TotalRetrans
+		rec.tcpRetrans = ti.TotalRetrans
 	}
 	return iv
 }
 
 // flushDue ends the current interval if t is past its end.
-func (r *run) flushDue(t int64) {
-	if !r.reportDue(r.nextReport) || t < r.nextReport {
+func (rec *recorder) flushDue(t int64) {
+	if !rec.reportDue(rec.nextReport) || t < rec.nextReport {
 		return
 	}
-	end := r.nextReport
-	r.nextReport += int64(r.cfg.ReportInterval)
-	if r.nextReport <= t { // a long stall: skip, do not emit empty intervals in a burst
-		r.nextReport = t + int64(r.cfg.ReportInterval)
+	end := rec.nextReport
+	rec.nextReport += int64(rec.cfg.ReportInterval)
+	if rec.nextReport <= t { // a long stall: skip, do not emit empty intervals in a burst
+		rec.nextReport = t + int64(rec.cfg.ReportInterval)
 	}
-	r.closeCurrent(end)
+	rec.closeCurrent(end)
 }
 
 // reportDue reports whether an interval ends at next (0: none): the
 // interval that reaches the end of sending is left to the final summary.
-func (r *run) reportDue(next int64) bool {
-	return next != 0 && (r.sendUntil == 0 || next < r.sendUntil)
+func (rec *recorder) reportDue(next int64) bool {
+	return next != 0 && (rec.sendUntil == 0 || next < rec.sendUntil)
 }
 
 // endWarmup ends the warm-up after probe last; measuring starts at now.
-func (r *run) endWarmup(last uint64, now int64) {
-	r.warm = false
-	r.warmupLast = last
-	r.startMeasuring(now)
+func (rec *recorder) endWarmup(last uint64, now int64) {
+	rec.warm = false
+	rec.warmupLast = last
+	rec.startMeasuring(now)
 }
 
-func (r *run) startMeasuring(now int64) {
-	r.origin = now
-	r.cur.reset(now)
-	r.total.reset(now)
-	if r.cfg.Duration > 0 {
-		r.sendUntil = now + int64(r.cfg.Duration)
+func (rec *recorder) startMeasuring(now int64) {
+	rec.origin = now
+	rec.cur.reset(now)
+	rec.total.reset(now)
+	if rec.cfg.Duration > 0 {
+		rec.sendUntil = now + int64(rec.cfg.Duration)
 	}
-	if r.cfg.ReportInterval > 0 {
-		r.nextReport = now + int64(r.cfg.ReportInterval)
+	if rec.cfg.ReportInterval > 0 {
+		rec.nextReport = now + int64(rec.cfg.ReportInterval)
 	}
 }
 
 // track starts tracking probe seq of workload entry entry, sent at sent
 // (and scheduled at sched, or 0), as outstanding.
-func (r *run) track(seq uint64, sent, sched int64, entry uint16) {
-	r.seq = seq
-	s := &r.ring[seq&r.mask]
+func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
+	rec.seq = seq
+	s := &rec.ring[seq&rec.mask]
 	if s.state == stateOutstanding {
 		// A whole history of newer probes went out while this one
 		// waited: it is lost, and a reply that still comes is late.
-		r.lose(s)
+		rec.lose(s)
 	}
-	if s.k.logWait {
-		r.writeLog(s.seq) // the reflector's T3k did not come in time
+	if s.kern.logWait {
+		rec.writeLog(s.seq) // the reflector's T3k did not come in time
 	}
 	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
-	r.inflight++
-	if r.measured(seq) {
-		p := r.ivs[len(r.ivs)-1]
+	rec.inflight++
+	if rec.measured(seq) {
+		p := rec.ivs[len(rec.ivs)-1]
 		s.iv = p.no
 		p.open++
 		p.last = seq
 		if p.first == 0 {
 			p.first = seq
 		}
-		if r.entries != nil {
-			r.entries[entry].sent++
+		if rec.entries != nil {
+			rec.entries[entry].sent++
 		}
 	}
 }
 
 // loseInFlight declares every probe still outstanding lost, and returns
 // how many there were.
-func (r *run) loseInFlight() uint64 {
+func (rec *recorder) loseInFlight() uint64 {
 	var n uint64
-	for seq := r.oldest; seq <= r.seq && r.inflight > 0; seq++ {
-		if s := &r.ring[seq&r.mask]; s.seq == seq && s.state == stateOutstanding {
-			r.lose(s)
+	for seq := rec.oldest; seq <= rec.seq && rec.inflight > 0; seq++ {
+		if s := &rec.ring[seq&rec.mask]; s.seq == seq && s.state == stateOutstanding {
+			rec.lose(s)
 			n++
 		}
 	}
@@ -131,116 +209,149 @@ func (r *run) loseInFlight() uint64 {
 }
 
 // lose declares the outstanding probe in s lost.
-func (r *run) lose(s *slot) {
+func (rec *recorder) lose(s *slot) {
 	s.state = stateLost
-	r.inflight--
-	r.lastLostSent = max(r.lastLostSent, s.sent)
-	if r.measured(s.seq) {
-		p := r.pendingOf(s)
-		r.fateOf(p).counts.Lost++
-		r.lostN++
-		r.segs[r.segOf(s.seq)].lost++
-		if r.log != nil {
-			r.log.line(s.seq, logLost, s, 0, 0, 0, 0)
+	rec.inflight--
+	rec.lastLostSent = max(rec.lastLostSent, s.sent)
+	if rec.measured(s.seq) {
+		p := rec.pendingOf(s)
+		rec.fateOf(p).counts.Lost++
+		rec.lostN++
+		rec.segs[rec.segOf(s.seq)].lost++
+		if rec.log != nil {
+			rec.log.line(s.seq, logLost, s, 0, 0, 0, 0)
 		}
-		if r.entries != nil {
-			r.entries[s.entry].lost++
+		if rec.entries != nil {
+			rec.entries[s.entry].lost++
 		}
 		if p != nil {
-			r.resolved(p)
+			rec.resolved(p)
 		}
 	}
 }
 
+// heard is what a reply told the loop, beyond its figures.
+type heard uint8
+
+const (
+	heardNothing   heard = iota // no probe sent has its sequence number
+	heardReply                  // it answers a probe sent: the reflector is there
+	heardThreshold              // and its RTT is the first above the threshold: sending stops
+)
+
 // reply records the reply h of n bytes received at t4 in the session of
-// segment k.
-// msg is the reply itself and rx its kernel stamps, where the run has
-// them (nil and zero otherwise). Its figures go to the interval its probe
-// was sent in.
-func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstamp.Stamp) {
+// segment seg. msg is the reply itself and rx its kernel stamps, where the
+// run has them (nil and zero otherwise). Its figures go to the interval
+// its probe was sent in.
+func (rec *recorder) reply(h *wire.Header, n int, t4 int64, seg int, msg []byte, rx tstamp.Stamp) heard {
 	seq := h.Seq
-	if seq == 0 || seq > r.seq {
-		r.cur.counts.Errors++
-		return
+	if seq == 0 || seq > rec.seq {
+		rec.cur.counts.Errors++
+		return heardNothing
 	}
-	r.lastHeard = t4
-	measured := r.measured(seq)
-	s := &r.ring[seq&r.mask]
+	measured := rec.measured(seq)
+	s := &rec.ring[seq&rec.mask]
 	hold := int64(h.HoldMicro) * int64(time.Microsecond)
 	if s.seq != seq {
 		// Older than the history: it was declared lost long ago.
 		if measured {
-			r.cur.counts.Late++
-			if r.log != nil {
-				r.log.line(seq, logLate, nil, h.T2, h.T3, t4, hold)
+			rec.cur.counts.Late++
+			if rec.log != nil {
+				rec.log.line(seq, logLate, nil, h.T2, h.T3, t4, hold)
 			}
 		}
-		return
+		return heardReply
 	}
 	var p *pending
 	if measured {
-		p = r.pendingOf(s)
+		p = rec.pendingOf(s)
 	}
+	if !rec.firstReply(s, p, h, t4, hold, measured) {
+		return heardReply
+	}
+	// A reply sent before one already received was reordered on the way
+	// down (warm-up replies show the order too).
+	reorderedDown := h.T3 < rec.maxT3
+	rec.maxT3 = max(rec.maxT3, h.T3)
+	if !measured {
+		if rec.stamps != nil {
+			// A warm-up probe's transmit stamp is not wanted, but until
+			// read it takes receive buffer room, and a warm-up of a few
+			// thousand probes left none for the replies.
+			rec.drainTx()
+		}
+		return heardReply
+	}
+	if g := &rec.segs[seg]; seq > g.sMax {
+		g.sMax, g.cAtSMax = seq, h.Received
+	}
+	a := rec.fateOf(p)
+	if rec.stamps != nil && msg != nil {
+		rec.kernelReply(a, s, msg, t4, rx, h, hold)
+	}
+	if rec.log != nil && !s.kern.logWait {
+		rec.log.line(seq, logReceived, s, h.T2, h.T3, t4, hold)
+	}
+	rtt := rec.received(a, s, h, n, t4, hold, reorderedDown)
+	got := heardReply
+	if rec.cfg.Threshold > 0 && rtt > int64(rec.cfg.Threshold) && rec.res.Threshold == nil && seq-rec.warmupLast > rec.cfg.ThresholdSkip {
+		rec.res.Threshold = &result.ThresholdHit{Seq: seq - rec.warmupLast, At: time.Duration(t4 - rec.origin), RTT: time.Duration(rtt)}
+		got = heardThreshold
+	}
+	if p != nil {
+		p.answered(seq, h.Received, seg)
+		rec.resolved(p)
+	}
+	return got
+}
+
+// firstReply reports whether h, received at t4, is the first reply to the
+// probe in s (of interval p, when measured); a late reply or a duplicate
+// is counted here.
+func (rec *recorder) firstReply(s *slot, p *pending, h *wire.Header, t4, hold int64, measured bool) bool {
 	switch s.state {
 	case stateOutstanding:
 		s.state = stateReceived
 		s.t3[0] = h.T3
-		r.inflight--
+		rec.inflight--
+		return true
 	case stateLost:
 		s.state = stateLate
 		s.t3[0] = h.T3
 		if measured {
-			r.lineOf(p).counts.Late++
-			if r.log != nil {
-				r.log.line(seq, logLate, s, h.T2, h.T3, t4, hold)
+			rec.lineOf(p).counts.Late++
+			if rec.log != nil {
+				rec.log.line(s.seq, logLate, s, h.T2, h.T3, t4, hold)
 			}
 		}
-		return
-	default:
-		if measured {
-			c := &r.lineOf(p).counts
-			c.Duplicates++
-			if h.T3 == s.t3[0] || h.T3 == s.t3[1] {
-				c.DuplicatesDown++ // a copy of a reply
-			} else {
-				c.DuplicatesUp++ // the reflector's answer to another copy of the probe
-				s.t3[1] = h.T3
-			}
-			if r.log != nil {
-				r.log.line(seq, logDuplicate, s, h.T2, h.T3, t4, hold)
-			}
+		return false
+	}
+	if measured {
+		c := &rec.lineOf(p).counts
+		c.Duplicates++
+		if h.T3 == s.t3[0] || h.T3 == s.t3[1] {
+			c.DuplicatesDown++ // a copy of a reply
+		} else {
+			c.DuplicatesUp++ // the reflector's answer to another copy of the probe
+			s.t3[1] = h.T3
 		}
-		return
-	}
-	// A reply sent before one already received was reordered on the way
-	// down (warm-up replies show the order too).
-	reorderedDown := h.T3 < r.maxT3
-	r.maxT3 = max(r.maxT3, h.T3)
-	if !measured {
-		if r.stamps != nil {
-			// A warm-up probe's transmit stamp is not wanted, but until
-			// read it takes receive buffer room, and a warm-up of a few
-			// thousand probes left none for the replies.
-			r.drainTx()
+		if rec.log != nil {
+			rec.log.line(s.seq, logDuplicate, s, h.T2, h.T3, t4, hold)
 		}
-		return
 	}
-	if g := &r.segs[k]; seq > g.sMax {
-		g.sMax, g.cAtSMax = seq, h.Received
-	}
-	a := r.fateOf(p)
-	if r.stamps != nil && msg != nil {
-		r.kernelReply(a, s, msg, t4, rx, h, hold)
-	}
-	if r.log != nil && !s.k.logWait {
-		r.log.line(seq, logReceived, s, h.T2, h.T3, t4, hold)
-	}
+	return false
+}
+
+// received records into a the first reply h (n bytes, received at t4) to
+// the measured probe in s, and returns its RTT.
+func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold int64, reorderedDown bool) (rtt int64) {
+	seq := s.seq
 	a.counts.Received++
 	a.bytesDown += uint64(n)
-	if seq < r.highestRecv {
+	if seq < rec.highestRecv {
 		a.counts.Reordered++
 	} else {
-		r.highestRecv = seq
+		rec.highestRecv = seq
 	}
 	if h.Flags&wire.FlagReordered != 0 {
 		a.counts.ReorderedUp++
@@ -248,11 +359,11 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	if reorderedDown {
 		a.counts.ReorderedDown++
 	}
-	rtt := t4 - s.sent
+	rtt = t4 - s.sent
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
-	r.offset.add(t4, up, down)
+	rec.offset.add(t4, up, down)
 	// The hold the reflector applied is not its response time.
 	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
@@ -260,38 +371,31 @@ func (r *run) reply(h *wire.Header, n int, t4 int64, k int, msg []byte, rx tstam
 	if s.sched != 0 {
 		a.d[distRTTSched].Record(t4 - s.sched)
 	}
-	if r.entries != nil {
-		e := r.entries[s.entry]
+	if rec.entries != nil {
+		e := rec.entries[s.entry]
 		e.received++
 		e.rtt.Record(rtt)
 		e.response.Record(h.T3 - h.T2 - hold)
 	}
-	if r.cfg.Threshold > 0 && rtt > int64(r.cfg.Threshold) && r.res.Threshold == nil && seq-r.warmupLast > r.cfg.ThresholdSkip {
-		r.res.Threshold = &result.ThresholdHit{Seq: seq - r.warmupLast, At: time.Duration(t4 - r.origin), RTT: time.Duration(rtt)}
-		r.stopSending("threshold")
+	if rec.prev.seq != 0 && seq == rec.prev.seq+1 {
+		a.d[distIPDVRTT].Record(abs(rtt - rec.prev.rtt))
+		a.d[distIPDVUp].Record(abs(up - rec.prev.up))
+		a.d[distIPDVDown].Record(abs(down - rec.prev.down))
 	}
-	if r.prev.seq != 0 && seq == r.prev.seq+1 {
-		a.d[distIPDVRTT].Record(abs(rtt - r.prev.rtt))
-		a.d[distIPDVUp].Record(abs(up - r.prev.up))
-		a.d[distIPDVDown].Record(abs(down - r.prev.down))
-	}
-	r.prev.seq, r.prev.rtt, r.prev.up, r.prev.down = seq, rtt, up, down
-	if p != nil {
-		p.answered(seq, h.Received, k)
-		r.resolved(p)
-	}
+	rec.prev.seq, rec.prev.rtt, rec.prev.up, rec.prev.down = seq, rtt, up, down
+	return rtt
 }
 
 // measured reports whether seq is part of the results (not warm-up).
-func (r *run) measured(seq uint64) bool { return !r.warm && seq > r.warmupLast }
+func (rec *recorder) measured(seq uint64) bool { return !rec.warm && seq > rec.warmupLast }
 
-func (r *run) lostSoFar() uint64 { return r.lostN }
+func (rec *recorder) lostSoFar() uint64 { return rec.lostN }
 
 // sentSoFar returns the measured probes sent: those of the intervals
 // reported, and of those still pending (the current one among them).
-func (r *run) sentSoFar() uint64 {
-	n := r.total.counts.Sent
-	for _, p := range r.ivs {
+func (rec *recorder) sentSoFar() uint64 {
+	n := rec.total.counts.Sent
+	for _, p := range rec.ivs {
 		n += p.acc.counts.Sent
 	}
 	return n

@@ -143,7 +143,9 @@ func (r *run) handshake(ctx context.Context) error {
 			if h.Type == wire.TypeCookie {
 				r.token = h.Token
 				r.segs = []segment{{token: h.Token, nonce: nonce, first: 1}}
-				r.session.Store(&sessionKey{token: h.Token, nonce: nonce})
+				if r.openLoop != nil {
+					r.openLoop.session.Store(&sessionKey{token: h.Token, nonce: nonce})
+				}
 				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.RateLimit)}
 				r.lastHeard = r.clk.Now()
 				r.sameClock = sameClock(r.clk, &h)
@@ -321,13 +323,13 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 		if in.Decode(r.rbuf[:n]) != nil || !r.verified(&in, r.rbuf[:n]) {
 			continue
 		}
-		k := r.tokenSeg(in.Token)
-		if k < 0 {
+		seg := r.tokenSeg(in.Token)
+		if seg < 0 {
 			continue
 		}
 		switch {
 		case in.Type == wire.TypeReply:
-			r.reply(&in, n, now, k, nil, tstamp.Stamp{})
+			r.takeReply(&in, n, now, seg, nil, tstamp.Stamp{})
 		case in.Type == wire.TypeCloseAck && in.Token == r.token:
 			r.res.ReflectorCount = "close"
 			r.finalCount = in.Received
