@@ -26,9 +26,10 @@ type pending struct {
 	acc *acc
 	no  uint32 // its number, from 0 for the first measured one
 	end int64  // 0 while it is the current interval
-	// open counts its probes still outstanding; first and last are its
-	// first and last probes' sequence numbers (0: none yet).
-	open        int
+	// outstanding counts its probes neither answered nor lost yet; first
+	// and last are its first and last probes' sequence numbers (0: none
+	// yet).
+	outstanding int
 	first, last uint64
 	// sMax is its highest probe answered, cAtSMax the reflector's count
 	// in that reply and seg its segment: where the loss on the way up is
@@ -120,8 +121,8 @@ func (rec *recorder) lineOf(p *pending) *acc {
 // resolved notes that a probe of p was answered or lost, and reports the
 // intervals that are complete.
 func (rec *recorder) resolved(p *pending) {
-	p.open--
-	if p.open == 0 && p.end != 0 && p == rec.ivs[0] {
+	p.outstanding--
+	if p.outstanding == 0 && p.end != 0 && p == rec.ivs[0] {
 		rec.settle(false)
 	}
 }
@@ -132,7 +133,7 @@ func (rec *recorder) resolved(p *pending) {
 func (rec *recorder) settle(final bool) {
 	for len(rec.ivs) > 0 {
 		p := rec.ivs[0]
-		if p.end == 0 || (p.open > 0 && !final && len(rec.ivs) <= rec.pendLimit) {
+		if p.end == 0 || (p.outstanding > 0 && !final && len(rec.ivs) <= rec.pendLimit) {
 			return
 		}
 		rec.report(p, final)
@@ -146,7 +147,7 @@ func (rec *recorder) settle(final bool) {
 // it over and adds it to the total.
 func (rec *recorder) report(p *pending, final bool) {
 	a := p.acc
-	a.counts.InFlight = uint64(p.open)
+	a.counts.InFlight = uint64(p.outstanding)
 	up := uint64(0)
 	if u := rec.upThrough(p, final); u > rec.reportedU {
 		up = min(u-rec.reportedU, a.counts.Lost)

@@ -14,154 +14,45 @@ import (
 )
 
 // loop sends probes (or, in an open-loop run, takes them from the sender)
-// and handles replies until the run is over.
+// and handles replies until the run is over. Each turn it takes in what
+// the open-loop sender sent, declares timed-out probes lost, ends
+// intervals that are over, decides whether sending goes on, looks after
+// the session, lets the closed-loop sender send, and reads until the
+// earliest thing it must wake for.
 func (r *run) loop(ctx context.Context) error {
-	cfg := &r.cfg
 	now := r.clk.Now()
-	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
-	warmUntil := now + int64(cfg.WarmupDuration)
-	if !r.warm {
-		r.startMeasuring(now)
-	}
-	r.sending = true
-	r.oldest = 1
-	if r.openLoop != nil {
-		start := now // now moves on in the loop below
-		r.openLoop.wg.Go(func() { r.sender(ctx, start) })
-	}
+	r.begin(ctx, now)
 	var deadline int64 // the read deadline currently set
-	var measured uint64
 	for {
 		if r.openLoop != nil {
-			r.drain()
-			if r.stamps != nil {
-				// Probes that get no reply leave their transmit stamps
-				// on the socket, where they take receive buffer room.
-				r.drainTx()
-			}
+			r.takeSent()
 		}
-		// Declare timed-out probes lost, oldest first.
-		for r.inflight > 0 {
-			s := &r.ring[r.oldest&r.mask]
-			if s.seq != r.oldest || s.state != stateOutstanding {
-				r.oldest++
-				continue
-			}
-			if now-s.sent < int64(cfg.Timeout) {
-				break
-			}
-			r.lose(s)
-			r.oldest++
-		}
-		if r.openLoop == nil && r.warm && ((cfg.WarmupDuration > 0 && now >= warmUntil) || (cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount)) {
-			r.endWarmup(r.seq, now)
+		r.expire(now)
+		if r.openLoop == nil {
+			r.closedWarmup(now)
 		}
 		r.flushDue(now)
-		switch {
-		case !r.sending:
-		case r.openLoop != nil:
-			if r.openLoop.done.Load() {
-				r.drain() // what it sent between the last drain and stopping
-				if r.warm {
-					r.endWarmup(r.seq, now) // stopped while warming up
-				}
-				r.stopSending(r.openLoop.stop)
-				if r.openLoop.gone.Load() { // only without Reconnect
-					return r.gone(nil)
-				}
-				if r.openLoop.err != nil {
-					return r.stalled(r.openLoop.err)
-				}
-			}
-		case ctx.Err() != nil:
-			r.stopSending("interrupted")
-			if r.warm {
-				r.endWarmup(r.seq, now)
-			}
-		case r.warm:
-		case cfg.Count > 0 && measured >= cfg.Count:
-			r.stopSending("count")
-		case r.sendUntil != 0 && now >= r.sendUntil:
-			r.stopSending("duration")
+		if err := r.checkSending(ctx, now); err != nil {
+			return err
 		}
 		if !r.sending && (r.inflight == 0 || now >= r.drainBy) {
 			return nil // what is still in flight is lost
 		}
-		if r.recon != nil {
-			if err := r.reconnectStep(now); err != nil {
-				return err
-			}
-		} else if r.inflight > 0 && now-r.lastHeard >= int64(cfg.Silence) {
-			if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, cfg.Silence)); err != nil {
-				return err
-			}
+		if lost, err := r.watchSession(now); err != nil {
+			return err
+		} else if lost {
 			continue
 		}
-		for r.openLoop == nil && r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= r.closedLoop.nextSendAt &&
-			!(cfg.Count > 0 && !r.warm && measured >= cfg.Count) {
-			if err := r.send(); err != nil {
-				if errors.Is(err, ErrStalled) {
-					return r.stalled(err)
-				}
-				if transport.IsRefused(err) {
-					if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
-						return err
-					}
-					break
-				}
-				r.cur.counts.Errors++
-				break
-			}
-			now = r.clk.Now()
-			if !r.warm {
-				measured++
-				r.closedLoop.burstSent++
-			} else if cfg.WarmupCount > 0 && r.seq >= cfg.WarmupCount {
-				// The last warm-up probe: the next is measured, even
-				// when several replies came in one read.
-				r.endWarmup(r.seq, now)
+		if r.openLoop == nil {
+			var err error
+			if now, err = r.sendClosed(now); err != nil {
+				return err
 			}
 		}
-
-		// Wake at the earliest of: the oldest probe's timeout, the next
-		// report, the end of sending, the end of warm-up, the next burst,
-		// silence; and, while an open-loop sender runs, soon enough to
-		// take in what it sent. A deadline already set earlier than needed
-		// is left alone: an early wake-up costs one loop, a new deadline
-		// per probe costs more.
-		want := r.lastHeard + int64(cfg.Silence)
-		if r.recon != nil {
-			want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
-		}
-		if r.inflight > 0 {
-			if s := &r.ring[r.oldest&r.mask]; s.state == stateOutstanding {
-				want = min(want, s.sent+int64(cfg.Timeout))
-			}
-		}
-		if r.reportDue(r.nextReport) {
-			want = min(want, r.nextReport)
-		}
-		if r.sending {
-			switch {
-			case r.openLoop != nil:
-				want = min(want, now+int64(drainEvery))
-			case r.sendUntil != 0:
-				want = min(want, r.sendUntil)
-			}
-			if cfg.Burst > 0 && !r.burstOpen(now) {
-				want = min(want, r.closedLoop.periodEnd)
-			}
-			if r.closedLoop.nextSendAt > now {
-				want = min(want, r.closedLoop.nextSendAt)
-			}
-		}
-		if r.warm && cfg.WarmupDuration > 0 && r.openLoop == nil {
-			want = min(want, warmUntil)
-		}
-		if !r.sending {
-			want = min(want, r.drainBy)
-		}
-		if deadline <= now || want < deadline {
+		// A deadline already set earlier than needed is left alone: an
+		// early wake-up costs one loop, a new deadline per probe costs
+		// more.
+		if want := r.wakeAt(now); deadline <= now || want < deadline {
 			deadline = want
 			if err := r.conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
 				return fmt.Errorf("set read deadline: %w", err)
@@ -173,40 +64,10 @@ func (r *run) loop(ctx context.Context) error {
 		n, err := r.read()
 		now = r.clk.Now()
 		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				if r.stamps != nil && r.openLoop == nil {
-					// Nothing came: the transmit stamps of what got no
-					// answer (lost probes, Hellos while reconnecting)
-					// would stay on the socket, taking receive buffer
-					// room, until the next reply. The open loop drains
-					// at every turn.
-					r.drainTx()
-				}
-				if ctx.Err() != nil {
-					// Interrupted: the deadline was forced. Stop
-					// sending (the open-loop sender sees ctx itself)
-					// and give in-flight probes their timeout.
-					deadline = 0
-					if r.sending && r.openLoop == nil {
-						r.stopSending("interrupted")
-					}
-				}
-			case transport.IsRefused(err):
-				if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
-					return err
-				}
-			case errors.Is(err, net.ErrClosed):
+			if forced, err := r.readFailed(ctx, err, now); err != nil {
 				return err
-			case r.stream:
-				// A stream's read fails for the stream, not for a
-				// message: one that says so again at every read (a
-				// frame longer than a stream carries) would spin.
-				r.stopSending("reflector-broken")
-				r.broken = true
-				return fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
-			default:
-				r.cur.counts.Errors++
+			} else if forced {
+				deadline = 0
 			}
 			continue
 		}
@@ -217,6 +78,129 @@ func (r *run) loop(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// begin starts the loop at now: the warm-up or the measurement, and the
+// open-loop sender.
+func (r *run) begin(ctx context.Context, now int64) {
+	cfg := &r.cfg
+	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
+	r.closedLoop.warmUntil = now + int64(cfg.WarmupDuration)
+	if !r.warm {
+		r.startMeasuring(now)
+	}
+	r.sending = true
+	r.oldest = 1
+	if r.openLoop != nil {
+		r.openLoop.wg.Go(func() { r.sender(ctx, now) })
+	}
+}
+
+// checkSending stops sending when it is time to: the open-loop sender
+// stopped, ctx is done, or the count or the duration is reached. An error
+// ends the run.
+func (r *run) checkSending(ctx context.Context, now int64) error {
+	cfg := &r.cfg
+	switch {
+	case !r.sending:
+	case r.openLoop != nil:
+		return r.senderStopped(now)
+	case ctx.Err() != nil:
+		r.stopSending("interrupted")
+		if r.warm {
+			r.endWarmup(r.seq, now)
+		}
+	case r.warm:
+	case cfg.Count > 0 && r.closedLoop.measured >= cfg.Count:
+		r.stopSending("count")
+	case r.sendUntil != 0 && now >= r.sendUntil:
+		r.stopSending("duration")
+	}
+	return nil
+}
+
+// watchSession looks after the session at now: while reconnecting, it
+// sends the next Hello; otherwise it notices a reflector gone silent. lost
+// says the session was lost just now (the loop starts its turn again); an
+// error ends the run.
+func (r *run) watchSession(now int64) (lost bool, err error) {
+	if r.recon != nil {
+		return false, r.reconnectStep(now)
+	}
+	if r.inflight > 0 && now-r.lastHeard >= int64(r.cfg.Silence) {
+		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, r.cfg.Silence)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// wakeAt is when the loop must wake after now, at the earliest of: the
+// oldest probe's timeout, the next report, the end of sending, the end of
+// warm-up, the next burst or workload gap, silence or the next Hello
+// while reconnecting, the end of the wind-down; and, while an open-loop
+// sender runs, soon enough to take in what it sent.
+func (r *run) wakeAt(now int64) int64 {
+	cfg := &r.cfg
+	want := r.lastHeard + int64(cfg.Silence)
+	if r.recon != nil {
+		want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
+	}
+	if due, ok := r.oldestDue(); ok {
+		want = min(want, due)
+	}
+	if r.reportDue(r.nextReport) {
+		want = min(want, r.nextReport)
+	}
+	if r.openLoop == nil {
+		want = r.closedWake(now, want)
+	} else if r.sending {
+		want = min(want, now+int64(drainEvery))
+	}
+	if !r.sending {
+		want = min(want, r.drainBy)
+	}
+	return want
+}
+
+// readFailed handles the error err of a read that ended at now. forced
+// says ctx is done and forced the read's deadline (the loop's is no longer
+// set); an error ends the run.
+func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool, _ error) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if r.stamps != nil && r.openLoop == nil {
+			// Nothing came: the transmit stamps of what got no answer
+			// (lost probes, Hellos while reconnecting) would stay on
+			// the socket, taking receive buffer room, until the next
+			// reply. The open loop drains at every turn.
+			r.drainTx()
+		}
+		if ctx.Err() != nil {
+			// Interrupted: the deadline was forced. Stop sending (the
+			// open-loop sender sees ctx itself) and give in-flight
+			// probes their timeout.
+			if r.sending && r.openLoop == nil {
+				r.stopSending("interrupted")
+			}
+			return true, nil
+		}
+	case transport.IsRefused(err):
+		return false, r.lostSession(now, "gone", r.gone(err))
+	case errors.Is(err, net.ErrClosed):
+		return false, err
+	case r.stream:
+		// A stream's read fails for the stream, not for a message: one
+		// that says so again at every read (a frame longer than a
+		// stream carries) would spin.
+		r.stopSending("reflector-broken")
+		r.broken = true
+		return false, fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
+	default:
+		r.cur.counts.Errors++
+	}
+	return false, nil
 }
 
 // recvBatch is the most replies a run reads in one call, where the
@@ -354,72 +338,4 @@ func (r *run) beginWindDown() {
 	if now-r.lastHeard >= int64(r.cfg.Timeout) && r.lastLostSent > r.lastHeard {
 		r.drainBy = now
 	}
-}
-
-// burstOpen reports whether a closed-loop run may send now: without bursts
-// always; with them, until the period's burst is sent.
-func (r *run) burstOpen(now int64) bool {
-	if r.cfg.Burst == 0 || r.warm {
-		return true
-	}
-	if now >= r.closedLoop.periodEnd {
-		if r.closedLoop.periodEnd == 0 || r.cfg.Period == 0 {
-			r.closedLoop.periodEnd = now + int64(r.cfg.Period)
-		} else {
-			for r.closedLoop.periodEnd <= now {
-				r.closedLoop.periodEnd += int64(r.cfg.Period)
-			}
-		}
-		r.closedLoop.burstSent = 0
-	}
-	return r.closedLoop.burstSent < r.cfg.Burst
-}
-
-// send sends the next probe.
-func (r *run) send() error {
-	seq := r.seq + 1
-	// T1 as late as possible: the bookkeeping since the last reply is not
-	// part of this probe's round trip.
-	now := r.clk.Now()
-	h := wire.Header{Type: wire.TypeProbe, Token: r.token, Nonce: r.nonce, Seq: seq, T1: now,
-		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}
-	if r.warm {
-		h.Flags = wire.FlagWarmup
-	}
-	if r.cfg.NoQuickAck {
-		h.Flags |= wire.FlagNoQuickAck
-	}
-	buf, entry := r.buf, uint16(0)
-	if r.closedLoop.picker != nil {
-		entry = uint16(r.closedLoop.picker.Pick())
-		e := &r.cfg.Workload[entry]
-		buf = r.buf[:e.Size]
-		h.ReplySize, h.HoldMicro = uint32(e.ReplySize), uint32(time.Duration(e.Hold)/time.Microsecond)
-		r.closedLoop.nextSendAt = now + int64(e.Gap)
-	}
-	var txID uint32
-	if r.stamps != nil {
-		h.Flags |= stampsFlag(h.ReplySize, len(buf), r.signer != nil)
-		txID = r.stamps.sock.NextTxID()
-	}
-	r.encode(&h, buf)
-	if err := r.wg.probe(now, r.sendUntil); err != nil {
-		return err
-	}
-	if _, err := r.conn.Write(buf); err != nil {
-		if isStall(err) {
-			return r.stallError(len(buf), now, r.clk.Now())
-		}
-		return err
-	}
-	r.flushDue(now) // the probe goes in the interval it left in
-	r.track(seq, now, 0, entry)
-	if r.stamps != nil {
-		r.stamps.mapID(txID, seq)
-	}
-	if !r.warm {
-		r.cur.counts.Sent++
-		r.cur.bytesUp += uint64(len(buf))
-	}
-	return nil
 }

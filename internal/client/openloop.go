@@ -371,3 +371,35 @@ type openLoop struct {
 }
 
 func newOpenLoop() *openLoop { return &openLoop{sent: newSentQueue(1 << 16)} }
+
+// takeSent takes in what the open-loop sender sent since the last look,
+// and the transmit stamps of the probes that get no reply, which take
+// receive buffer room on the socket.
+func (r *run) takeSent() {
+	r.drain()
+	if r.stamps != nil {
+		r.drainTx()
+	}
+}
+
+// senderStopped ends sending once the open-loop sender has stopped, at
+// now; an error (the sender found the reflector gone, or a write stalled)
+// ends the run.
+func (r *run) senderStopped(now int64) error {
+	ol := r.openLoop
+	if !ol.done.Load() {
+		return nil
+	}
+	r.drain() // what it sent between the last drain and stopping
+	if r.warm {
+		r.endWarmup(r.seq, now) // stopped while warming up
+	}
+	r.stopSending(ol.stop)
+	if ol.gone.Load() { // only without Reconnect
+		return r.gone(nil)
+	}
+	if ol.err != nil {
+		return r.stalled(ol.err)
+	}
+	return nil
+}

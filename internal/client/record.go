@@ -166,6 +166,34 @@ func (rec *recorder) startMeasuring(now int64) {
 	}
 }
 
+// expire declares the probes whose timeout passed by now lost, oldest
+// first.
+func (rec *recorder) expire(now int64) {
+	for rec.inflight > 0 {
+		s := &rec.ring[rec.oldest&rec.mask]
+		if s.seq != rec.oldest || s.state != stateOutstanding {
+			rec.oldest++
+			continue
+		}
+		if now-s.sent < int64(rec.cfg.Timeout) {
+			break
+		}
+		rec.lose(s)
+		rec.oldest++
+	}
+}
+
+// oldestDue returns when the oldest probe outstanding times out, if there
+// is one.
+func (rec *recorder) oldestDue() (int64, bool) {
+	if rec.inflight > 0 {
+		if s := &rec.ring[rec.oldest&rec.mask]; s.state == stateOutstanding {
+			return s.sent + int64(rec.cfg.Timeout), true
+		}
+	}
+	return 0, false
+}
+
 // track starts tracking probe seq of workload entry entry, sent at sent
 // (and scheduled at sched, or 0), as outstanding.
 func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
@@ -184,7 +212,7 @@ func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
 	if rec.measured(seq) {
 		p := rec.ivs[len(rec.ivs)-1]
 		s.iv = p.no
-		p.open++
+		p.outstanding++
 		p.last = seq
 		if p.first == 0 {
 			p.first = seq
