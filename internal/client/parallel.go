@@ -77,6 +77,14 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		}
 		res.Workload = workloadResults(&cfg, entries)
 	}
+	flowsInto(&res, runs, errs)
+	h.End(&res)
+	return &res, err
+}
+
+// flowsInto fills in what res says of the flows runs, which ended with
+// errs: each flow's summary, and where the flows' figures agree, theirs.
+func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
 	// The flows' delays are measured when every flow's reflector reads
@@ -100,8 +108,6 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 			res.Stopped, res.Error = f.Stopped, fmt.Sprintf("flow %d: %s", i+1, f.Error)
 		}
 	}
-	h.End(&res)
-	return &res, err
 }
 
 // total merges the flows' distributions and adds up their counts. The

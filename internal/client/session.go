@@ -115,42 +115,13 @@ func (r *run) handshake(ctx context.Context) error {
 			if h.Decode(r.rbuf[:n]) != nil || h.Seq != nonce {
 				continue
 			}
-			if h.Type == wire.TypeError {
-				// Unsigned by design: a client without the key must be
-				// able to read why it was refused.
-				code := h.Code
-				if code == wire.ErrorNoKey {
-					return r.noKey()
-				}
-				if code == wire.ErrorAuth {
-					if r.signer == nil {
-						return fmt.Errorf("%w at %s: the reflector requires a key (--key)", ErrAuth, r.peer)
-					}
-					return fmt.Errorf("%w at %s: the reflector has a different key", ErrAuth, r.peer)
-				}
-				return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, code)
-			}
-			if !r.verified(&h, r.rbuf[:n]) {
-				if h.Type == wire.TypeCookie && h.Flags&wire.FlagAuth == 0 {
-					// An unsigned Cookie for this Hello's nonce: a
-					// reflector without a key (one from before
-					// ErrorNoKey) took the Hello.
-					return r.noKey()
-				}
-				badTags++
-				continue
-			}
-			if h.Type == wire.TypeCookie {
-				r.token = h.Token
-				r.segs = []segment{{token: h.Token, nonce: nonce, first: 1}}
-				if r.openLoop != nil {
-					r.openLoop.session.Store(&sessionKey{token: h.Token, nonce: nonce})
-				}
-				r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.RateLimit)}
-				r.lastHeard = r.clk.Now()
-				r.sameClock = sameClock(r.clk, &h)
-				r.opened = r.lastHeard
+			switch done, bad, err := r.helloAnswer(&h, r.rbuf[:n]); {
+			case err != nil:
+				return err
+			case done:
 				return nil
+			case bad:
+				badTags++
 			}
 		}
 	}
@@ -162,6 +133,46 @@ func (r *run) handshake(ctx context.Context) error {
 	}
 	over := time.Duration(r.cfg.HandshakeTries) * r.cfg.Timeout
 	return fmt.Errorf("%w at %s after %d tries over %s", ErrNoReflector, r.peer, r.cfg.HandshakeTries, over)
+}
+
+// helloAnswer handles h, the header of msg, an answer to the Hello with
+// h.Seq as its nonce: done when it is the Cookie that opens the session,
+// bad when it carries no valid tag, an error when the reflector refused.
+func (r *run) helloAnswer(h *wire.Header, msg []byte) (done, bad bool, err error) {
+	if h.Type == wire.TypeError {
+		// Unsigned by design: a client without the key must be able to
+		// read why it was refused.
+		switch code := h.Code; {
+		case code == wire.ErrorNoKey:
+			return false, false, r.noKey()
+		case code == wire.ErrorAuth && r.signer == nil:
+			return false, false, fmt.Errorf("%w at %s: the reflector requires a key (--key)", ErrAuth, r.peer)
+		case code == wire.ErrorAuth:
+			return false, false, fmt.Errorf("%w at %s: the reflector has a different key", ErrAuth, r.peer)
+		default:
+			return false, false, fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, code)
+		}
+	}
+	if !r.verified(h, msg) {
+		if h.Type == wire.TypeCookie && h.Flags&wire.FlagAuth == 0 {
+			// An unsigned Cookie for this Hello's nonce: a reflector
+			// without a key (one from before ErrorNoKey) took the Hello.
+			return false, false, r.noKey()
+		}
+		return false, true, nil
+	}
+	if h.Type != wire.TypeCookie {
+		return false, false, nil
+	}
+	r.opened = r.clk.Now()
+	r.token, r.lastHeard = h.Token, r.opened
+	r.segs = []segment{{token: h.Token, nonce: h.Seq, first: 1}}
+	if r.openLoop != nil {
+		r.openLoop.session.Store(&sessionKey{token: h.Token, nonce: h.Seq})
+	}
+	r.grant = result.Grant{ReplySize: int(h.ReplySize), Hold: time.Duration(h.HoldMicro) * time.Microsecond, MaxRate: float64(h.RateLimit)}
+	r.sameClock = sameClock(r.clk, h)
+	return true, false, nil
 }
 
 // sameClock reports whether the reflector whose Cookie is h reads the
