@@ -457,22 +457,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	err := r.loop(ctx)
 	if r.openLoop != nil {
-		// The sender is done, or must be now; take in its last probes.
-		r.openLoop.halt.Store(true)
-		if err != nil {
-			// The run is over: a write the sender is blocked in (the
-			// reflector stopped reading) must not hold it.
-			r.endWrites(r.clk.Now())
-		}
-		r.openLoop.wg.Wait()
-		r.drain()
-		if r.openLoop.err != nil {
-			// Its write was cut: part of a message may have gone.
-			r.broken = true
-			if err == nil {
-				err = r.openLoop.err
-			}
-		}
+		err = r.endSender(err)
 	}
 	if r.broken || errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
 		r.res.ReflectorCount = "last-reply"

@@ -140,14 +140,6 @@ func (r *run) send() error {
 		}
 		return err
 	}
-	r.flushDue(now) // the probe goes in the interval it left in
-	r.track(seq, now, 0, entry)
-	if r.stamps != nil {
-		r.stamps.mapID(txID, seq)
-	}
-	if !r.warm {
-		r.cur.counts.Sent++
-		r.cur.bytesUp += uint64(len(buf))
-	}
+	r.sent(seq, now, entry, len(buf), txID)
 	return nil
 }

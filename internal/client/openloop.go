@@ -77,30 +77,7 @@ func (r *run) drain() {
 		if !ok {
 			return
 		}
-		if r.warm && !rec.warm {
-			r.endWarmup(rec.seq-1, rec.sched)
-		}
-		if g := &r.segs[rec.gen]; g.first == 0 {
-			g.first = rec.seq // the first probe of a new session
-		}
-		measured := r.measured(rec.seq)
-		if measured {
-			r.flushDue(rec.sched) // a probe belongs to the interval of its slot
-		}
-		if r.cfg.OneWay {
-			r.seq = rec.seq // no reply will come: nothing to wait for
-		} else {
-			r.track(rec.seq, rec.sent, rec.sched, rec.entry)
-			if r.stamps != nil {
-				r.stamps.mapID(rec.txID, rec.seq)
-			}
-		}
-		if measured {
-			r.cur.counts.Sent++
-			r.cur.counts.Skipped += rec.skipped
-			r.cur.bytesUp += uint64(rec.size)
-			r.cur.d[distSendError].Record(rec.sent - rec.sched)
-		}
+		r.sentScheduled(&rec)
 	}
 }
 
@@ -152,4 +129,27 @@ func (r *run) senderStopped(now int64) error {
 		return r.stalled(ol.err)
 	}
 	return nil
+}
+
+// endSender waits for the open-loop sender of a loop that ended with err,
+// asking it to stop, takes in its last probes, and returns the error the
+// run ends with.
+func (r *run) endSender(err error) error {
+	ol := r.openLoop
+	ol.halt.Store(true)
+	if err != nil {
+		// The run is over: a write the sender is blocked in (the
+		// reflector stopped reading) must not hold it.
+		r.endWrites(r.clk.Now())
+	}
+	ol.wg.Wait()
+	r.drain()
+	if ol.err != nil {
+		// Its write was cut: part of a message may have gone.
+		r.broken = true
+		if err == nil {
+			err = ol.err
+		}
+	}
+	return err
 }

@@ -194,6 +194,49 @@ func (rec *recorder) oldestDue() (int64, bool) {
 	return 0, false
 }
 
+// sent records the closed-loop probe seq of workload entry entry, size
+// bytes, written at now with transmit-stamp ID txID.
+func (rec *recorder) sent(seq uint64, now int64, entry uint16, size int, txID uint32) {
+	rec.flushDue(now) // the probe goes in the interval it left in
+	rec.track(seq, now, 0, entry)
+	if rec.stamps != nil {
+		rec.stamps.mapID(txID, seq)
+	}
+	if !rec.warm {
+		rec.cur.counts.Sent++
+		rec.cur.bytesUp += uint64(size)
+	}
+}
+
+// sentScheduled records the open-loop probe the sender says it sent in
+// sr. A one-way probe is counted, not tracked: no reply will come.
+func (rec *recorder) sentScheduled(sr *sentRecord) {
+	if rec.warm && !sr.warm {
+		rec.endWarmup(sr.seq-1, sr.sched)
+	}
+	if g := &rec.segs[sr.gen]; g.first == 0 {
+		g.first = sr.seq // the first probe of a new session
+	}
+	measured := rec.measured(sr.seq)
+	if measured {
+		rec.flushDue(sr.sched) // a probe belongs to the interval of its slot
+	}
+	if rec.cfg.OneWay {
+		rec.seq = sr.seq // nothing to wait for
+	} else {
+		rec.track(sr.seq, sr.sent, sr.sched, sr.entry)
+		if rec.stamps != nil {
+			rec.stamps.mapID(sr.txID, sr.seq)
+		}
+	}
+	if measured {
+		rec.cur.counts.Sent++
+		rec.cur.counts.Skipped += sr.skipped
+		rec.cur.bytesUp += uint64(sr.size)
+		rec.cur.d[distSendError].Record(sr.sent - sr.sched)
+	}
+}
+
 // track starts tracking probe seq of workload entry entry, sent at sent
 // (and scheduled at sched, or 0), as outstanding.
 func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
