@@ -457,6 +457,41 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 	return rtt
 }
 
+// summarize declares what is still in flight lost, settles the direction
+// of every loss, reports the last intervals, the last ending at end (when
+// sending ended), and fills in the summary and the workload's results.
+func (rec *recorder) summarize(end int64) {
+	rec.loseInFlight()
+	if rec.log != nil {
+		if rec.stamps != nil {
+			rec.flushLog(0) // lines still waiting for a T3k
+		}
+		rec.log.flush() // complete, also when the run was interrupted
+	}
+	lost := rec.lostSoFar()
+	u := rec.lostUp(true)
+	if len(rec.segs) > 1 && rec.res.ReflectorCount == "close" {
+		rec.res.ReflectorCount = "partial"
+	}
+	// The last interval ends where sending ended, as the summary does (it
+	// is about the probes sent in it, and its rates are over its span),
+	// not when the wind-down did; every probe is accounted for.
+	last := rec.ivs[len(rec.ivs)-1]
+	last.end = max(end, last.acc.start)
+	rec.settle(true)
+	sum := rec.total.interval(rec.origin, end, rec.cfg.Percentiles)
+	sum.Start = 0
+	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
+	sum.Counts.InFlight = 0 // the intervals' in flight came or were lost since
+	if rec.tcp != nil {
+		sum.TCP = rec.tcpInterval(true)
+	}
+	rec.res.Summary = sum
+	if rec.entries != nil {
+		rec.res.Workload = workloadResults(rec.cfg, rec.entries)
+	}
+}
+
 // measured reports whether seq is part of the results (not warm-up).
 func (rec *recorder) measured(seq uint64) bool { return !rec.warm && seq > rec.warmupLast }
 

@@ -358,46 +358,19 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 	}
 }
 
-// finish declares what is still in flight lost, settles the direction of
-// every loss, and fills in the summary.
+// finish fills in the result once the session is over: the recorder's
+// summary, and what the session adds to it (the one-way results, the
+// clock offset, where the times came from).
 func (r *run) finish() error {
-	now := r.clk.Now()
-	r.loseInFlight()
-	if r.log != nil {
-		if r.stamps != nil {
-			r.flushLog(0) // lines still waiting for a T3k
-		}
-		r.log.flush() // complete, also when the run was interrupted
-	}
-	lost := r.lostSoFar()
-	u := r.lostUp(true)
-	if len(r.segs) > 1 && r.res.ReflectorCount == "close" {
-		r.res.ReflectorCount = "partial"
-	}
-	end := now
+	end := r.clk.Now()
 	if r.sendEnd > r.origin {
 		end = r.sendEnd
 	}
-	// The last interval ends where sending ended, as the summary does (it
-	// is about the probes sent in it, and its rates are over its span),
-	// not when the wind-down did; every probe is accounted for.
-	last := r.ivs[len(r.ivs)-1]
-	last.end = max(end, last.acc.start)
-	r.settle(true)
-	sum := r.total.interval(r.origin, end, r.cfg.Percentiles)
-	sum.Start = 0
-	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
-	sum.Counts.InFlight = 0 // the intervals' in flight came or were lost since
-	if r.tcp != nil {
-		sum.TCP = r.tcpInterval(true)
-	}
-	r.res.Summary = sum
-	if r.entries != nil {
-		r.res.Workload = workloadResults(&r.cfg, r.entries)
-	}
+	r.summarize(end)
 	if r.cfg.OneWay {
 		return r.finishOneWay()
 	}
+	sum := &r.res.Summary
 	r.res.Histogram = histogram(&r.cfg, r.total)
 	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
