@@ -244,13 +244,10 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 		r.cur.counts.Errors++
 		return nil
 	}
-	if r.recon != nil && h.Seq == r.recon.nonce && (h.Type == wire.TypeCookie || h.Type == wire.TypeError) {
-		if h.Type == wire.TypeError {
-			r.stopSending("reflector-ended")
-			return fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, h.Code)
+	if r.recon != nil {
+		if answered, err := r.helloAnswered(&h, now); answered {
+			return err
 		}
-		r.resume(&h, now)
-		return nil
 	}
 	seg := r.tokenSeg(h.Token)
 	if seg < 0 {

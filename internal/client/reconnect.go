@@ -205,3 +205,18 @@ func (r *run) resume(h *wire.Header, now int64) {
 	r.cur.counts.Reconnects++
 	r.handler.Reconnect(*rc)
 }
+
+// helloAnswered takes h, received at now while reconnecting, if it is the
+// answer to the Hellos: a Cookie resumes the run in its session, an Error
+// ends the run with err.
+func (r *run) helloAnswered(h *wire.Header, now int64) (answered bool, err error) {
+	if h.Seq != r.recon.nonce || (h.Type != wire.TypeCookie && h.Type != wire.TypeError) {
+		return false, nil
+	}
+	if h.Type == wire.TypeError {
+		r.stopSending("reflector-ended")
+		return true, fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, h.Code)
+	}
+	r.resume(h, now)
+	return true, nil
+}
