@@ -38,7 +38,7 @@ func (r *run) sendClosed(now int64) (int64, error) {
 				}
 				break
 			}
-			r.cur.counts.Errors++
+			r.countErrors(1)
 			break
 		}
 		now = r.clk.Now()

@@ -198,7 +198,7 @@ func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool
 		r.broken = true
 		return false, fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
 	default:
-		r.cur.counts.Errors++
+		r.countErrors(1)
 	}
 	return false, nil
 }
@@ -241,7 +241,7 @@ func (r *run) read() (int, error) {
 func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 	var h wire.Header
 	if h.Decode(msg) != nil || !r.verified(&h, msg) {
-		r.cur.counts.Errors++
+		r.countErrors(1)
 		return nil
 	}
 	if r.recon != nil {
@@ -251,7 +251,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 	}
 	seg := r.tokenSeg(h.Token)
 	if seg < 0 {
-		r.cur.counts.Errors++
+		r.countErrors(1)
 		return nil
 	}
 	switch {

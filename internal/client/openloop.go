@@ -7,10 +7,11 @@ import (
 )
 
 // An open-loop run (--rate, --send-interval) has two goroutines: the
-// sender paces probes and writes them, the receiver (the run's loop) reads
-// replies and does all the accounting. The sender hands each probe over
-// through a single-producer single-consumer queue before writing it, so the
-// receiver knows a probe before its reply can arrive. Neither side locks.
+// sender (sender.go) paces probes and writes them, the receiver (the run's
+// loop) reads replies and has the recorder do all the accounting. The
+// sender hands each probe over through a single-producer single-consumer
+// queue before writing it, so the receiver knows a probe before its reply
+// can arrive. Neither side locks.
 
 // sentRecord is what the sender tells the receiver about one probe.
 type sentRecord struct {
@@ -70,7 +71,7 @@ func (r *run) meanGap() time.Duration {
 // drain takes in what the sender sent since the last call.
 func (r *run) drain() {
 	if e := r.openLoop.errors.Swap(0); e > 0 {
-		r.cur.counts.Errors += e
+		r.countErrors(e)
 	}
 	for {
 		rec, ok := r.openLoop.sent.pop()

@@ -202,7 +202,7 @@ func (r *run) resume(h *wire.Header, now int64) {
 	rc.Resumed, rc.Gap = true, time.Duration(now-r.recon.at)
 	r.recon, r.between = nil, false
 	r.lastHeard, r.opened = now, now
-	r.cur.counts.Reconnects++
+	r.countReconnect()
 	r.handler.Reconnect(*rc)
 }
 

@@ -95,6 +95,7 @@ const (
 	stateLate // lost, then its reply came
 )
 
+// slot is what the recorder remembers of one probe, in the history ring.
 type slot struct {
 	seq   uint64
 	sent  int64
@@ -491,6 +492,14 @@ func (rec *recorder) summarize(end int64) {
 		rec.res.Workload = workloadResults(rec.cfg, rec.entries)
 	}
 }
+
+// countErrors counts n messages that could not be sent or read, or made
+// no sense, in the current interval.
+func (rec *recorder) countErrors(n uint64) { rec.cur.counts.Errors += n }
+
+// countReconnect counts a new session taking over, in the current
+// interval.
+func (rec *recorder) countReconnect() { rec.cur.counts.Reconnects++ }
 
 // measured reports whether seq is part of the results (not warm-up).
 func (rec *recorder) measured(seq uint64) bool { return !rec.warm && seq > rec.warmupLast }
