@@ -382,7 +382,7 @@ type run struct {
 	stampNotes []string   // why the run fell back to user-space times
 
 	// Writes: see write.go.
-	wg         *writeGuard  // the receiver's
+	guard      *writeGuard  // the receiver's
 	writeEndBy atomic.Int64 // no probe is written after this (0: not known yet)
 	stream     bool         // a TCP or Unix stream: an error on it is the end of it
 	broken     bool         // a write was cut, or a read failed: nothing more goes over the connection
@@ -436,7 +436,7 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	} else if len(cfg.Workload) > 0 {
 		r.closedLoop.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
 	}
-	r.wg = newWriteGuard(r)
+	r.guard = newWriteGuard(r)
 	if len(cfg.Key) > 0 {
 		r.signer = wire.NewSigner(cfg.Key)
 	}

@@ -131,7 +131,7 @@ func (r *run) send() error {
 		txID = r.stamps.sock.NextTxID()
 	}
 	r.encode(&h, buf)
-	if err := r.wg.probe(now, r.sendUntil); err != nil {
+	if err := r.guard.probe(now, r.sendUntil); err != nil {
 		return err
 	}
 	if _, err := r.conn.Write(buf); err != nil {

@@ -173,7 +173,7 @@ func (r *run) reconnectStep(now int64) error {
 	hello.T1 = now
 	msg := r.helloMsg()
 	r.encode(&hello, msg)
-	_ = r.wg.within(now, min(r.cfg.Timeout, helloEvery), true)
+	_ = r.guard.within(now, min(r.cfg.Timeout, helloEvery), true)
 	_, _ = r.conn.Write(msg) // an unreachable port is why we are here
 	return nil
 }

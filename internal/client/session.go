@@ -89,7 +89,7 @@ func (r *run) handshake(ctx context.Context) error {
 		hello.T1 = r.clk.Now()
 		msg := r.helloMsg()
 		r.encode(&hello, msg)
-		if err := r.wg.within(hello.T1, r.cfg.Timeout, true); err != nil {
+		if err := r.guard.within(hello.T1, r.cfg.Timeout, true); err != nil {
 			return err
 		}
 		if _, err := r.conn.Write(msg); err != nil {
@@ -314,7 +314,7 @@ func (r *run) reorders() bool { return r.conn.RemoteAddr().Network() == "udp" }
 // comes (acked) or wait has passed, taking in the replies that straggle
 // in meanwhile; failed says the connection failed.
 func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool) {
-	if err := r.wg.within(t1, time.Duration(wait), false); err != nil {
+	if err := r.guard.within(t1, time.Duration(wait), false); err != nil {
 		return false, true
 	}
 	if _, err := r.conn.Write(msg); err != nil {
