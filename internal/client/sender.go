@@ -22,7 +22,7 @@ type sender struct {
 	sched  *pace.Schedule
 	w      pace.Waiter
 	ob     *outBatch
-	g      *writeGuard      // the receiver's is its own
+	guard  *writeGuard      // the receiver's is its own
 	signer *wire.Signer     // the receiver's is its own: a hash is not shared
 	picker *workload.Picker // nil without a workload
 	h      wire.Header      // the next probe's
@@ -92,7 +92,7 @@ func (s *sender) init(start int64) {
 	if len(cfg.Workload) > 0 {
 		s.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
 	}
-	s.g = newWriteGuard(r)
+	s.guard = newWriteGuard(r)
 }
 
 // run sends until it is time to stop.
@@ -222,7 +222,7 @@ func (s *sender) flush() bool {
 		return true
 	}
 	start := r.clk.Now()
-	if err := s.g.probe(start, s.sendUntil); err != nil {
+	if err := s.guard.probe(start, s.sendUntil); err != nil {
 		s.ol.errors.Add(uint64(len(ob.msgs)))
 		ob.msgs = ob.msgs[:0]
 		return true
