@@ -69,13 +69,15 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		out = stderr
 	}
 	rep := &clientReport{format: f.format, quiet: f.quiet, out: out, target: t, inProcess: inProcess}
-	rep.hook(&cfg)
+	var h handler
+	rep.hook(&cfg, &h)
 	closeLog, err := openLog(&cfg, f.log, stdout)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	reconnectNotes(&cfg, stderr, t, f.reconnect)
+	reconnectNotes(&h, stderr, t, f.reconnect)
+	cfg.Handler = h
 	res, runErr := client.RunFlows(ctx, cfg, conns)
 	return rep.finish(ctx, &cfg, f.log, res, runErr)
 }

@@ -244,7 +244,7 @@ func TestIntervals(t *testing.T) {
 		c := newMemConn(t)
 		c.delay = 250 * time.Microsecond
 		var seen []result.Interval
-		cfg := Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+		cfg := Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, Handler: funcs{interval: func(iv result.Interval) { seen = append(seen, iv) }}}
 		res, err := Run(context.Background(), cfg, c)
 		if err != nil {
 			t.Fatal(err)
@@ -392,15 +392,12 @@ func BenchmarkProbePath(b *testing.B) {
 		b.Fatal(err)
 	}
 	conn := &echoConn{memConn: memConn{refl: refl}, pending: make([]byte, 2048)}
-	cfg, err := Config{Count: 1}.withDefaults()
+	cfg, err := Config{Count: 1, history: 4096}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &run{cfg: cfg, conn: conn, clk: cfg.Clock, buf: make([]byte, cfg.Size), rbuf: make([]byte, 2048),
-		ring: make([]slot, 4096), mask: 4095, total: newAcc(), res: &result.Result{}}
-	r.pendLimit = pendingLimit(&r.cfg)
-	r.openInterval(0)
-	r.wg = newWriteGuard(r)
+	r := newRun(cfg, conn)
+	r.res = &result.Result{}
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
 	_ = hello.Encode(r.buf)
@@ -693,7 +690,7 @@ func TestOneWayNoResults(t *testing.T) {
 		var dead atomic.Bool // set by the receiver, read by the sender
 		c.dead = dead.Load
 		cfg := Config{OneWay: true, Rate: 100, Duration: time.Second, sleep: time.Sleep, ReportInterval: 500 * time.Millisecond,
-			OnInterval: func(result.Interval) { dead.Store(true) }} // the reflector dies half way
+			Handler: funcs{interval: func(result.Interval) { dead.Store(true) }}} // the reflector dies half way
 		res, err := Run(context.Background(), cfg, c)
 		if !errors.Is(err, ErrNoResults) || res == nil || res.Summary.Counts.Sent != 100 {
 			t.Fatalf("Run = %v, sent %v; want ErrNoResults and the 100 sent", err, res)
@@ -710,7 +707,7 @@ func TestParallelFlows(t *testing.T) {
 			conns = append(conns, c)
 		}
 		var seen int
-		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, OnInterval: func(result.Interval) { seen++ }}
+		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, Handler: funcs{interval: func(result.Interval) { seen++ }}}
 		res, err := RunFlows(context.Background(), cfg, conns)
 		if err != nil {
 			t.Fatal(err)
@@ -868,7 +865,7 @@ func TestReconnect(t *testing.T) {
 			return false
 		}
 		var events []result.Reconnect
-		cfg := Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second, OnReconnect: func(rc result.Reconnect) { events = append(events, rc) }}
+		cfg := Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second, Handler: funcs{reconnect: func(rc result.Reconnect) { events = append(events, rc) }}}
 		res, err := Run(context.Background(), cfg, c)
 		if err != nil {
 			t.Fatal(err)
@@ -1243,7 +1240,7 @@ func TestWindDownAnswered(t *testing.T) {
 // behind, and every count still lands in some total interval.
 func TestCollectorBounded(t *testing.T) {
 	var got []result.Interval
-	c := &collector{want: 2, onInterval: func(iv result.Interval) { got = append(got, iv) }}
+	c := &collector{want: 2, handler: funcs{interval: func(iv result.Interval) { got = append(got, iv) }}}
 	one := func(k int) {
 		a := newAcc()
 		a.counts.Sent = 1

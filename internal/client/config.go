@@ -173,9 +173,6 @@ type Config struct {
 	// session opens. Each gap is listed in Result.Reconnects. Without it
 	// the run ends at the loss.
 	Reconnect time.Duration
-	// OnReconnect, if set, is called when a session is lost (Resumed
-	// false) and when a new one takes over (Resumed true).
-	OnReconnect func(result.Reconnect)
 	// Percentiles to report, 0 to 100.
 	Percentiles []float64
 	// Histogram adds an RTT histogram with this many bins per decade (0: none).
@@ -207,14 +204,10 @@ type Config struct {
 	// Socket, when set, is copied into the result's configuration: the
 	// socket options as the kernel applied them.
 	Socket *result.Socket
-	// OnStart, if set, receives the result as the run opens, once the
-	// session is open and before the first probe: the configuration as
-	// run and the start time, no intervals or summary yet. It must not
-	// keep res.
-	OnStart func(res *result.Result)
-	// OnInterval, if set, receives each interval as it ends.
-	OnInterval func(result.Interval)
-	// StreamIntervals hands the intervals to OnInterval only: the
+	// Handler, if set, hears the run's start, intervals, reconnections
+	// and end (see Handler).
+	Handler Handler
+	// StreamIntervals hands the intervals to the Handler only: the
 	// result's Intervals stays empty, so that a run of any length holds
 	// none of them (a day at 1s intervals would hold 86,400). Writers that
 	// print each interval as it ends, JSON included (report.JSONStream),

@@ -204,7 +204,7 @@ func TestBrokenStream(t *testing.T) {
 }
 
 // TestStreamIntervals: with StreamIntervals the intervals go to
-// OnInterval only, and the result holds none, one flow or several.
+// the Handler only, and the result holds none, one flow or several.
 func TestStreamIntervals(t *testing.T) {
 	for _, flows := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d flows", flows), func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestStreamIntervals(t *testing.T) {
 				}
 				var seen []result.Interval
 				cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, StreamIntervals: true,
-					OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+					Handler: funcs{interval: func(iv result.Interval) { seen = append(seen, iv) }}}
 				res, err := RunFlows(context.Background(), cfg, conns)
 				if err != nil {
 					t.Fatal(err)
@@ -249,7 +249,7 @@ func BenchmarkIntervalMemory(b *testing.B) {
 			name = "streamed"
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg, err := Config{Duration: time.Hour, StreamIntervals: stream, OnInterval: func(result.Interval) {}}.withDefaults()
+			cfg, err := Config{Duration: time.Hour, StreamIntervals: stream, Handler: funcs{interval: func(result.Interval) {}}}.withDefaults()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -26,9 +26,10 @@ type pending struct {
 	acc *acc
 	no  uint32 // its number, from 0 for the first measured one
 	end int64  // 0 while it is the current interval
-	// open counts its probes still outstanding; first and last are its
-	// first and last probes' sequence numbers (0: none yet).
-	open        int
+	// outstanding counts its probes neither answered nor lost yet; first
+	// and last are its first and last probes' sequence numbers (0: none
+	// yet).
+	outstanding int
 	first, last uint64
 	// sMax is its highest probe answered, cAtSMax the reflector's count
 	// in that reply and seg its segment: where the loss on the way up is
@@ -41,14 +42,14 @@ type pending struct {
 	segMin        int
 }
 
-// answered notes that probe seq of p, of segment k, was answered with
+// answered notes that probe seq of p, of segment seg, was answered with
 // the reflector's count c.
-func (p *pending) answered(seq, c uint64, k int) {
+func (p *pending) answered(seq, c uint64, seg int) {
 	if seq > p.sMax {
-		p.sMax, p.cAtSMax, p.seg = seq, c, k
+		p.sMax, p.cAtSMax, p.seg = seq, c, seg
 	}
 	if p.sMin == 0 || seq < p.sMin {
-		p.sMin, p.cAtSMin, p.segMin = seq, c, k
+		p.sMin, p.cAtSMin, p.segMin = seq, c, seg
 	}
 }
 
@@ -64,112 +65,110 @@ func pendingLimit(cfg *Config) int {
 }
 
 // openInterval starts a new current interval at start.
-func (r *run) openInterval(start int64) {
+func (rec *recorder) openInterval(start int64) {
 	var p *pending
-	if n := len(r.freeIvs); n > 0 {
-		p, r.freeIvs = r.freeIvs[n-1], r.freeIvs[:n-1]
+	if n := len(rec.freeIvs); n > 0 {
+		p, rec.freeIvs = rec.freeIvs[n-1], rec.freeIvs[:n-1]
 		*p = pending{acc: p.acc}
 	} else {
 		p = &pending{acc: newAcc()}
 	}
 	p.acc.reset(start)
-	p.no = r.ivNext
-	r.ivNext++
-	r.ivs = append(r.ivs, p)
-	r.cur = p.acc
+	p.no = rec.ivNext
+	rec.ivNext++
+	rec.ivs = append(rec.ivs, p)
+	rec.cur = p.acc
 }
 
 // closeCurrent ends the current interval at end, opens the next, and
 // reports what can be.
-func (r *run) closeCurrent(end int64) {
-	r.ivs[len(r.ivs)-1].end = end
-	r.openInterval(end)
-	r.settle(false)
+func (rec *recorder) closeCurrent(end int64) {
+	rec.ivs[len(rec.ivs)-1].end = end
+	rec.openInterval(end)
+	rec.settle(false)
 }
 
 // pendingOf returns the interval probe s was sent in, nil when it has
 // been reported. s must be a measured probe's.
-func (r *run) pendingOf(s *slot) *pending {
-	if len(r.ivs) == 0 {
+func (rec *recorder) pendingOf(s *slot) *pending {
+	if len(rec.ivs) == 0 {
 		return nil
 	}
-	if i := s.iv - r.ivs[0].no; i < uint32(len(r.ivs)) {
-		return r.ivs[i]
+	if i := s.iv - rec.ivs[0].no; i < uint32(len(rec.ivs)) {
+		return rec.ivs[i]
 	}
 	return nil
 }
 
 // fateOf returns where the fate of probe s goes: its interval, or, when
 // that was reported with s in flight, the summary alone.
-func (r *run) fateOf(p *pending) *acc {
+func (rec *recorder) fateOf(p *pending) *acc {
 	if p != nil {
 		return p.acc
 	}
-	return r.total
+	return rec.total
 }
 
 // lineOf returns where an event about a probe of interval p goes: p, or,
 // when p was reported, the interval being filled.
-func (r *run) lineOf(p *pending) *acc {
+func (rec *recorder) lineOf(p *pending) *acc {
 	if p != nil {
 		return p.acc
 	}
-	return r.cur
+	return rec.cur
 }
 
 // resolved notes that a probe of p was answered or lost, and reports the
 // intervals that are complete.
-func (r *run) resolved(p *pending) {
-	p.open--
-	if p.open == 0 && p.end != 0 && p == r.ivs[0] {
-		r.settle(false)
+func (rec *recorder) resolved(p *pending) {
+	p.outstanding--
+	if p.outstanding == 0 && p.end != 0 && p == rec.ivs[0] {
+		rec.settle(false)
 	}
 }
 
 // settle reports, oldest first, the intervals that are over and have all
 // their probes accounted for, and the oldest ones beyond pendingLimit as
 // they are; with final (the run is over), all of them.
-func (r *run) settle(final bool) {
-	for len(r.ivs) > 0 {
-		p := r.ivs[0]
-		if p.end == 0 || (p.open > 0 && !final && len(r.ivs) <= r.pendLimit) {
+func (rec *recorder) settle(final bool) {
+	for len(rec.ivs) > 0 {
+		p := rec.ivs[0]
+		if p.end == 0 || (p.outstanding > 0 && !final && len(rec.ivs) <= rec.pendLimit) {
 			return
 		}
-		r.report(p, final)
-		r.ivs[0] = nil
-		r.ivs = r.ivs[1:]
-		r.freeIvs = append(r.freeIvs, p)
+		rec.report(p, final)
+		rec.ivs[0] = nil
+		rec.ivs = rec.ivs[1:]
+		rec.freeIvs = append(rec.freeIvs, p)
 	}
 }
 
 // report ends interval p: it settles the direction of its losses, hands
 // it over and adds it to the total.
-func (r *run) report(p *pending, final bool) {
+func (rec *recorder) report(p *pending, final bool) {
 	a := p.acc
-	a.counts.InFlight = uint64(p.open)
+	a.counts.InFlight = uint64(p.outstanding)
 	up := uint64(0)
-	if u := r.upThrough(p, final); u > r.reportedU {
-		up = min(u-r.reportedU, a.counts.Lost)
+	if u := rec.upThrough(p, final); u > rec.reportedU {
+		up = min(u-rec.reportedU, a.counts.Lost)
 	}
-	r.reportedU += up
+	rec.reportedU += up
 	a.counts.LostUp, a.counts.LostDown = up, a.counts.Lost-up
-	if r.cfg.ReportInterval > 0 {
-		iv := a.interval(r.origin, p.end, r.cfg.Percentiles)
-		if r.tcp != nil {
-			iv.TCP = r.tcpInterval(false)
+	if rec.cfg.ReportInterval > 0 {
+		iv := a.interval(rec.origin, p.end, rec.cfg.Percentiles)
+		if rec.tcp != nil {
+			iv.TCP = rec.tcpInterval(false)
 		}
-		if !r.cfg.StreamIntervals {
-			r.res.Intervals = append(r.res.Intervals, iv)
+		if !rec.cfg.StreamIntervals {
+			rec.res.Intervals = append(rec.res.Intervals, iv)
 		}
-		if r.cfg.OnInterval != nil {
-			r.cfg.OnInterval(iv)
+		rec.handler.Interval(iv)
+		if rec.collect != nil {
+			rec.collect(rec.intervals, a, iv.Start, iv.End)
 		}
-		if r.collect != nil {
-			r.collect(r.intervals, a, iv.Start, iv.End)
-		}
-		r.intervals++
+		rec.intervals++
 	}
-	r.total.merge(a)
+	rec.total.merge(a)
 }
 
 // upThrough estimates the loss on the way up of the probes up to the last
@@ -179,22 +178,22 @@ func (r *run) report(p *pending, final bool) {
 // probe answered of the intervals after p, or from all the run knows
 // (final: at its end): as many as were lost up between the two, so that
 // it is exact unless the losses on both sides of p's end run together.
-func (r *run) upThrough(p *pending, final bool) uint64 {
-	base, from := r.reportedU, p.first
+func (rec *recorder) upThrough(p *pending, final bool) uint64 {
+	base, from := rec.reportedU, p.first
 	if p.sMax != 0 {
-		base, from = r.upAt(p.seg, p.sMax, p.cAtSMax), p.sMax+1
+		base, from = rec.upAt(p.seg, p.sMax, p.cAtSMax), p.sMax+1
 	}
 	if from == 0 {
 		return base
 	}
-	tail := r.lostAmong(from, p.last)
+	tail := rec.lostAmong(from, p.last)
 	if tail == 0 {
 		return base
 	}
-	next := r.lostUp(final)
-	for _, q := range r.ivs[1:] {
+	next := rec.lostUp(final)
+	for _, q := range rec.ivs[1:] {
 		if q.sMin != 0 {
-			next = r.upAt(q.segMin, q.sMin, q.cAtSMin)
+			next = rec.upAt(q.segMin, q.sMin, q.cAtSMin)
 			break
 		}
 	}
@@ -205,15 +204,15 @@ func (r *run) upThrough(p *pending, final bool) uint64 {
 }
 
 // upAt is the loss on the way up of the measured probes up to seq, which
-// is in segment k and whose reply said the reflector had count of them.
-func (r *run) upAt(k int, seq, count uint64) uint64 {
+// is in segment seg and whose reply said the reflector had count of them.
+func (rec *recorder) upAt(seg int, seq, count uint64) uint64 {
 	var u uint64
-	for j := range k {
-		u += r.upEstimate(j, true)
+	for j := range seg {
+		u += rec.upEstimate(j, true)
 	}
-	if first, _ := r.segSpan(k); seq >= first {
+	if first, _ := rec.segSpan(seg); seq >= first {
 		if sent := seq - first + 1; sent > count {
-			u += min(sent-count, r.segs[k].lost)
+			u += min(sent-count, rec.segs[seg].lost)
 		}
 	}
 	return u
@@ -221,10 +220,10 @@ func (r *run) upAt(k int, seq, count uint64) uint64 {
 
 // lostAmong counts the probes from first to last declared lost, of those
 // the history still holds.
-func (r *run) lostAmong(first, last uint64) uint64 {
+func (rec *recorder) lostAmong(first, last uint64) uint64 {
 	var n uint64
 	for seq := first; seq <= last && seq != 0; seq++ {
-		if s := &r.ring[seq&r.mask]; s.seq == seq && (s.state == stateLost || s.state == stateLate) {
+		if s := &rec.ring[seq&rec.mask]; s.seq == seq && (s.state == stateLost || s.state == stateLate) {
 			n++
 		}
 	}

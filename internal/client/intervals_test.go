@@ -44,7 +44,7 @@ func TestIntervalsAddUp(t *testing.T) {
 		c.dropUp, c.dropDown = dropUp, dropDown
 		var seen []result.Interval
 		cfg := Config{Rate: 1000, Duration: time.Second, ReportInterval: 100 * time.Millisecond, Timeout: 50 * time.Millisecond,
-			sleep: time.Sleep, OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}
+			sleep: time.Sleep, Handler: funcs{interval: func(iv result.Interval) { seen = append(seen, iv) }}}
 		res, err := Run(context.Background(), cfg, c)
 		if err != nil {
 			t.Fatal(err)

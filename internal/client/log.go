@@ -51,9 +51,9 @@ func newProbeLog(out *LogWriter, flow int) *probeLog {
 // only for a reply that came (t1 and t4 known).
 func (l *probeLog) line(seq uint64, status string, s *slot, t2, t3, t4, holdNs int64) {
 	var t1, sched int64
-	var k kernelSlot
+	var ks kernelSlot
 	if s != nil {
-		t1, sched, k = s.sent, s.sched, s.k
+		t1, sched, ks = s.sent, s.sched, s.kern
 	}
 	b := l.b
 	b.Int(int64(l.flow))
@@ -71,16 +71,16 @@ func (l *probeLog) line(seq uint64, status string, s *slot, t2, t3, t4, holdNs i
 		b.String(",,,")
 	}
 	if t4 == 0 {
-		k.t4k = 0 // a lost probe's slot may hold nothing of a reply
+		ks.t4k = 0 // a lost probe's slot may hold nothing of a reply
 	}
-	b.Stamp(k.t1k)
-	b.Stamp(k.t2k)
-	b.Stamp(k.t3k)
-	b.Stamp(k.t4k)
-	b.Delay(k.t1k, k.t4k, 0)
-	b.Delay(k.t2k, k.t3k, holdNs)
-	b.Delay(k.t1k, k.t2k, 0)
-	b.Delay(k.t3k, k.t4k, 0)
+	b.Stamp(ks.t1k)
+	b.Stamp(ks.t2k)
+	b.Stamp(ks.t3k)
+	b.Stamp(ks.t4k)
+	b.Delay(ks.t1k, ks.t4k, 0)
+	b.Delay(ks.t2k, ks.t3k, holdNs)
+	b.Delay(ks.t1k, ks.t2k, 0)
+	b.Delay(ks.t3k, ks.t4k, 0)
 	b.End()
 }
 

@@ -28,9 +28,12 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	if err != nil {
 		return nil, err
 	}
-	col := &collector{want: len(conns), pct: cfg.Percentiles, onInterval: cfg.OnInterval, keep: !cfg.StreamIntervals}
+	h := handlerOf(&cfg)
+	col := &collector{want: len(conns), pct: cfg.Percentiles, handler: h, keep: !cfg.StreamIntervals}
 	flowCfg := cfg
-	flowCfg.OnInterval, flowCfg.OnStart = nil, nil
+	if cfg.Handler != nil {
+		flowCfg.Handler = reconnectsOnly{h: h}
+	}
 	flowCfg.StreamIntervals = true // a flow's go to the collector
 	runs := make([]*run, len(conns))
 	for i, c := range conns {
@@ -51,9 +54,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	}
 	res := *runs[0].res
 	res.Config.Parallel = len(conns)
-	if cfg.OnStart != nil {
-		cfg.OnStart(&res)
-	}
+	h.Start(&res)
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for i, r := range runs {
@@ -76,6 +77,14 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		}
 		res.Workload = workloadResults(&cfg, entries)
 	}
+	flowsInto(&res, runs, errs)
+	h.End(&res)
+	return &res, err
+}
+
+// flowsInto fills in what res says of the flows runs, which ended with
+// errs: each flow's summary, and where the flows' figures agree, theirs.
+func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
 	// The flows' delays are measured when every flow's reflector reads
@@ -99,7 +108,6 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 			res.Stopped, res.Error = f.Stopped, fmt.Sprintf("flow %d: %s", i+1, f.Error)
 		}
 	}
-	return &res, err
 }
 
 // total merges the flows' distributions and adds up their counts. The
@@ -132,15 +140,15 @@ func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
 // accumulators: a run of many intervals, or one flow far behind the others
 // (its intervals skipped in a stall), keeps its memory flat.
 type collector struct {
-	mu         sync.Mutex
-	want       int
-	pct        []float64
-	onInterval func(result.Interval)
-	keep       bool // keep the total intervals for the result (not StreamIntervals)
-	pending    []*pendingInterval
-	free       []*pendingInterval
-	emitted    int
-	out        []result.Interval
+	mu      sync.Mutex
+	want    int
+	pct     []float64
+	handler Handler
+	keep    bool // keep the total intervals for the result (not StreamIntervals)
+	pending []*pendingInterval
+	free    []*pendingInterval
+	emitted int
+	out     []result.Interval
 }
 
 // maxPending is the most total intervals the collector waits on: when a
@@ -156,20 +164,20 @@ type pendingInterval struct {
 	start, end time.Duration
 }
 
-// add takes a flow's k-th interval, a ending at end, and emits the total
+// add takes a flow's interval number no, a ending at end, and emits the total
 // intervals that are complete.
-func (c *collector) add(k int, a *acc, start, end time.Duration) {
+func (c *collector) add(no int, a *acc, start, end time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k-c.emitted >= maxPending {
+	for no-c.emitted >= maxPending {
 		c.emitFirst()
 	}
-	i := max(k-c.emitted, 0) // a flow that fell behind adds to the oldest
+	i := max(no-c.emitted, 0) // a flow that fell behind adds to the oldest
 	for len(c.pending) <= i {
 		c.pending = append(c.pending, c.newPending())
 	}
 	p := c.pending[i]
-	if k >= c.emitted {
+	if no >= c.emitted {
 		if p.n == 0 {
 			p.start, p.end = start, end
 			p.acc.start = a.start
@@ -216,9 +224,7 @@ func (c *collector) emit(p *pendingInterval) {
 	if c.keep {
 		c.out = append(c.out, iv)
 	}
-	if c.onInterval != nil {
-		c.onInterval(iv)
-	}
+	c.handler.Interval(iv)
 }
 
 // finish emits what is left, from flows that had fewer intervals, and

@@ -44,48 +44,48 @@ type reconnect struct {
 }
 
 // segOf returns the index of the segment probe seq was sent in.
-func (r *run) segOf(seq uint64) int {
-	for k := len(r.segs) - 1; k > 0; k-- {
-		if f := r.segs[k].first; f != 0 && seq >= f {
-			return k
+func (rec *recorder) segOf(seq uint64) int {
+	for seg := len(rec.segs) - 1; seg > 0; seg-- {
+		if f := rec.segs[seg].first; f != 0 && seq >= f {
+			return seg
 		}
 	}
 	return 0
 }
 
 // tokenSeg returns the index of the segment of token, or -1.
-func (r *run) tokenSeg(token uint64) int {
-	for k := len(r.segs) - 1; k >= 0; k-- {
-		if r.segs[k].token == token {
-			return k
+func (rec *recorder) tokenSeg(token uint64) int {
+	for seg := len(rec.segs) - 1; seg >= 0; seg-- {
+		if rec.segs[seg].token == token {
+			return seg
 		}
 	}
 	return -1
 }
 
-// segSpan returns the measured sequence numbers of segment k, first to
+// segSpan returns the measured sequence numbers of segment seg, first to
 // last; last < first when there are none.
-func (r *run) segSpan(k int) (first, last uint64) {
-	g := &r.segs[k]
+func (rec *recorder) segSpan(seg int) (first, last uint64) {
+	g := &rec.segs[seg]
 	if g.first == 0 {
 		return 1, 0
 	}
-	first, last = max(g.first, r.warmupLast+1), r.seq
-	if k+1 < len(r.segs) && r.segs[k+1].first != 0 {
-		last = r.segs[k+1].first - 1
+	first, last = max(g.first, rec.warmupLast+1), rec.seq
+	if seg+1 < len(rec.segs) && rec.segs[seg+1].first != 0 {
+		last = rec.segs[seg+1].first - 1
 	}
 	return first, last
 }
 
-// upEstimate is the loss on the way up in segment k, from the reflector's
+// upEstimate is the loss on the way up in segment seg, from the reflector's
 // count in the reply to the segment's highest measured sequence number: of
 // the measured probes up to that one, all but that count were lost before
 // the reflector. With after, the probes after it, which never showed they
 // got there, count as lost on the way up too (the segment is over). It is
 // at most the segment's losses.
-func (r *run) upEstimate(k int, after bool) uint64 {
-	g := &r.segs[k]
-	first, last := r.segSpan(k)
+func (rec *recorder) upEstimate(seg int, after bool) uint64 {
+	g := &rec.segs[seg]
+	first, last := rec.segSpan(seg)
 	if last < first {
 		return 0
 	}
@@ -107,24 +107,24 @@ func (r *run) upEstimate(k int, after bool) uint64 {
 // the current segment's is estimated without the probes after its last
 // reply, which may still be on their way; at the end it is exact when the
 // reflector's final count came.
-func (r *run) lostUp(final bool) uint64 {
+func (rec *recorder) lostUp(final bool) uint64 {
 	var u uint64
-	n := len(r.segs) - 1
-	for k := range n {
-		u += r.upEstimate(k, true)
+	n := len(rec.segs) - 1
+	for seg := range n {
+		u += rec.upEstimate(seg, true)
 	}
-	if final && r.res.ReflectorCount == "close" {
+	if final && rec.res.ReflectorCount == "close" {
 		// Exact: what the reflector counted is what got there.
-		if first, last := r.segSpan(n); last >= first {
-			if sent := last - first + 1; sent > r.finalCount {
-				u += min(sent-r.finalCount, r.segs[n].lost)
+		if first, last := rec.segSpan(n); last >= first {
+			if sent := last - first + 1; sent > rec.finalCount {
+				u += min(sent-rec.finalCount, rec.segs[n].lost)
 			}
 		}
 	} else {
 		// While looking for a new session the current one is over.
-		u += r.upEstimate(n, final || r.recon != nil)
+		u += rec.upEstimate(n, final || rec.between)
 	}
-	return min(u, r.lostSoFar())
+	return min(u, rec.lostSoFar())
 }
 
 // lostSession handles the loss of the session, noticed at now for reason
@@ -143,15 +143,14 @@ func (r *run) lostSession(now int64, reason string, err error) error {
 	var nb [8]byte
 	_, _ = rand.Read(nb[:]) // crypto/rand.Read does not fail
 	r.recon = &reconnect{at: now, nonce: binary.BigEndian.Uint64(nb[:]), nextHello: now}
+	r.between = true
 	r.token = 0 // nothing to close
 	rc := result.Reconnect{Reason: reason, InFlight: inFlight}
 	if r.origin != 0 {
 		rc.At = time.Duration(now - r.origin)
 	}
 	r.res.Reconnects = append(r.res.Reconnects, rc)
-	if r.cfg.OnReconnect != nil {
-		r.cfg.OnReconnect(rc)
-	}
+	r.handler.Reconnect(rc)
 	return nil
 }
 
@@ -174,7 +173,7 @@ func (r *run) reconnectStep(now int64) error {
 	hello.T1 = now
 	msg := r.helloMsg()
 	r.encode(&hello, msg)
-	_ = r.wg.within(now, min(r.cfg.Timeout, helloEvery), true)
+	_ = r.guard.within(now, min(r.cfg.Timeout, helloEvery), true)
 	_, _ = r.conn.Write(msg) // an unreachable port is why we are here
 	return nil
 }
@@ -182,7 +181,7 @@ func (r *run) reconnectStep(now int64) error {
 // resume takes the session the Cookie h opened and carries on in it.
 func (r *run) resume(h *wire.Header, now int64) {
 	g := segment{token: h.Token, nonce: r.recon.nonce}
-	if !r.open {
+	if r.openLoop == nil {
 		g.first = r.seq + 1
 	}
 	r.segs = append(r.segs, g)
@@ -194,17 +193,30 @@ func (r *run) resume(h *wire.Header, now int64) {
 	// Its send times are not comparable with the last session's: a
 	// reply's reordering down is judged within its session.
 	r.maxT3 = 0
-	if r.open {
+	if r.openLoop != nil {
 		// The sender takes the new session for its next probe; drain
 		// sets the segment's first probe when it sees it.
-		r.session.Store(&sessionKey{token: g.token, nonce: g.nonce, gen: uint32(len(r.segs) - 1)})
+		r.openLoop.session.Store(&sessionKey{token: g.token, nonce: g.nonce, gen: uint32(len(r.segs) - 1)})
 	}
 	rc := &r.res.Reconnects[len(r.res.Reconnects)-1]
 	rc.Resumed, rc.Gap = true, time.Duration(now-r.recon.at)
-	r.recon = nil
+	r.recon, r.between = nil, false
 	r.lastHeard, r.opened = now, now
-	r.cur.counts.Reconnects++
-	if r.cfg.OnReconnect != nil {
-		r.cfg.OnReconnect(*rc)
+	r.countReconnect()
+	r.handler.Reconnect(*rc)
+}
+
+// helloAnswered takes h, received at now while reconnecting, if it is the
+// answer to the Hellos: a Cookie resumes the run in its session, an Error
+// ends the run with err.
+func (r *run) helloAnswered(h *wire.Header, now int64) (answered bool, err error) {
+	if h.Seq != r.recon.nonce || (h.Type != wire.TypeCookie && h.Type != wire.TypeError) {
+		return false, nil
 	}
+	if h.Type == wire.TypeError {
+		r.stopSending("reflector-ended")
+		return true, fmt.Errorf("%w at %s on reconnecting: %s", ErrRefused, r.peer, h.Code)
+	}
+	r.resume(h, now)
+	return true, nil
 }

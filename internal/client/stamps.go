@@ -47,7 +47,7 @@ type kernelSlot struct {
 	logWait  bool // its log line waits for T3k
 }
 
-// The kernel distributions, in acc.k.
+// The kernel distributions, in acc.kern.
 const (
 	kRTT = iota
 	kResponse
@@ -66,8 +66,8 @@ func (st *stamping) mapID(id uint32, seq uint64) {
 
 // drainTx takes in the transmit stamps waiting on the socket and gives
 // each to its probe's slot.
-func (r *run) drainTx() {
-	st := r.stamps
+func (rec *recorder) drainTx() {
+	st := rec.stamps
 	for {
 		n, err := st.sock.ReadTxStamps(st.tx[:])
 		for _, t := range st.tx[:n] {
@@ -75,11 +75,11 @@ func (r *run) drainTx() {
 			if e.id != t.ID {
 				continue // its probe is no longer known: T1k stays unknown
 			}
-			s := &r.ring[e.seq&r.mask]
+			s := &rec.ring[e.seq&rec.mask]
 			// A stamp is T1k only if it is the probe's: sent after
 			// the tool read the clock for it.
-			if s.seq == e.seq && s.k.t1k == 0 && t.Best() >= s.sent {
-				s.k.t1k = t.Best()
+			if s.seq == e.seq && s.kern.t1k == 0 && t.Best() >= s.sent {
+				s.kern.t1k = t.Best()
 			}
 		}
 		if err != nil || n < len(st.tx) {
@@ -90,76 +90,76 @@ func (r *run) drainTx() {
 
 // kernelReply records the kernel figures of the reply to s (msg, read at
 // t4 with stamp rx) into a.
-func (r *run) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp, h *wire.Header, hold int64) {
-	st := r.stamps
+func (rec *recorder) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstamp.Stamp, h *wire.Header, hold int64) {
+	st := rec.stamps
 	ak := a.kernel()
-	k := &s.k
-	k.t4k = rx.Best()
-	if k.t4k == 0 {
+	ks := &s.kern
+	ks.t4k = rx.Best()
+	if ks.t4k == 0 {
 		st.unstamped++
 	}
-	if k.t1k == 0 {
-		r.drainTx()
+	if ks.t1k == 0 {
+		rec.drainTx()
 	}
-	if k.t1k != 0 {
-		ak[kSendStack].Record(k.t1k - s.sent)
-		if k.t4k != 0 {
-			ak[kRTT].Record(k.t4k - k.t1k)
+	if ks.t1k != 0 {
+		ak[kSendStack].Record(ks.t1k - s.sent)
+		if ks.t4k != 0 {
+			ak[kRTT].Record(ks.t4k - ks.t1k)
 		}
 	}
-	if k.t4k != 0 {
-		ak[kRecvStack].Record(t4 - k.t4k)
+	if ks.t4k != 0 {
+		ak[kRecvStack].Record(t4 - ks.t4k)
 	}
-	k.t2, k.t3, k.t4, k.hold = h.T2, h.T3, t4, hold
+	ks.t2, ks.t3, ks.t4, ks.hold = h.T2, h.T3, t4, hold
 	ext, ok := wire.StampsOf(msg)
 	if !ok {
 		return
 	}
 	st.reflector = true
-	k.t2k = ext.T2K
-	if k.t2k != 0 && k.t1k != 0 {
-		ak[kUp].Record(k.t2k - k.t1k)
+	ks.t2k = ext.T2K
+	if ks.t2k != 0 && ks.t1k != 0 {
+		ak[kUp].Record(ks.t2k - ks.t1k)
 	}
-	if r.log != nil {
-		k.logWait = true
-		r.queueLog(s.seq)
+	if rec.log != nil {
+		ks.logWait = true
+		rec.queueLog(s.seq)
 	}
-	r.followUp(ext.PrevSeq, ext.PrevT3K)
+	rec.followUp(ext.PrevSeq, ext.PrevT3K)
 }
 
 // followUp records the reflector's kernel transmit time t3k of its reply
 // to probe seq (0: none): the kernel response and down delay, in the
 // probe's interval (or, reported, the current one), and the probe's
 // waiting log line.
-func (r *run) followUp(seq uint64, t3k int64) {
+func (rec *recorder) followUp(seq uint64, t3k int64) {
 	if seq == 0 || t3k == 0 {
 		return
 	}
-	p := &r.ring[seq&r.mask]
-	if p.seq != seq || p.k.t3k != 0 || (p.state != stateReceived && p.state != stateLate) || !r.measured(seq) {
+	p := &rec.ring[seq&rec.mask]
+	if p.seq != seq || p.kern.t3k != 0 || (p.state != stateReceived && p.state != stateLate) || !rec.measured(seq) {
 		return
 	}
-	ak := r.lineOf(r.pendingOf(p)).kernel()
-	p.k.t3k = t3k
-	if p.k.t2k != 0 {
-		ak[kResponse].Record(p.k.t3k - p.k.t2k - p.k.hold)
+	ak := rec.lineOf(rec.pendingOf(p)).kernel()
+	p.kern.t3k = t3k
+	if p.kern.t2k != 0 {
+		ak[kResponse].Record(p.kern.t3k - p.kern.t2k - p.kern.hold)
 	}
-	if p.k.t4k != 0 {
-		ak[kDown].Record(p.k.t4k - p.k.t3k)
+	if p.kern.t4k != 0 {
+		ak[kDown].Record(p.kern.t4k - p.kern.t3k)
 	}
-	if r.log != nil {
-		r.flushLog(seq)
+	if rec.log != nil {
+		rec.flushLog(seq)
 	}
 }
 
 // queueLog puts seq's log line in the queue of lines waiting for T3k.
-func (r *run) queueLog(seq uint64) {
-	st := r.stamps
+func (rec *recorder) queueLog(seq uint64) {
+	st := rec.stamps
 	if st.logq == nil {
-		st.logq = make([]uint64, len(r.ring))
+		st.logq = make([]uint64, len(rec.ring))
 	}
 	if st.logTail-st.logHead == uint64(len(st.logq)) {
-		r.writeLog(st.logq[st.logHead%uint64(len(st.logq))])
+		rec.writeLog(st.logq[st.logHead%uint64(len(st.logq))])
 		st.logHead++
 	}
 	st.logq[st.logTail%uint64(len(st.logq))] = seq
@@ -168,41 +168,41 @@ func (r *run) queueLog(seq uint64) {
 
 // flushLog writes the waiting log lines up to seq (all with seq 0), in
 // the order their replies came.
-func (r *run) flushLog(upTo uint64) {
-	st := r.stamps
+func (rec *recorder) flushLog(upTo uint64) {
+	st := rec.stamps
 	for st.logHead < st.logTail {
 		seq := st.logq[st.logHead%uint64(len(st.logq))]
 		if upTo != 0 && seq > upTo {
 			return
 		}
-		r.writeLog(seq)
+		rec.writeLog(seq)
 		st.logHead++
 	}
 }
 
 // writeLog writes the waiting log line of seq, if its slot still holds it.
-func (r *run) writeLog(seq uint64) {
-	s := &r.ring[seq&r.mask]
-	if s.seq != seq || !s.k.logWait {
+func (rec *recorder) writeLog(seq uint64) {
+	s := &rec.ring[seq&rec.mask]
+	if s.seq != seq || !s.kern.logWait {
 		return
 	}
-	s.k.logWait = false
-	r.log.line(seq, logReceived, s, s.k.t2, s.k.t3, s.k.t4, s.k.hold)
+	s.kern.logWait = false
+	rec.log.line(seq, logReceived, s, s.kern.t2, s.kern.t3, s.kern.t4, s.kern.hold)
 }
 
 // kernelSummary renders a's kernel distributions; nil when there are
 // none.
 func (a *acc) kernelSummary(pct []float64) *result.KernelTimes {
-	if a.k[kRTT].Count() == 0 && a.k[kSendStack].Count() == 0 && a.k[kRecvStack].Count() == 0 {
+	if a.kern[kRTT].Count() == 0 && a.kern[kSendStack].Count() == 0 && a.kern[kRecvStack].Count() == 0 {
 		return nil
 	}
 	return &result.KernelTimes{
-		RTT:       a.k[kRTT].Summary(pct),
-		Response:  a.k[kResponse].Summary(pct),
-		Up:        a.k[kUp].Summary(pct),
-		Down:      a.k[kDown].Summary(pct),
-		SendStack: a.k[kSendStack].Summary(pct),
-		RecvStack: a.k[kRecvStack].Summary(pct),
+		RTT:       a.kern[kRTT].Summary(pct),
+		Response:  a.kern[kResponse].Summary(pct),
+		Up:        a.kern[kUp].Summary(pct),
+		Down:      a.kern[kDown].Summary(pct),
+		SendStack: a.kern[kSendStack].Summary(pct),
+		RecvStack: a.kern[kRecvStack].Summary(pct),
 	}
 }
 

@@ -1,0 +1,118 @@
+package client
+
+import (
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
+)
+
+// The distributions each interval keeps, in this order.
+const (
+	distRTT = iota
+	distResponse
+	distUp
+	distDown
+	distIPDVRTT
+	distIPDVUp
+	distIPDVDown
+	distRTTSched  // RTT from the scheduled send time (open loop)
+	distSendError // actual minus scheduled send time (open loop)
+	numDists
+)
+
+// acc accumulates one interval.
+type acc struct {
+	start     int64
+	counts    result.Counts
+	bytesUp   uint64
+	bytesDown uint64
+	d         [numDists]*stats.Dist
+	kern      [numKDists]*stats.Dist // kernel stamps' figures; nil without them
+}
+
+// kernel returns a's kernel distributions, made on first use.
+func (a *acc) kernel() *[numKDists]*stats.Dist {
+	if a.kern[0] == nil {
+		for i := range a.kern {
+			a.kern[i] = stats.NewDist()
+		}
+	}
+	return &a.kern
+}
+
+func newAcc() *acc {
+	a := &acc{}
+	for i := range a.d {
+		a.d[i] = stats.NewDist()
+	}
+	return a
+}
+
+func (a *acc) merge(o *acc) {
+	a.counts.Add(o.counts)
+	a.bytesUp += o.bytesUp
+	a.bytesDown += o.bytesDown
+	for i := range a.d {
+		a.d[i].Merge(o.d[i])
+	}
+	if o.kern[0] != nil {
+		kd := a.kernel()
+		for i := range kd {
+			kd[i].Merge(o.kern[i])
+		}
+	}
+}
+
+func (a *acc) reset(start int64) {
+	a.start = start
+	a.counts = result.Counts{}
+	a.bytesUp, a.bytesDown = 0, 0
+	for _, d := range a.d {
+		d.Reset()
+	}
+	if a.kern[0] != nil {
+		for _, d := range a.kern {
+			d.Reset()
+		}
+	}
+}
+
+// interval renders a as a result interval ending at end; origin is the
+// start of measurement.
+func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
+	iv := result.Interval{
+		Start:    time.Duration(a.start - origin),
+		End:      time.Duration(end - origin),
+		Counts:   a.counts,
+		RTT:      a.d[distRTT].Summary(pct),
+		Response: a.d[distResponse].Summary(pct),
+		Up:       a.d[distUp].Summary(pct),
+		Down:     a.d[distDown].Summary(pct),
+		IPDV: result.IPDV{
+			RTT:  a.d[distIPDVRTT].Summary(pct),
+			Up:   a.d[distIPDVUp].Summary(pct),
+			Down: a.d[distIPDVDown].Summary(pct),
+		},
+	}
+	if a.d[distSendError].Count() > 0 || a.d[distRTTSched].Count() > 0 {
+		rs, se := a.d[distRTTSched].Summary(pct), a.d[distSendError].Summary(pct)
+		iv.RTTFromSchedule, iv.SendError = &rs, &se
+	}
+	if a.kern[0] != nil {
+		iv.Kernel = a.kernelSummary(pct)
+	}
+	if iv.Counts.Sent > 0 {
+		iv.Counts.LossPercent = 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
+	}
+	iv.Throughput.BytesUp, iv.Throughput.BytesDown = a.bytesUp, a.bytesDown
+	if secs := time.Duration(end - a.start).Seconds(); secs > 0 {
+		t := &iv.Throughput
+		t.ProbesPerSecUp = float64(a.counts.Sent) / secs
+		t.ProbesPerSecDown = float64(a.counts.Received) / secs
+		t.BitsPerSecUp = float64(a.bytesUp*8) / secs
+		t.BitsPerSecDown = float64(a.bytesDown*8) / secs
+		t.RequestsPerSec = float64(a.counts.Received) / secs
+	}
+	return iv
+}

@@ -1,0 +1,48 @@
+package client
+
+import "github.com/volley-net/volley/internal/result"
+
+// Handler hears what a run has to say while it runs: that it started, each
+// interval as it ends, each session lost and taken over, and that it ended.
+// Its methods are called from the run's goroutines, never per probe; with
+// several flows (RunFlows), Reconnect may be called from several at once,
+// the others one at a time. A nil Handler in Config means nobody listens.
+type Handler interface {
+	// Start receives the result as the run opens, once the session is
+	// open and before the first probe: the configuration as run and the
+	// start time, no intervals or summary yet. It must not keep res.
+	Start(res *result.Result)
+	// Interval receives each interval as it ends.
+	Interval(iv result.Interval)
+	// Reconnect is called when a session is lost (Resumed false) and when
+	// a new one takes over (Resumed true).
+	Reconnect(rc result.Reconnect)
+	// End receives the result as the run returns it, after the last
+	// interval; a run whose session did not open has no Start and no End.
+	End(res *result.Result)
+}
+
+// nobody is the Handler of a run nobody listens to.
+type nobody struct{}
+
+func (nobody) Start(*result.Result)       {}
+func (nobody) Interval(result.Interval)   {}
+func (nobody) Reconnect(result.Reconnect) {}
+func (nobody) End(*result.Result)         {}
+
+// handlerOf returns cfg's Handler, or one that hears nothing.
+func handlerOf(cfg *Config) Handler {
+	if cfg.Handler == nil {
+		return nobody{}
+	}
+	return cfg.Handler
+}
+
+// reconnectsOnly passes a flow's reconnections to the run's Handler, and
+// nothing else: a parallel run's start and intervals are the whole run's.
+type reconnectsOnly struct {
+	nobody
+	h Handler
+}
+
+func (f reconnectsOnly) Reconnect(rc result.Reconnect) { f.h.Reconnect(rc) }

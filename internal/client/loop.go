@@ -1,0 +1,338 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// loop sends probes (or, in an open-loop run, takes them from the sender)
+// and handles replies until the run is over. Each turn it takes in what
+// the open-loop sender sent, declares timed-out probes lost, ends
+// intervals that are over, decides whether sending goes on, looks after
+// the session, lets the closed-loop sender send, and reads until the
+// earliest thing it must wake for.
+func (r *run) loop(ctx context.Context) error {
+	now := r.clk.Now()
+	r.begin(ctx, now)
+	var deadline int64 // the read deadline currently set
+	for {
+		if r.openLoop != nil {
+			r.takeSent()
+		}
+		r.expire(now)
+		if r.openLoop == nil {
+			r.closedWarmup(now)
+		}
+		r.flushDue(now)
+		if err := r.checkSending(ctx, now); err != nil {
+			return err
+		}
+		if !r.sending && (r.inflight == 0 || now >= r.drainBy) {
+			return nil // what is still in flight is lost
+		}
+		if lost, err := r.watchSession(now); err != nil {
+			return err
+		} else if lost {
+			continue
+		}
+		if r.openLoop == nil {
+			var err error
+			if now, err = r.sendClosed(now); err != nil {
+				return err
+			}
+		}
+		// A deadline already set earlier than needed is left alone: an
+		// early wake-up costs one loop, a new deadline per probe costs
+		// more.
+		if want := r.wakeAt(now); deadline <= now || want < deadline {
+			deadline = want
+			if err := r.conn.SetReadDeadline(r.clk.Time(deadline)); err != nil {
+				return fmt.Errorf("set read deadline: %w", err)
+			}
+		}
+		if ctx.Err() != nil && r.sending && r.openLoop == nil {
+			continue // stop sending at the top of the loop, then drain
+		}
+		n, err := r.read()
+		now = r.clk.Now()
+		if err != nil {
+			if forced, err := r.readFailed(ctx, err, now); err != nil {
+				return err
+			} else if forced {
+				deadline = 0
+			}
+			continue
+		}
+		for i := range n {
+			m := &r.in[i]
+			if err := r.receive(m.Buf[:m.N], now, m.Stamp); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// begin starts the loop at now: the warm-up or the measurement, and the
+// open-loop sender.
+func (r *run) begin(ctx context.Context, now int64) {
+	cfg := &r.cfg
+	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
+	r.closedLoop.warmUntil = now + int64(cfg.WarmupDuration)
+	if !r.warm {
+		r.startMeasuring(now)
+	}
+	r.sending = true
+	r.oldest = 1
+	if r.openLoop != nil {
+		r.openLoop.wg.Go(func() { r.sender(ctx, now) })
+	}
+}
+
+// checkSending stops sending when it is time to: the open-loop sender
+// stopped, ctx is done, or the count or the duration is reached. An error
+// ends the run.
+func (r *run) checkSending(ctx context.Context, now int64) error {
+	cfg := &r.cfg
+	switch {
+	case !r.sending:
+	case r.openLoop != nil:
+		return r.senderStopped(now)
+	case ctx.Err() != nil:
+		r.stopSending("interrupted")
+		if r.warm {
+			r.endWarmup(r.seq, now)
+		}
+	case r.warm:
+	case cfg.Count > 0 && r.closedLoop.measured >= cfg.Count:
+		r.stopSending("count")
+	case r.sendUntil != 0 && now >= r.sendUntil:
+		r.stopSending("duration")
+	}
+	return nil
+}
+
+// watchSession looks after the session at now: while reconnecting, it
+// sends the next Hello; otherwise it notices a reflector gone silent. lost
+// says the session was lost just now (the loop starts its turn again); an
+// error ends the run.
+func (r *run) watchSession(now int64) (lost bool, err error) {
+	if r.recon != nil {
+		return false, r.reconnectStep(now)
+	}
+	if r.inflight > 0 && now-r.lastHeard >= int64(r.cfg.Silence) {
+		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, r.cfg.Silence)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// wakeAt is when the loop must wake after now, at the earliest of: the
+// oldest probe's timeout, the next report, the end of sending, the end of
+// warm-up, the next burst or workload gap, silence or the next Hello
+// while reconnecting, the end of the wind-down; and, while an open-loop
+// sender runs, soon enough to take in what it sent.
+func (r *run) wakeAt(now int64) int64 {
+	cfg := &r.cfg
+	want := r.lastHeard + int64(cfg.Silence)
+	if r.recon != nil {
+		want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
+	}
+	if due, ok := r.oldestDue(); ok {
+		want = min(want, due)
+	}
+	if r.reportDue(r.nextReport) {
+		want = min(want, r.nextReport)
+	}
+	if r.openLoop == nil {
+		want = r.closedWake(now, want)
+	} else if r.sending {
+		want = min(want, now+int64(drainEvery))
+	}
+	if !r.sending {
+		want = min(want, r.drainBy)
+	}
+	return want
+}
+
+// readFailed handles the error err of a read that ended at now. forced
+// says ctx is done and forced the read's deadline (the loop's is no longer
+// set); an error ends the run.
+func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool, _ error) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if r.stamps != nil && r.openLoop == nil {
+			// Nothing came: the transmit stamps of what got no answer
+			// (lost probes, Hellos while reconnecting) would stay on
+			// the socket, taking receive buffer room, until the next
+			// reply. The open loop drains at every turn.
+			r.drainTx()
+		}
+		if ctx.Err() != nil {
+			// Interrupted: the deadline was forced. Stop sending (the
+			// open-loop sender sees ctx itself) and give in-flight
+			// probes their timeout.
+			if r.sending && r.openLoop == nil {
+				r.stopSending("interrupted")
+			}
+			return true, nil
+		}
+	case transport.IsPeerGone(err):
+		return false, r.lostSession(now, "gone", r.gone(err))
+	case errors.Is(err, net.ErrClosed):
+		return false, err
+	case r.stream:
+		// A stream's read fails for the stream, not for a message: one
+		// that says so again at every read (a frame longer than a
+		// stream carries) would spin.
+		r.stopSending("reflector-broken")
+		r.broken = true
+		return false, fmt.Errorf("%w: %s: %w", ErrBroken, r.peer, err)
+	default:
+		r.countErrors(1)
+	}
+	return false, nil
+}
+
+// recvBatch is the most replies a run reads in one call, where the
+// connection moves batches and the run has more than one probe in flight.
+const recvBatch = 16
+
+// read reads what arrived into r.in: several messages where the
+// connection moves batches, one otherwise (and always in ping-pong, where
+// only one can be waiting and a plain read is the cheapest).
+func (r *run) read() (int, error) {
+	if r.in == nil {
+		// One at a time, into the handshake's buffer: the two never
+		// read at once.
+		r.in = []transport.Message{{Buf: r.rbuf}}
+		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil) {
+			// Room for the largest message expected; a larger one is
+			// cut, and then fails its checks.
+			r.batch = bc
+			size := max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
+			r.in = make([]transport.Message, recvBatch)
+			for i := range r.in {
+				r.in[i].Buf = make([]byte, size)
+			}
+		}
+	}
+	if r.batch != nil {
+		return r.batch.ReadBatch(r.in)
+	}
+	n, err := r.conn.Read(r.in[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	r.in[0].N = n
+	return 1, nil
+}
+
+// receive handles the message msg received at now; an error ends the run.
+func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
+	var h wire.Header
+	if h.Decode(msg) != nil || !r.verified(&h, msg) {
+		r.countErrors(1)
+		return nil
+	}
+	if r.recon != nil {
+		if answered, err := r.helloAnswered(&h, now); answered {
+			return err
+		}
+	}
+	seg := r.tokenSeg(h.Token)
+	if seg < 0 {
+		r.countErrors(1)
+		return nil
+	}
+	switch {
+	case h.Type == wire.TypeError && seg == len(r.segs)-1 && r.recon == nil:
+		if h.Code == wire.ErrorSession {
+			err := fmt.Errorf("%w: %s no longer knows it (it restarted, or the session idled out; --reconnect opens a new one and carries on)", ErrRestarted, r.peer)
+			return r.lostSession(now, "restarted", err)
+		}
+		r.stopSending("reflector-ended")
+		if code := h.Code; code == wire.ErrorDuration {
+			return fmt.Errorf("%w at %s after %s: the %s (its --max-duration)", ErrEnded, r.peer, time.Duration(now-r.opened).Round(time.Millisecond), code)
+		}
+		return fmt.Errorf("%w at %s: %s", ErrRefused, r.peer, h.Code)
+	case h.Type == wire.TypeReply:
+		if r.openLoop != nil {
+			r.drain() // the probe may have left since the last look
+		}
+		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
+		r.takeReply(&h, len(msg), now, seg, msg, rx)
+	}
+	return nil
+}
+
+// takeReply has the recorder record the reply h (see recorder.reply), and
+// acts on what it heard: the reflector is there, and the threshold may
+// stop sending.
+func (r *run) takeReply(h *wire.Header, n int, t4 int64, seg int, msg []byte, rx tstamp.Stamp) {
+	switch r.reply(h, n, t4, seg, msg, rx) {
+	case heardReply:
+		r.lastHeard = t4
+	case heardThreshold:
+		r.lastHeard = t4
+		r.stopSending("threshold")
+	}
+}
+
+// drainEvery is how often the receiver of an open-loop run wakes to take
+// in the sender's probes when no reply wakes it.
+const drainEvery = 5 * time.Millisecond
+
+// stopSending ends sending for the reason given (the first reason wins).
+func (r *run) stopSending(reason string) {
+	if r.res.Stopped == "" {
+		r.res.Stopped = reason
+	}
+	if r.sendEnd == 0 {
+		r.sendEnd = r.clk.Now()
+		if r.openLoop != nil && r.openLoop.done.Load() {
+			r.sendEnd = r.openLoop.end
+		}
+		if r.sendUntil != 0 {
+			// Deciding to stop takes a moment; the run was this long.
+			r.sendEnd = min(r.sendEnd, r.sendUntil)
+		}
+	}
+	r.sending = false
+	if r.openLoop != nil {
+		r.openLoop.halt.Store(true)
+	}
+	r.beginWindDown()
+}
+
+// beginWindDown sets when the run's wind-down must end: max(Timeout, 1s)
+// after the end of sending (its deadline, when it had one and is past it)
+// or a signal. The probes in flight may have the first half of that, the
+// close the rest. A reflector that answered nothing recently (nothing for
+// a timeout, and a probe sent since then went unanswered) is not waited
+// for: what it still has in flight is lost.
+func (r *run) beginWindDown() {
+	if r.endBy != 0 {
+		return
+	}
+	now := r.clk.Now()
+	from := now
+	if r.sendUntil != 0 {
+		from = min(from, r.sendUntil)
+	}
+	grace := endGrace(&r.cfg)
+	r.endBy = from + grace
+	r.drainBy = max(from+grace/2, now)
+	if now-r.lastHeard >= int64(r.cfg.Timeout) && r.lastLostSent > r.lastHeard {
+		r.drainBy = now
+	}
+}
