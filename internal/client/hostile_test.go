@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/testconn"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// stallConn is a memConn over a stream (its remote a TCP address) whose
+// stallConn is a testconn.Conn over a stream (its remote a TCP address) whose
 // reflector stops reading after some probes: from then on every write
 // blocks until its write deadline, as on a socket whose buffers are full.
 type stallConn struct {
-	*memConn
+	*testconn.Conn
 	after  uint64 // probes taken before the stall
 	probes atomic.Uint64
 	closes atomic.Int64 // Close messages written
@@ -33,8 +34,8 @@ type stallConn struct {
 }
 
 func newStallConn(t *testing.T, after uint64) *stallConn {
-	c := &stallConn{memConn: newMemConn(t), after: after, kickW: make(chan struct{}, 1)}
-	c.delay = time.Millisecond
+	c := &stallConn{Conn: testconn.New(t), after: after, kickW: make(chan struct{}, 1)}
+	c.Delay = time.Millisecond
 	return c
 }
 
@@ -65,7 +66,7 @@ func (c *stallConn) Write(b []byte) (int, error) {
 		c.probes.Add(1)
 	}
 	if c.probes.Load() <= c.after && h.Type != wire.TypeClose {
-		return c.memConn.Write(b)
+		return c.Conn.Write(b)
 	}
 	for {
 		c.wmu.Lock()
@@ -154,10 +155,10 @@ func TestStalledWrite(t *testing.T) {
 	}
 }
 
-// brokenConn is a memConn over a stream whose reads fail with err once
+// brokenConn is a testconn.Conn over a stream whose reads fail with err once
 // n replies have been read, and at every read after that.
 type brokenConn struct {
-	*memConn
+	*testconn.Conn
 	n, reads int
 	err      error
 }
@@ -168,7 +169,7 @@ func (c *brokenConn) Read(b []byte) (int, error) {
 	if c.reads >= c.n {
 		return 0, c.err
 	}
-	n, err := c.memConn.Read(b)
+	n, err := c.Conn.Read(b)
 	if err == nil {
 		c.reads++
 	}
@@ -183,8 +184,8 @@ func TestBrokenStream(t *testing.T) {
 		t.Run(fmt.Sprintf("rate %v", cfg.Rate), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				frame := errors.New("stream: message too large: a frame of 4294967295 bytes (the most is 4194304)")
-				c := &brokenConn{memConn: newMemConn(t), n: 11, err: frame} // the Cookie and 10 replies
-				c.delay = time.Millisecond
+				c := &brokenConn{Conn: testconn.New(t), n: 11, err: frame} // the Cookie and 10 replies
+				c.Delay = time.Millisecond
 				start := time.Now()
 				res, err := Run(context.Background(), cfg, c)
 				if !errors.Is(err, ErrBroken) || !errors.Is(err, frame) || res == nil {
@@ -211,8 +212,8 @@ func TestStreamIntervals(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var conns []transport.Conn
 				for range flows {
-					c := newMemConn(t)
-					c.delay = 100 * time.Microsecond
+					c := testconn.New(t)
+					c.Delay = 100 * time.Microsecond
 					conns = append(conns, c)
 				}
 				var seen []result.Interval
@@ -253,7 +254,7 @@ func BenchmarkIntervalMemory(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := newRun(cfg, &echoConn{})
+			r := newRun(cfg, &testconn.Echo{})
 			r.res = &result.Result{Intervals: []result.Interval{}}
 			r.segs = []segment{{first: 1}}
 			r.startMeasuring(r.clk.Now())
@@ -291,9 +292,9 @@ func BenchmarkIntervalMemory(b *testing.B) {
 	}
 }
 
-// deadlineConn is a memConn that counts the write deadlines set on it.
+// deadlineConn is a testconn.Conn that counts the write deadlines set on it.
 type deadlineConn struct {
-	*memConn
+	*testconn.Conn
 	set atomic.Int64
 }
 
@@ -305,8 +306,8 @@ func TestWriteDeadlineCost(t *testing.T) {
 	for _, cfg := range []Config{{Duration: 3 * time.Second}, {Duration: 3 * time.Second, Rate: 2000, sleep: time.Sleep}} {
 		t.Run(fmt.Sprintf("rate %v", cfg.Rate), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := &deadlineConn{memConn: newMemConn(t)}
-				c.delay = 250 * time.Microsecond
+				c := &deadlineConn{Conn: testconn.New(t)}
+				c.Delay = 250 * time.Microsecond
 				res, err := Run(context.Background(), cfg, c)
 				if err != nil {
 					t.Fatal(err)

@@ -3,21 +3,22 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/testconn"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// stripAuth is a memConn whose messages lose their authentication flag on
+// stripAuth is a testconn.Conn whose messages lose their authentication flag on
 // the way up: the reflector behind it sees unsigned Hellos, as one from
 // before ErrorNoKey saw a keyed client's (it took them, and answered with
 // an unsigned Cookie).
-type stripAuth struct{ *memConn }
+type stripAuth struct{ *testconn.Conn }
 
 func (c stripAuth) Write(b []byte) (int, error) {
 	m := append([]byte(nil), b...)
@@ -26,7 +27,7 @@ func (c stripAuth) Write(b []byte) (int, error) {
 		h.Flags &^= wire.FlagAuth
 		_ = h.Encode(m)
 	}
-	return c.memConn.Write(m)
+	return c.Conn.Write(m)
 }
 
 // TestKeyedClientUnkeyedReflector: a keyed client against a reflector
@@ -40,8 +41,8 @@ func TestKeyedClientUnkeyedReflector(t *testing.T) {
 	}{{"refused", false}, {"unsigned cookie", true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := newMemConn(t)
-				c.delay = time.Millisecond
+				c := testconn.New(t)
+				c.Delay = time.Millisecond
 				cfg := Config{Key: []byte("open sesame"), Timeout: time.Second, Count: 10}
 				start := time.Now()
 				var conn transport.Conn = c
@@ -64,35 +65,39 @@ func TestKeyedClientUnkeyedReflector(t *testing.T) {
 // TestThresholdSkipsColdProbes: the threshold does not judge the first
 // ThresholdSkip probes (still counted), and judges the ones after them.
 func TestThresholdSkipsColdProbes(t *testing.T) {
+	var cases []runCase
 	for _, tt := range []struct {
 		slow    uint64 // the probe that takes 2ms
 		wantHit bool
 	}{{1, false}, {10, false}, {11, true}} {
-		synctest.Test(t, func(t *testing.T) {
-			c := newMemConn(t)
-			c.delay = 100 * time.Microsecond
-			c.delayOf = func(seq uint64) time.Duration {
-				if seq == tt.slow {
-					return 2 * time.Millisecond
+		cases = append(cases, runCase{
+			name:  fmt.Sprintf("slow probe %d", tt.slow),
+			delay: 100 * time.Microsecond,
+			path: func(_ *testing.T, c *testconn.Conn) {
+				c.DelayUpOf = func(seq uint64) time.Duration {
+					if seq == tt.slow {
+						return 2 * time.Millisecond
+					}
+					return 100 * time.Microsecond
 				}
-				return 100 * time.Microsecond
-			}
-			res, err := Run(context.Background(), Config{Threshold: time.Millisecond, ThresholdSkip: 10, Count: 50}, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hit := res.Threshold
-			switch {
-			case tt.wantHit && (res.Stopped != "threshold" || hit == nil || hit.Seq != tt.slow):
-				t.Errorf("probe %d slow: stopped %q, hit %+v; want it judged", tt.slow, res.Stopped, hit)
-			case !tt.wantHit && (hit != nil || res.Stopped != "count" || res.Summary.RTT.Max < 2*time.Millisecond):
-				t.Errorf("probe %d slow: stopped %q, hit %+v, rtt max %v; want it not judged but counted", tt.slow, res.Stopped, hit, res.Summary.RTT.Max)
-			}
-			if res.Config.ThresholdSkip != 10 {
-				t.Errorf("config threshold skip %d, want 10", res.Config.ThresholdSkip)
-			}
+			},
+			cfg: Config{Threshold: time.Millisecond, ThresholdSkip: 10, Count: 50},
+			check: func(t *testing.T, r ran) {
+				res := r.res
+				hit := res.Threshold
+				switch {
+				case tt.wantHit && (res.Stopped != "threshold" || hit == nil || hit.Seq != tt.slow):
+					t.Errorf("probe %d slow: stopped %q, hit %+v, want it judged", tt.slow, res.Stopped, hit)
+				case !tt.wantHit && (hit != nil || res.Stopped != "count" || res.Summary.RTT.Max < 2*time.Millisecond):
+					t.Errorf("probe %d slow: stopped %q, hit %+v, rtt max %v, want it not judged but counted", tt.slow, res.Stopped, hit, res.Summary.RTT.Max)
+				}
+				if res.Config.ThresholdSkip != 10 {
+					t.Errorf("config threshold skip = %d, want 10", res.Config.ThresholdSkip)
+				}
+			},
 		})
 	}
+	runCases(t, cases)
 }
 
 // TestReflectorEndsSession: a session the reflector ends after its longest
@@ -100,12 +105,8 @@ func TestThresholdSkipsColdProbes(t *testing.T) {
 // far.
 func TestReflectorEndsSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newMemConn(t)
-		r, err := reflector.New(reflector.Config{MaxDuration: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.refl, c.delay = r, time.Millisecond
+		c := testconn.NewWith(t, testconn.Reflector{MaxDuration: time.Second})
+		c.Delay = time.Millisecond
 		res, err := Run(context.Background(), Config{Duration: time.Minute}, c)
 		if !errors.Is(err, ErrEnded) || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the session reached the reflector's longest duration (its --max-duration)") {
 			t.Fatalf("Run: %v, want ErrEnded with the reason", err)

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"testing"
+	"time"
+)
+
+// TestOpenLoop: an open-loop run keeps its schedule, says when it could
+// not, and ends on time.
+func TestOpenLoop(t *testing.T) {
+	runCases(t, []runCase{{
+		name:  "rate",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 1000, Duration: 2 * time.Second, WarmupCount: 20, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) {
+			res, s, d := r.res, r.res.Summary, r.c.Delay
+			if s.Counts.Sent != 2000 || s.Counts.Received != 2000 || res.Stopped != "duration" || res.ReflectorCount != "close" {
+				t.Fatalf("counts %+v, stopped %q, count from %q, want 2000 sent and received, duration, close", s.Counts, res.Stopped, res.ReflectorCount)
+			}
+			if len(res.Intervals) != 2 || res.Intervals[0].Counts.Sent != 1000 {
+				t.Fatalf("%d intervals, first sent %d, want 2 of 1000", len(res.Intervals), res.Intervals[0].Counts.Sent)
+			}
+			if s.SendError == nil || s.SendError.Max != 0 || s.RTTFromSchedule.Max != 2*d || s.RTT.Max != 2*d {
+				t.Fatalf("send error %+v, RTT from schedule %+v, want exact sends and %v", s.SendError, s.RTTFromSchedule, 2*d)
+			}
+			checkTotals(t, res)
+		},
+	}, {
+		// A rate whose next slot lies past the end of the run ends the
+		// run at its duration, not at that slot: --rate 0.01 -t 1s is one
+		// probe and one second, not a hundred.
+		name: "slow rate ends on time",
+		cfg:  Config{Rate: 0.01, Duration: time.Second, Timeout: 100 * time.Millisecond, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) {
+			if r.res.Stopped != "duration" || r.res.Summary.Counts.Sent != 1 || r.took > 5*time.Second {
+				t.Fatalf("stopped %q, sent %d, run took %v, want duration, 1 probe, about 1s", r.res.Stopped, r.res.Summary.Counts.Sent, r.took)
+			}
+		},
+	}, {
+		name:  "stall is not hidden",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 1000, Duration: time.Second, sleep: stallOnce(250, 25*time.Millisecond), Poisson: false},
+		check: func(t *testing.T, r ran) {
+			s := r.res.Summary
+			// Slots more than 10ms (ten gaps) behind are skipped, the ten
+			// behind less than that are sent at once, stamped with their
+			// slots. (At 1000/s ten gaps exceed the 5ms floor.)
+			if s.Counts.Skipped < 10 || s.Counts.Skipped > 16 {
+				t.Errorf("skipped = %d slots, want about 15", s.Counts.Skipped)
+			}
+			if s.Counts.Sent+s.Counts.Skipped != 1000 {
+				t.Errorf("sent %d + skipped %d, want the schedule's 1000 slots", s.Counts.Sent, s.Counts.Skipped)
+			}
+			if s.SendError.Max < 9*time.Millisecond || s.RTTFromSchedule.Max < 9*time.Millisecond {
+				t.Errorf("send error max %v, RTT from schedule max %v, want 9ms or more: the stall is hidden", s.SendError.Max, s.RTTFromSchedule.Max)
+			}
+			if s.RTT.Max != 2*r.c.Delay {
+				t.Errorf("RTT from the actual send max = %v, want %v", s.RTT.Max, 2*r.c.Delay)
+			}
+			checkTotals(t, r.res)
+		},
+	}, {
+		name:  "poisson",
+		delay: 50 * time.Microsecond,
+		cfg:   Config{Rate: 2000, Poisson: true, Seed: 1, Duration: 5 * time.Second, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) {
+			// 10000 expected; the count of a Poisson process has stdev 100.
+			if got := r.res.Summary.Counts.Sent; got < 9500 || got > 10500 {
+				t.Fatalf("sent = %d in 5s at a mean of 2000/s, want 10000 ± 500", got)
+			}
+			if r.res.Config.Seed != 1 || !r.res.Config.Poisson {
+				t.Fatalf("config = %+v, want the Poisson seed recorded", r.res.Config)
+			}
+			checkTotals(t, r.res)
+		},
+	}, {
+		name:  "bursts",
+		delay: time.Millisecond,
+		cfg:   Config{Burst: 5, Period: 100 * time.Millisecond, Duration: time.Second},
+		check: func(t *testing.T, r ran) {
+			got := r.res.Summary
+			if got.Counts.Sent != 50 || got.Counts.Received != 50 {
+				t.Fatalf("counts = %+v, want 10 bursts of 5", got.Counts)
+			}
+			for i, iv := range r.res.Intervals {
+				if iv.Counts.Sent%5 != 0 {
+					t.Errorf("interval %d sent %d, want whole bursts", i, iv.Counts.Sent)
+				}
+			}
+			if rps := got.Throughput.RequestsPerSec; rps < 49 || rps > 51 {
+				t.Errorf("requests/s = %v, want 50", rps)
+			}
+			checkTotals(t, r.res)
+		},
+	}, {
+		name:      "interrupted in warm-up",
+		delay:     100 * time.Microsecond,
+		cfg:       Config{Rate: 100, WarmupDuration: time.Minute, Duration: time.Minute, sleep: time.Sleep},
+		interrupt: 500 * time.Millisecond,
+		check: func(t *testing.T, r ran) {
+			s := r.res.Summary
+			if r.res.Stopped != "interrupted" || s.Counts.Sent != 0 || s.End < 0 || s.End > time.Second {
+				t.Fatalf("stopped %q, summary %v to %v with %+v, want an empty measurement", r.res.Stopped, s.Start, s.End, s.Counts)
+			}
+		},
+	}})
+}
+
+// stallOnce is a sender's sleep that stalls once, by stall more, at its
+// nth sleep.
+func stallOnce(nth int, stall time.Duration) func(time.Duration) {
+	sleeps := 0
+	return func(d time.Duration) {
+		sleeps++
+		if sleeps == nth {
+			d += stall
+		}
+		time.Sleep(d)
+	}
+}
