@@ -77,9 +77,9 @@ func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
 			}
 			return nil, fmt.Errorf("connect to %s: %w", t, err)
 		}
-		if tc, ok := c.Conn.(*net.TCPConn); ok && o.Socket.NoDelayOff {
+		if t.Scheme == "tcp" && o.Socket.NoDelayOff {
 			// Go turns Nagle off as it connects; turn it back on.
-			if err := tc.SetNoDelay(false); err != nil {
+			if err := c.SetNoDelay(false); err != nil {
 				c.Close()
 				return nil, fmt.Errorf("--nodelay=false: %w", err)
 			}

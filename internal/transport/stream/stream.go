@@ -318,3 +318,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 
 // MaxMessage returns the largest message the connection carries.
 func (c *Conn) MaxMessage() int { return MaxMessage }
+
+// SetNoDelay turns Nagle's algorithm off (on true: Go's default as it
+// connects) or back on, over TCP. Unix streams have none:
+// errors.ErrUnsupported.
+func (c *Conn) SetNoDelay(on bool) error {
+	tc, ok := c.Conn.(*net.TCPConn)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return tc.SetNoDelay(on)
+}
