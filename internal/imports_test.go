@@ -58,6 +58,7 @@ var rules = []rule{
 	{"internal/wire", nil, "os", false, "wire is pure encoding: no files, no environment"},
 	{"internal/wire", nil, "log", false, "wire returns errors and never logs"},
 	{"internal/wire", nil, "log/slog", false, "wire returns errors and never logs"},
+	{"internal/wire", nil, "encoding/json", false, "wire's layouts are fixed binary ones, drawn in its doc comment (the one-way results too)"},
 	{"internal/wire", nil, module, false, "wire is the bottom layer: it depends on nothing of volley's"},
 	{"internal/wire", nil, outsideStd, true, "wire uses only the standard library, so it builds anywhere and is fuzzed alone"},
 
@@ -82,6 +83,9 @@ var rules = []rule{
 	{"...", []string{"cmd/volley"}, module + "internal/cli", false, "cli is the command line: only main uses it; a library user calls client and reflector"},
 
 	// transport: moves bytes, for any protocol.
+	{"internal/server", nil, module + "internal/cli", true, "the server runs reflectors and tells its caller; the command line is the caller's"},
+	{"internal/server", nil, module + "internal/report", true, "the server hands its figures to a Handler; how they are written is the caller's"},
+	{"internal/server", nil, "github.com/spf13/", true, "the server knows no command line library"},
 	{"internal/transport", nil, module + "internal/wire", true, "transport moves bytes: it does not know the packet format"},
 	{"internal/transport", nil, module + "internal/result", true, "transport moves bytes: it does not know the result model"},
 	{"internal/transport/*", nil, module + "internal/transport/", true, "each transport stands alone, chosen by internal/transport's dial and listen; code two of them need goes in a package of its own"},

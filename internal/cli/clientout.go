@@ -43,7 +43,7 @@ func (w *clientReport) complete(res *result.Result) {
 
 // hook makes h hand w the opening and the intervals its format prints
 // as they come.
-func (w *clientReport) hook(cfg *client.Config, h *handler) {
+func (w *clientReport) hook(cfg *client.Config, h *client.Funcs) {
 	// Every format writes each interval as it ends (JSON's one document
 	// too): the run keeps none, and its memory stays flat however long
 	// it runs.
@@ -53,22 +53,22 @@ func (w *clientReport) hook(cfg *client.Config, h *handler) {
 	case "json":
 		w.js = report.NewJSONStream(out)
 		js := w.js
-		h.start = func(res *result.Result) {
+		h.OnStart = func(res *result.Result) {
 			opening := *res
 			w.complete(&opening)
 			write(js.Begin(&opening))
 		}
-		h.interval = func(iv result.Interval) { write(js.Interval(iv)) }
+		h.OnInterval = func(iv result.Interval) { write(js.Interval(iv)) }
 	case "text":
 		if !w.quiet {
 			var conf result.Config // as run
 			mix := client.WorkloadMix(cfg.Workload)
-			h.start = func(res *result.Result) {
+			h.OnStart = func(res *result.Result) {
 				conf = res.Config
 				write(report.WriteTextHeaderMix(out, res.Config, mix))
 			}
 			first := true
-			h.interval = func(iv result.Interval) {
+			h.OnInterval = func(iv result.Interval) {
 				if first {
 					write(report.WriteIntervalHeader(out, conf))
 					first = false
@@ -77,17 +77,17 @@ func (w *clientReport) hook(cfg *client.Config, h *handler) {
 			}
 		}
 	case "jsonl":
-		h.interval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
+		h.OnInterval = func(iv result.Interval) { write(report.WriteJSONLInterval(out, iv)) }
 	case "iperf":
 		if !w.quiet {
 			var mss uint32
-			h.start = func(res *result.Result) {
+			h.OnStart = func(res *result.Result) {
 				if res.Config.TCP != nil {
 					mss = res.Config.TCP.MSS
 				}
 				write(report.WriteIperfHeader(out, res.Config))
 			}
-			h.interval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
+			h.OnInterval = func(iv result.Interval) { write(report.WriteIperfInterval(out, iv, mss)) }
 		}
 	}
 }
@@ -116,9 +116,9 @@ func openLog(cfg *client.Config, path string, stdout io.Writer) (closeLog func()
 
 // reconnectNotes says on stderr when a session is lost and when a new one
 // carries on.
-func reconnectNotes(h *handler, stderr io.Writer, t transport.Target, limit time.Duration) {
+func reconnectNotes(h *client.Funcs, stderr io.Writer, t transport.Target, limit time.Duration) {
 	var mu sync.Mutex // flows lose their sessions each on its own thread
-	h.reconnect = func(rc result.Reconnect) {
+	h.OnReconnect = func(rc result.Reconnect) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rc.Resumed {
@@ -182,32 +182,3 @@ func (w *clientReport) summary(res *result.Result) {
 		w.write(report.WriteDping(w.out, res))
 	}
 }
-
-// handler is the client.Handler of a run: the functions hook and
-// reconnectNotes set (nil: not heard).
-type handler struct {
-	start     func(*result.Result)
-	interval  func(result.Interval)
-	reconnect func(result.Reconnect)
-}
-
-func (h handler) Start(res *result.Result) {
-	if h.start != nil {
-		h.start(res)
-	}
-}
-
-func (h handler) Interval(iv result.Interval) {
-	if h.interval != nil {
-		h.interval(iv)
-	}
-}
-
-func (h handler) Reconnect(rc result.Reconnect) {
-	if h.reconnect != nil {
-		h.reconnect(rc)
-	}
-}
-
-// End: the summary is written from Run's result (see finish).
-func (handler) End(*result.Result) {}

@@ -69,7 +69,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		out = stderr
 	}
 	rep := &clientReport{format: f.format, quiet: f.quiet, out: out, target: t, inProcess: inProcess}
-	var h handler
+	var h client.Funcs
 	rep.hook(&cfg, &h)
 	closeLog, err := openLog(&cfg, f.log, stdout)
 	if err != nil {

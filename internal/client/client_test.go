@@ -196,7 +196,7 @@ func TestParallelFlows(t *testing.T) {
 			conns = append(conns, c)
 		}
 		var seen int
-		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, Handler: funcs{interval: func(result.Interval) { seen++ }}}
+		cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, Handler: Funcs{OnInterval: func(result.Interval) { seen++ }}}
 		res, err := RunFlows(context.Background(), cfg, conns)
 		if err != nil {
 			t.Fatalf("RunFlows = %v, want no error", err)
@@ -272,7 +272,7 @@ func TestWorkload(t *testing.T) {
 // behind, and every count still lands in some total interval.
 func TestCollectorBounded(t *testing.T) {
 	var got []result.Interval
-	c := &collector{want: 2, handler: funcs{interval: func(iv result.Interval) { got = append(got, iv) }}}
+	c := &collector{want: 2, handler: Funcs{OnInterval: func(iv result.Interval) { got = append(got, iv) }}}
 	one := func(k int) {
 		a := newAcc()
 		a.counts.Sent = 1

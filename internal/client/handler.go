@@ -46,3 +46,40 @@ type reconnectsOnly struct {
 }
 
 func (f reconnectsOnly) Reconnect(rc result.Reconnect) { f.h.Reconnect(rc) }
+
+// Funcs is a Handler made of functions, for a caller that hears some of
+// what a run says: a nil function is not heard.
+type Funcs struct {
+	OnStart     func(res *result.Result)
+	OnInterval  func(iv result.Interval)
+	OnReconnect func(rc result.Reconnect)
+	OnEnd       func(res *result.Result)
+}
+
+// Start calls OnStart, if set.
+func (f Funcs) Start(res *result.Result) {
+	if f.OnStart != nil {
+		f.OnStart(res)
+	}
+}
+
+// Interval calls OnInterval, if set.
+func (f Funcs) Interval(iv result.Interval) {
+	if f.OnInterval != nil {
+		f.OnInterval(iv)
+	}
+}
+
+// Reconnect calls OnReconnect, if set.
+func (f Funcs) Reconnect(rc result.Reconnect) {
+	if f.OnReconnect != nil {
+		f.OnReconnect(rc)
+	}
+}
+
+// End calls OnEnd, if set.
+func (f Funcs) End(res *result.Result) {
+	if f.OnEnd != nil {
+		f.OnEnd(res)
+	}
+}

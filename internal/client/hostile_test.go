@@ -218,7 +218,7 @@ func TestStreamIntervals(t *testing.T) {
 				}
 				var seen []result.Interval
 				cfg := Config{Duration: 2 * time.Second, ReportInterval: 500 * time.Millisecond, StreamIntervals: true,
-					Handler: funcs{interval: func(iv result.Interval) { seen = append(seen, iv) }}}
+					Handler: Funcs{OnInterval: func(iv result.Interval) { seen = append(seen, iv) }}}
 				res, err := RunFlows(context.Background(), cfg, conns)
 				if err != nil {
 					t.Fatal(err)
@@ -250,7 +250,7 @@ func BenchmarkIntervalMemory(b *testing.B) {
 			name = "streamed"
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg, err := Config{Duration: time.Hour, StreamIntervals: stream, Handler: funcs{interval: func(result.Interval) {}}}.withDefaults()
+			cfg, err := Config{Duration: time.Hour, StreamIntervals: stream, Handler: Funcs{OnInterval: func(result.Interval) {}}}.withDefaults()
 			if err != nil {
 				b.Fatal(err)
 			}

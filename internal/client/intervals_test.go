@@ -44,7 +44,7 @@ func TestIntervals(t *testing.T) {
 	runCases(t, []runCase{{
 		name:  "ping-pong",
 		delay: 250 * time.Microsecond,
-		cfg:   Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, Handler: funcs{interval: pingPong.add}},
+		cfg:   Config{Duration: 3 * time.Second, WarmupDuration: 100 * time.Millisecond, Handler: Funcs{OnInterval: pingPong.add}},
 		check: func(t *testing.T, r ran) {
 			res := r.res
 			if len(res.Intervals) != 3 || len(pingPong) != 3 {
@@ -95,7 +95,7 @@ func TestIntervals(t *testing.T) {
 		delay: 2 * time.Millisecond,
 		path:  func(_ *testing.T, c *testconn.Conn) { c.DropUp, c.DropDown = dropUp, dropDown },
 		cfg: Config{Rate: 1000, Duration: time.Second, ReportInterval: 100 * time.Millisecond, Timeout: 50 * time.Millisecond,
-			sleep: time.Sleep, Handler: funcs{interval: addUp.add}},
+			sleep: time.Sleep, Handler: Funcs{OnInterval: addUp.add}},
 		check: func(t *testing.T, r ran) {
 			res := r.res
 			if len(res.Intervals) != 10 || len(addUp) != 10 {

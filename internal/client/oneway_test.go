@@ -79,7 +79,7 @@ func TestOneWay(t *testing.T) {
 			c.Dead = dead.Load
 		},
 		cfg: Config{OneWay: true, Rate: 100, Duration: time.Second, sleep: time.Sleep, ReportInterval: 500 * time.Millisecond,
-			Handler: funcs{interval: func(result.Interval) { dead.Store(true) }}}, // the reflector dies half way
+			Handler: Funcs{OnInterval: func(result.Interval) { dead.Store(true) }}}, // the reflector dies half way
 		wantErr: ErrNoResults,
 		check: func(t *testing.T, r ran) {
 			if r.res == nil || r.res.Summary.Counts.Sent != 100 {

@@ -53,7 +53,7 @@ func TestReconnect(t *testing.T) {
 		delay: 100 * time.Microsecond,
 		path:  func(t *testing.T, c *testconn.Conn) { restartAt(t, c, 300) },
 		cfg: Config{Count: 1000, Window: 4, Reconnect: 10 * time.Second,
-			Handler: funcs{reconnect: func(rc result.Reconnect) { events = append(events, rc) }}},
+			Handler: Funcs{OnReconnect: func(rc result.Reconnect) { events = append(events, rc) }}},
 		check: func(t *testing.T, r ran) {
 			res := r.res
 			if len(res.Reconnects) != 1 || len(events) != 2 || events[0].Resumed || !events[1].Resumed {

@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -249,25 +247,3 @@ func listenAt(scheme, addr string) func(t *testing.T) (PacketConn, Target) {
 	}
 }
 
-// TestNoWireNoResult: transport moves bytes and reads the kernel; it
-// neither reads messages nor knows the report, even through the packages
-// it imports.
-func TestNoWireNoResult(t *testing.T) {
-	banned := map[string]string{
-		"github.com/volley-net/volley/internal/wire":   "what a message means is the client's and the reflector's (the quickack decision too)",
-		"github.com/volley-net/volley/internal/result": "the report's form is made by the caller (Granted returns sockopt.Granted)",
-	}
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 {
-		t.Fatalf("go list -deps listed %d packages; the ban checked nothing", len(deps))
-	}
-	for _, d := range deps {
-		if why, ok := banned[d]; ok {
-			t.Errorf("transport imports %s, directly or not: %s", d, why)
-		}
-	}
-}
