@@ -246,4 +246,3 @@ func listenAt(scheme, addr string) func(t *testing.T) (PacketConn, Target) {
 		return l, Target{Scheme: scheme, Host: ap.Addr().String(), Port: int(ap.Port())}
 	}
 }
-
