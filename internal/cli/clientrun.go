@@ -10,6 +10,7 @@ import (
 
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/server"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -41,7 +42,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	inProcess := target == ""
 	if inProcess {
 		// The zero-set-up run: a reflector on loopback inside this process.
-		addr, stop, err := startReflector(ctx, cfg.Stamps)
+		addr, stop, err := server.Loopback(ctx, cfg.Stamps)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/volley-net/volley/internal/tstamp"
 )
 
-// startReflector starts the zero-set-up run's reflector (volley client
-// with no target): on 127.0.0.1, inside this process, until stop is
-// called; it outlives ctx, so that a signal's run still gets its replies
-// and its final count. It returns the reflector's target.
-func startReflector(ctx context.Context, stamps tstamp.Mode) (target string, stop func(), err error) {
+// Loopback starts the zero-set-up run's reflector (volley client with no
+// target): on 127.0.0.1, inside this process, until stop is called; it
+// outlives ctx, so that a signal's run still gets its replies and its
+// final count. It returns the reflector's target.
+func Loopback(ctx context.Context, stamps tstamp.Mode) (target string, stop func(), err error) {
 	pc, err := transport.ListenUDP("127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
