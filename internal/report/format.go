@@ -12,6 +12,9 @@ import (
 // best: 850ns, 25.4µs, 1.20ms, 12.0s.
 func Duration(d time.Duration) string {
 	if d < 0 {
+		if d == math.MinInt64 {
+			d++ // -d would overflow back to itself
+		}
 		return "-" + Duration(-d)
 	}
 	switch {

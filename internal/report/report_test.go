@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -345,6 +346,8 @@ func TestDuration(t *testing.T) {
 		{1_200_000_000, "1.20s"},
 		{125 * time.Second, "125s"},
 		{-25449, "-25.4µs"},
+		{math.MinInt64, "-9223372037s"}, // a hostile figure: -d overflows
+		{math.MaxInt64, "9223372037s"},
 	}
 	for _, tt := range tests {
 		if got := Duration(tt.in); got != tt.want {

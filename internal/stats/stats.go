@@ -226,11 +226,28 @@ func FromSnapshot(s Snapshot) (*Dist, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
 	if h.TotalCount() != s.Count || s.Count < 0 || (s.Count > 0 && s.Min > s.Max) ||
-		h.HighestTrackableValue() > highest || math.IsNaN(s.Mean) || math.IsNaN(s.M2) || s.M2 < 0 {
+		h.HighestTrackableValue() > highest {
 		return nil, fmt.Errorf("%w: histogram of %d values for a count of %d", ErrSnapshot, h.TotalCount(), s.Count)
+	}
+	if s.Count == 0 {
+		s.Mean, s.M2, s.Min, s.Max = 0, 0, 0, 0
+	}
+	if !momentsFit(s) {
+		return nil, fmt.Errorf("%w: mean %g and M2 %g do not fit %d values from %d to %d", ErrSnapshot, s.Mean, s.M2, s.Count, s.Min, s.Max)
 	}
 	d := NewDist()
 	d.h.Merge(h)
 	d.n, d.mean, d.m2, d.min, d.max = s.Count, s.Mean, s.M2, s.Min, s.Max
 	return d, nil
+}
+
+// momentsFit reports whether s's mean lies between its min and max and its
+// M2 is no more than n values that far apart can make (each deviation is
+// at most max-min): finite figures that every summary can print.
+func momentsFit(s Snapshot) bool {
+	if math.IsNaN(s.Mean) || math.IsInf(s.Mean, 0) || math.IsNaN(s.M2) || math.IsInf(s.M2, 0) || s.M2 < 0 {
+		return false
+	}
+	spread := float64(s.Max) - float64(s.Min)
+	return s.Mean >= float64(s.Min)-1 && s.Mean <= float64(s.Max)+1 && s.M2 <= float64(s.Count)*spread*spread+1
 }

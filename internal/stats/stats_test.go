@@ -144,3 +144,45 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("FromSnapshot(garbage) = %v, want ErrSnapshot", err)
 	}
 }
+
+// TestSnapshotFigures: a snapshot from another host whose mean or M2
+// cannot come from its values (infinite, outside [min, max], more spread
+// than max-min allows) is refused: every figure a Dist prints stays
+// finite and between its min and max.
+func TestSnapshotFigures(t *testing.T) {
+	d := NewDist()
+	for i := int64(1); i <= 100; i++ {
+		d.Record(i * 1000)
+	}
+	good, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(s *Snapshot)
+	}{
+		{"mean +Inf", func(s *Snapshot) { s.Mean = math.Inf(1) }},
+		{"mean -Inf", func(s *Snapshot) { s.Mean = math.Inf(-1) }},
+		{"mean NaN", func(s *Snapshot) { s.Mean = math.NaN() }},
+		{"mean 1e300", func(s *Snapshot) { s.Mean = 1e300 }},
+		{"mean below min", func(s *Snapshot) { s.Mean = float64(s.Min) - 10 }},
+		{"mean above max", func(s *Snapshot) { s.Mean = float64(s.Max) + 10 }},
+		{"M2 +Inf", func(s *Snapshot) { s.M2 = math.Inf(1) }},
+		{"M2 negative", func(s *Snapshot) { s.M2 = -1 }},
+		{"M2 beyond the spread", func(s *Snapshot) { s.M2 = 1e30 }},
+		{"min above max", func(s *Snapshot) { s.Min, s.Max = s.Max, s.Min }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := good
+			tt.edit(&s)
+			if _, err := FromSnapshot(s); !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("FromSnapshot(%s) = %v, want ErrSnapshot", tt.name, err)
+			}
+		})
+	}
+	if _, err := FromSnapshot(good); err != nil {
+		t.Fatalf("FromSnapshot(the snapshot itself) = %v, want it taken", err)
+	}
+}
