@@ -31,8 +31,8 @@ var ErrLength = errors.New("wire: bad length")
 
 // Snapshot is a distribution of nanosecond values as it crosses the
 // network: the exact count, mean, sum of squared deviations (M2) and
-// extremes, and an HDR histogram in its standard V2 compressed encoding,
-// which wire carries without reading it. It has the fields of
+// extremes, and an HDR histogram in its standard V2 compressed encoding
+// as base64 text, which wire carries without reading it. It has the fields of
 // stats.Snapshot, in the same order, so that each converts to the other;
 // package stats makes it and checks what comes.
 type Snapshot struct {

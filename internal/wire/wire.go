@@ -106,7 +106,7 @@
 //	24  Min     int64    smallest value
 //	32  Max     int64    largest value
 //	40  HistLen uint32   length of the histogram
-//	44  Histogram        HistLen bytes: HDR histogram, V2 compressed encoding
+//	44  Histogram        HistLen bytes: HDR histogram, V2 compressed, base64 text
 //
 // Reflectors before this layout sent the results as JSON, which starts
 // with '{' (0x7B) where this block has its magic, under the same header

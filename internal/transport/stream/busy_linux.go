@@ -25,9 +25,7 @@ type busyReader struct {
 }
 
 func newBusyReader(c any) (*busyReader, error) {
-	sc, ok := c.(interface {
-		SyscallConn() (syscall.RawConn, error)
-	})
+	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported
 	}
