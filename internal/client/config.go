@@ -247,6 +247,7 @@ type ConfigError struct {
 	msg  string
 }
 
+// Error says the rule broken, naming the flag.
 func (e *ConfigError) Error() string { return e.msg }
 
 // Unwrap returns ErrConfig.
