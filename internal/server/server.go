@@ -31,7 +31,7 @@ const MinMaxSize = wire.HeaderLen
 // ErrConfig marks an error in what the server was asked to do (a flag's
 // value, a path), not in the system. errors.Is finds it; the error's text
 // is the flag's message alone.
-var ErrConfig = errors.New("bad server configuration")
+var ErrConfig = errors.New("server: bad configuration")
 
 // configError is an error that is an ErrConfig, and says only its own.
 type configError struct{ err error }

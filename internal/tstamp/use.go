@@ -15,7 +15,7 @@ type Enabler interface {
 
 // ErrNoStamps: a socket has no stamps per message (only UDP sockets take
 // them).
-var ErrNoStamps = errors.New("no stamps per message")
+var ErrNoStamps = errors.New("tstamp: no stamps per message")
 
 // Use turns on the stamps asked for on every socket of socks and returns
 // the mode in use. User asks for nothing; Kernel and Auto ask for the
