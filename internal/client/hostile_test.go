@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/volley-net/volley/internal/deadline"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/testconn"
 	"github.com/volley-net/volley/internal/transport"
@@ -28,13 +28,11 @@ type stallConn struct {
 	probes atomic.Uint64
 	closes atomic.Int64 // Close messages written
 
-	wmu   sync.Mutex
-	wdl   time.Time
-	kickW chan struct{}
+	write *deadline.Deadline
 }
 
 func newStallConn(t *testing.T, after uint64) *stallConn {
-	c := &stallConn{Conn: testconn.New(t), after: after, kickW: make(chan struct{}, 1)}
+	c := &stallConn{Conn: testconn.New(t), after: after, write: deadline.New()}
 	c.Delay = time.Millisecond
 	return c
 }
@@ -44,13 +42,7 @@ var stallRemote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 7766}
 func (c *stallConn) RemoteAddr() net.Addr { return stallRemote }
 
 func (c *stallConn) SetWriteDeadline(t time.Time) error {
-	c.wmu.Lock()
-	c.wdl = t
-	c.wmu.Unlock()
-	select {
-	case c.kickW <- struct{}{}:
-	default:
-	}
+	c.write.Set(t)
 	return nil
 }
 
@@ -68,26 +60,9 @@ func (c *stallConn) Write(b []byte) (int, error) {
 	if c.probes.Load() <= c.after && h.Type != wire.TypeClose {
 		return c.Conn.Write(b)
 	}
-	for {
-		c.wmu.Lock()
-		d := c.wdl
-		c.wmu.Unlock()
-		var timeout <-chan time.Time
-		if !d.IsZero() {
-			wait := time.Until(d)
-			if wait <= 0 {
-				return 0, os.ErrDeadlineExceeded
-			}
-			tm := time.NewTimer(wait)
-			defer tm.Stop()
-			timeout = tm.C
-		}
-		select {
-		case <-timeout:
-			return 0, os.ErrDeadlineExceeded
-		case <-c.kickW:
-		}
-	}
+	// Nothing is ever read: the write waits for its deadline.
+	deadline.Wait[struct{}](c.write, nil, nil)
+	return 0, os.ErrDeadlineExceeded
 }
 
 // TestStalledWrite: a reflector that stops reading cannot hold a run: the

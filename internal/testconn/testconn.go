@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/deadline"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
@@ -73,11 +74,10 @@ type Conn struct {
 
 	cfg Reflector
 
-	mu       sync.Mutex
-	refl     *reflector.Reflector
-	deadline time.Time
-	kick     chan struct{}
-	in       chan []byte
+	mu   sync.Mutex // guards refl
+	refl *reflector.Reflector
+	read *deadline.Deadline
+	in   chan []byte
 }
 
 var _ transport.Conn = (*Conn)(nil)
@@ -95,7 +95,7 @@ func NewWith(tb testing.TB, r Reflector) *Conn {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Conn{cfg: r, refl: refl, kick: make(chan struct{}, 1), in: make(chan []byte, 1<<16)}
+	return &Conn{cfg: r, refl: refl, read: deadline.New(), in: make(chan []byte, 1<<16)}
 }
 
 // Write hands b to the reflector after the way up's delay, unless a rule
@@ -174,40 +174,17 @@ func (c *Conn) answer(reply []byte) {
 // Read returns the next reply, or os.ErrDeadlineExceeded at the read
 // deadline.
 func (c *Conn) Read(b []byte) (int, error) {
-	for {
-		c.mu.Lock()
-		d := c.deadline
-		c.mu.Unlock()
-		var timeout <-chan time.Time
-		if !d.IsZero() {
-			wait := time.Until(d)
-			if wait <= 0 {
-				return 0, os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case p := <-c.in:
-			return copy(b, p), nil
-		case <-timeout:
-			return 0, os.ErrDeadlineExceeded
-		case <-c.kick:
-		}
+	p, o := deadline.Wait(c.read, c.in, nil)
+	if o != deadline.Ready {
+		return 0, os.ErrDeadlineExceeded
 	}
+	return copy(b, p), nil
 }
 
 // SetReadDeadline sets the deadline of the Read in progress and those
 // after it.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	c.deadline = t
-	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.read.Set(t)
 	return nil
 }
 
