@@ -272,19 +272,7 @@ type fillSessions struct {
 // openAll opens n sessions, spread over the sources, at most 64 at a time.
 func (f *fillSessions) openAll(ctx context.Context, t target, srcs []netip.Addr, n int) {
 	f.refused = map[wire.ErrorCode]int{}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for i := range n {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			f.openOne(t, srcs[i%len(srcs)])
-		})
-	}
-	wg.Wait()
+	fromEachSource(ctx, srcs, n, func(src netip.Addr) { f.openOne(t, src) })
 }
 
 // openOne opens a session from src: a Hello, the Cookie that answers it,

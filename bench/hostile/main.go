@@ -355,3 +355,21 @@ func rawControl(c any, f func(fd int)) error {
 func dialUDP(src netip.Addr, t target) (*net.UDPConn, error) {
 	return net.DialUDP("udp4", &net.UDPAddr{IP: src.AsSlice()}, net.UDPAddrFromAddrPort(t.ap))
 }
+
+// fromEachSource calls do n times, at most 64 at once, with the sources
+// taken in turn, until ctx is done; it returns when every call has.
+func fromEachSource(ctx context.Context, srcs []netip.Addr, n int, do func(src netip.Addr)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			do(srcs[i%len(srcs)])
+		})
+	}
+	wg.Wait()
+}

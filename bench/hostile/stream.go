@@ -147,34 +147,24 @@ func dialAll(ctx context.Context, t target, srcs []netip.Addr, n int, errs *erro
 	var (
 		mu    sync.Mutex
 		peers []*streamPeer
-		wg    sync.WaitGroup
 	)
-	sem := make(chan struct{}, 64)
-	for i := range n {
-		if ctx.Err() != nil {
-			break
+	fromEachSource(ctx, srcs, n, func(src netip.Addr) {
+		p, err := dialStream(ctx, t, src)
+		if err != nil {
+			errs.note("connect", err)
+			return
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			p, err := dialStream(ctx, t, srcs[i%len(srcs)])
-			if err != nil {
-				errs.note("connect", err)
+		if f != nil {
+			if err := f(p); err != nil {
+				errs.note("set up", err)
+				p.raw.Close()
 				return
 			}
-			if f != nil {
-				if err := f(p); err != nil {
-					errs.note("set up", err)
-					p.raw.Close()
-					return
-				}
-			}
-			mu.Lock()
-			peers = append(peers, p)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+		}
+		mu.Lock()
+		peers = append(peers, p)
+		mu.Unlock()
+	})
 	return peers
 }
 
