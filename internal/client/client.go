@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	if cfg.Log != nil {
 		r.log = newProbeLog(cfg.Log, 1)
 	}
+	if cfg.Samples != nil {
+		r.samples = cfg.Samples.flow(1, 1)
+	}
 	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
 	if err := r.start(ctx); err != nil {

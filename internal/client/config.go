@@ -194,6 +194,8 @@ type Config struct {
 	// Log, when set, gets a CSV line per measured probe (see LogHeader);
 	// each flow writes its own lines, flow numbers from 1.
 	Log *LogWriter
+	// Samples, when set, keeps the measured probes for a plot (--plot).
+	Samples *Samples
 	// Thread, when set, is called on each measuring thread as it starts,
 	// locked to it: a flow's receiver ("receiver") and, open loop, its
 	// sender ("sender"); flows number from 1. A receiver whose call fails

@@ -50,5 +50,6 @@ func (r *run) finishOneWay() error {
 	// Nothing came back down: what the reflector received is Received.
 	sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	r.res.Histogram = histogram(&r.cfg, r.total)
+	r.res.Distribution = distribution(&r.cfg, r.total)
 	return nil
 }

@@ -45,6 +45,9 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		if cfg.Log != nil {
 			r.log = newProbeLog(cfg.Log, i+1)
 		}
+		if cfg.Samples != nil {
+			r.samples = cfg.Samples.flow(i+1, len(conns))
+		}
 		stop := context.AfterFunc(ctx, r.interrupt)
 		defer stop()
 		if err := r.start(ctx); err != nil {
@@ -67,7 +70,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	wg.Wait()
 	res.Intervals = col.finish()
 	err = errors.Join(errs...)
-	res.Summary, res.Histogram = total(runs, cfg)
+	res.Summary, res.Histogram, res.Distribution = total(runs, cfg)
 	if len(cfg.Workload) > 0 {
 		entries := runs[0].entries
 		for _, r := range runs[1:] {
@@ -113,7 +116,7 @@ func flowsInto(res *result.Result, runs []*run, errs []error) {
 // total merges the flows' distributions and adds up their counts. The
 // counts are the flows' summaries', which hold the exact split of loss
 // (and, one-way, the reflector's counts) that the accumulators do not.
-func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
+func total(runs []*run, cfg Config) (result.Interval, *result.Histogram, *result.Distribution) {
 	all := newAcc()
 	var origin, end int64
 	var counts result.Counts
@@ -132,7 +135,7 @@ func total(runs []*run, cfg Config) (result.Interval, *result.Histogram) {
 	if cfg.OneWay {
 		sum.Throughput.ProbesPerSecDown, sum.Throughput.RequestsPerSec = 0, 0
 	}
-	return sum, histogram(&cfg, all)
+	return sum, histogram(&cfg, all), distribution(&cfg, all)
 }
 
 // collector merges the flows' k-th intervals into the k-th total interval.

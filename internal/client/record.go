@@ -41,10 +41,11 @@ type recorder struct {
 	}
 	lostN uint64 // measured probes declared lost
 
-	log     *probeLog   // nil without --log
-	stamps  *stamping   // nil without kernel stamps
-	entries []*entryAcc // per workload entry; nil without a workload
-	offset  offsetEst   // the smallest delays of each window, for the clock offset
+	log     *probeLog    // nil without --log
+	samples *flowSamples // nil without --plot
+	stamps  *stamping    // nil without kernel stamps
+	entries []*entryAcc  // per workload entry; nil without a workload
+	offset  offsetEst    // the smallest delays of each window, for the clock offset
 
 	// The sessions of the run (see reconnect.go); between is true while
 	// the last one is lost and no new one opened yet.
@@ -293,6 +294,9 @@ func (rec *recorder) lose(s *slot) {
 		if rec.log != nil {
 			rec.log.line(s.seq, logLost, s, 0, 0, 0, 0)
 		}
+		if rec.samples != nil {
+			rec.sample(s, true, 0, 0, 0)
+		}
 		if rec.entries != nil {
 			rec.entries[s.entry].lost++
 		}
@@ -440,6 +444,9 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 	a.d[distResponse].Record(h.T3 - h.T2 - hold)
 	a.d[distUp].Record(up)
 	a.d[distDown].Record(down)
+	if rec.samples != nil {
+		rec.sample(s, false, rtt, up, down)
+	}
 	if s.sched != 0 {
 		a.d[distRTTSched].Record(t4 - s.sched)
 	}
@@ -521,6 +528,19 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// distribution is a's delays as a plot of the saved result draws them.
+func distribution(cfg *Config, a *acc) *result.Distribution {
+	if cfg.OneWay {
+		return &result.Distribution{Up: a.d[distUp].Summary(result.DistributionLadder).Percentiles}
+	}
+	return &result.Distribution{
+		RTT:          a.d[distRTT].Summary(result.DistributionLadder).Percentiles,
+		Up:           a.d[distUp].Summary(result.DistributionLadder).Percentiles,
+		Down:         a.d[distDown].Summary(result.DistributionLadder).Percentiles,
+		RTTHistogram: a.d[distRTT].Histogram("rtt", 10),
+	}
 }
 
 // histogram is the histogram a run asked for, from a: RTT, or one-way

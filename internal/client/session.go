@@ -371,6 +371,7 @@ func (r *run) finish() error {
 	}
 	sum := &r.res.Summary
 	r.res.Histogram = histogram(&r.cfg, r.total)
+	r.res.Distribution = distribution(&r.cfg, r.total)
 	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
 	return nil

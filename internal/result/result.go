@@ -31,6 +31,9 @@ type Result struct {
 	Summary Interval `json:"summary"`
 	// Histogram is the RTT histogram of the whole run, when asked for.
 	Histogram *Histogram `json:"histogram,omitempty"`
+	// Distribution is the whole run's delays as percentile curves and an
+	// RTT histogram, always: what a plot of a saved result draws.
+	Distribution *Distribution `json:"distribution,omitempty"`
 	// ReflectorCount says where the reflector's received count came from:
 	// "close" (its final count, exact), "last-reply" (an estimate, when the
 	// session could not be closed) or "partial" (after a reconnection: the
@@ -430,4 +433,32 @@ type WorkloadEntry struct {
 	Lost      uint64        `json:"lost"`
 	RTT       Latency       `json:"rtt"`
 	Response  Latency       `json:"response"`
+}
+
+// Distribution is the whole run's delays after warm-up, finely enough to
+// draw them again from a saved result: RTT, up and down (raw, as the
+// summary's) at DistributionLadder's percentiles, and RTT in log-spaced
+// bins, ten a decade. One-way runs have Up only.
+type Distribution struct {
+	RTT          []Percentile `json:"rtt,omitempty"`
+	Up           []Percentile `json:"up,omitempty"`
+	Down         []Percentile `json:"down,omitempty"`
+	RTTHistogram *Histogram   `json:"rtt_histogram,omitempty"`
+}
+
+// DistributionLadder is the percentiles of a Distribution: dense in the
+// tail, as HdrHistogram's percentile plots are, to 99.999.
+var DistributionLadder = []float64{0, 1, 5, 10, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.75, 99.9,
+	99.95, 99.975, 99.99, 99.995, 99.999, 100}
+
+// Probe is one measured probe as a plot draws it; it is not part of the
+// JSON document. Sent is when it left, from the end of warm-up; RTT, Up
+// and Down are its delays (user-space clock readings; Up and Down raw,
+// without a clock offset taken out), all zero when Lost. Flow is its flow
+// in a parallel run (0 otherwise).
+type Probe struct {
+	Flow          int
+	Sent          time.Duration
+	RTT, Up, Down time.Duration
+	Lost          bool
 }
