@@ -45,6 +45,7 @@ type clientFlags struct {
 	key, keyFile   string
 	reconnect      time.Duration
 	log            string
+	plot           string
 	timestamps     string
 	busyPoll       bool
 	sched          schedFlags
@@ -202,6 +203,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.busyPoll, "busy-poll", false, "spin on the socket for replies instead of sleeping in the kernel (UDP, TCP, Unix stream): lower, steadier latency for a core per flow; use it on the reflector too")
 	fl.StringVar(&f.timestamps, "timestamps", "auto", "where probe times come from: user (volley's clock readings), kernel (SO_TIMESTAMPING, UDP), hardware (the NIC's; turns them on on the interface), auto (kernel where the socket has them, else user)")
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout, and the report then goes to stderr): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
+	fl.StringVar(&f.plot, "plot", "", "draw the run to this file, by its extension: .svg, .png or .html (one self-contained page with the figures, summary, configuration and intervals)")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
 }
@@ -294,6 +296,9 @@ func (f clientFlags) checkFlags(cmd *cobra.Command, t transport.Target) (tstamp.
 		return 0, usagef("--busy-poll is for udp://, tcp:// and unix:// targets (busy polling spins on a socket)")
 	}
 	if err := checkReportInterval(f.reportInterval); err != nil {
+		return 0, err
+	}
+	if err := checkPlot(f.plot); err != nil {
 		return 0, err
 	}
 	switch f.format {

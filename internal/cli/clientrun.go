@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"github.com/volley-net/volley/internal/chart"
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/server"
@@ -79,8 +81,16 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	defer closeLog()
 	reconnectNotes(&h, stderr, t, f.reconnect)
 	cfg.Handler = h
+	if f.plot != "" {
+		cfg.Samples = client.NewSamples(plotProbes)
+	}
 	res, runErr := client.RunFlows(ctx, cfg, conns)
-	return rep.finish(ctx, &cfg, f.log, res, runErr)
+	err = rep.finish(ctx, &cfg, f.log, res, runErr)
+	if f.plot != "" && res != nil {
+		probes, _ := cfg.Samples.Probes()
+		err = errors.Join(err, writePlot(f.plot, []chart.Run{{Result: res, Probes: probes}}))
+	}
+	return err
 }
 
 // dial opens the flows' connections to t, each with the socket options,
