@@ -30,6 +30,7 @@ type clientFlags struct {
 	format         string
 	histogram      bool
 	quiet          bool
+	noProgress     bool
 	rate           rateFlag
 	sendInterval   time.Duration
 	poisson        bool
@@ -204,6 +205,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.log, "log", "", "write a CSV line per probe to this file (- for stdout, and the report then goes to stderr): sequence, status, T1..T4 and the delays, streamed and complete also after SIGINT")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "draw no live progress line on stderr (drawn only when stderr is a terminal, and never with -q)")
 }
 
 // config turns the flags into a client configuration. The rules of the
