@@ -128,7 +128,13 @@ func (p *progress) hook(ctx context.Context, cfg *client.Config, h *client.Funcs
 		if onReconnect != nil {
 			onReconnect(rc)
 		}
-		p.update(func(st *progressStatus) { st.reconnecting = !rc.Resumed })
+		p.update(func(st *progressStatus) {
+			if !rc.Resumed {
+				st.reconnecting++
+			} else if st.reconnecting > 0 {
+				st.reconnecting--
+			}
+		})
 	}
 	h.OnEnd = func(res *result.Result) {
 		p.stop()
@@ -297,7 +303,7 @@ type progressStatus struct {
 	rate         float64       // its probes sent a second
 	rtt          result.Latency
 	counts       result.Counts // summed
-	reconnecting bool
+	reconnecting int           // flows whose session is lost, not taken over yet
 }
 
 // interval adds iv's figures.
@@ -344,7 +350,7 @@ func (st progressStatus) line(elapsed time.Duration) string {
 			fmt.Fprintf(&b, " up %d down %d", st.counts.LostUp, st.counts.LostDown)
 		}
 	}
-	if st.reconnecting {
+	if st.reconnecting > 0 {
 		b.WriteString("  reconnecting")
 	}
 	return b.String()

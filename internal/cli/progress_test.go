@@ -127,7 +127,7 @@ func TestProgressLine(t *testing.T) {
 		{"one-way", progressStatus{started: true, duration: time.Minute, oneWay: true},
 			[]result.Interval{iv(0, time.Second, 1000, 0, 0, result.Latency{})}, 1100 * time.Millisecond,
 			"1.1s/60.0s  1.00k probes/s"},
-		{"reconnecting", progressStatus{started: true, reconnecting: true}, nil, time.Second, "1.0s  reconnecting"},
+		{"reconnecting", progressStatus{started: true, reconnecting: 1}, nil, time.Second, "1.0s  reconnecting"},
 		{"long", progressStatus{started: true, duration: 2 * time.Hour}, nil, 3725 * time.Second, "1:02:05/2:00:00"},
 	}
 	for _, tt := range tests {
