@@ -30,6 +30,7 @@ type clientFlags struct {
 	format         string
 	histogram      bool
 	quiet          bool
+	noProgress     bool
 	rate           rateFlag
 	sendInterval   time.Duration
 	poisson        bool
@@ -206,6 +207,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.plot, "plot", "", "draw the run to this file, by its extension: .svg, .png or .html (one self-contained page with the figures, summary, configuration and intervals)")
 	fl.BoolVar(&f.histogram, "histogram", false, "print a histogram of RTT (log-spaced bins, with underflow and overflow)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final report")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "draw no live progress line on stderr (drawn only when stderr is a terminal, and never with -q)")
 }
 
 // config turns the flags into a client configuration. The rules of the

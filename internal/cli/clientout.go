@@ -25,6 +25,9 @@ type clientReport struct {
 	inProcess bool
 	js        *report.JSONStream
 	werr      error // the first error writing the report
+	// noIntervals: the user turned intervals off (-i 0), and the client
+	// was asked for some for the progress line only.
+	noIntervals bool
 }
 
 func (w *clientReport) write(err error) {
@@ -39,6 +42,9 @@ func (w *clientReport) complete(res *result.Result) {
 	res.Version = Version()
 	res.Config.Target = w.target.String()
 	res.Config.InProcess = w.inProcess
+	if w.noIntervals {
+		res.Config.ReportInterval = 0 // as asked
+	}
 }
 
 // hook makes h hand w the opening and the intervals its format prints

@@ -65,6 +65,13 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	if err != nil {
 		return err
 	}
+	// On a terminal, the progress line; the writes to that terminal go
+	// through it.
+	prog := newProgress(f, stdout, stderr, ttyOf)
+	if prog != nil {
+		defer prog.stop()
+		stdout, stderr = prog.writers(stdout, stderr, ttyOf)
+	}
 	// The report goes to stdout, unless the probe log takes it (--log -):
 	// then to stderr, so that the CSV pipes alone.
 	out := stdout
@@ -80,6 +87,9 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	}
 	defer closeLog()
 	reconnectNotes(&h, stderr, t, f.reconnect)
+	if prog != nil {
+		rep.noIntervals = prog.hook(ctx, &cfg, &h)
+	}
 	cfg.Handler = h
 	if f.plot != "" {
 		cfg.Samples = client.NewSamples(plotProbes)
