@@ -20,7 +20,7 @@ var clientFlagGroups = []flagGroup{
 	{"Load shape", []string{"size", "reply-size", "hold", "workload", "window", "parallel", "rate", "send-interval", "poisson", "seed", "burst", "period"}},
 	{"Socket", []string{"bind", "interface", "ipv4", "ipv6", "buffer", "tos", "dscp", "ttl", "df", "nodelay", "quickack", "congestion"}},
 	{"Timestamp", []string{"timestamps"}},
-	{"Output", []string{"report-interval", "percentiles", "format", "histogram", "quiet", "no-progress", "log"}},
+	{"Output", []string{"report-interval", "percentiles", "format", "histogram", "quiet", "no-progress", "log", "plot"}},
 	{"Scheduling", []string{"cpu", "realtime", "nice", "mlock", "busy-poll"}},
 }
 
