@@ -11,6 +11,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.28.0
+	gonum.org/v1/plot v0.17.0
 )
 
 require (
@@ -22,5 +23,4 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 )
