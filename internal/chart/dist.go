@@ -137,7 +137,7 @@ func percentileFigure(runs []Run) figure {
 	pn.plot.X.Scale, pn.plot.X.Tick.Marker = pctScale{}, pctTicks{}
 	pn.plot.X.Min, pn.plot.X.Max = 0, pctMax
 	pn.plot.Y.Min = 0
-	pn.plot.Add(plotter.NewGrid())
+	pn.draw(plotter.NewGrid())
 	drawn := false
 	for i, cs := range all {
 		for _, c := range cs {
@@ -205,7 +205,7 @@ func histogramFigure(runs []Run) figure {
 		}
 	}
 	if !drawn {
-		pn.note("no replies")
+		pn.note(noRTT(runs))
 		return figure{id: "fig-histogram", panels: []*panel{pn}}
 	}
 	pn.plot.X.Scale, pn.plot.X.Tick.Marker = plot.LogScale{}, logTicks{}
@@ -270,4 +270,15 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ts
+}
+
+// noRTT says why no run has an RTT to draw: all were one-way, or none had
+// a reply.
+func noRTT(runs []Run) string {
+	for _, r := range runs {
+		if !r.Result.Config.OneWay {
+			return "no replies"
+		}
+	}
+	return "no RTT in a one-way run"
 }

@@ -28,8 +28,9 @@ type figure struct {
 type panel struct {
 	plot   *plot.Plot
 	legend plot.Legend
-	series []string // the legend's names, in order
-	notes  []string // what the panel could not draw, such as "no replies"
+	series []string       // the legend's names, in order
+	items  []plot.Plotter // what the plot draws, in order
+	notes  []string       // what the panel could not draw, such as "no replies"
 }
 
 // newPanel returns an empty panel titled title, its axes labelled x and y,
@@ -56,7 +57,7 @@ func newPanel(title, x, y string) *panel {
 // add draws pl and names it in the legend (name "" keeps it out of the
 // legend: a second part of a series already named).
 func (pn *panel) add(name string, pl plot.Plotter) {
-	pn.plot.Add(pl)
+	pn.draw(pl)
 	if name == "" {
 		return
 	}
@@ -66,6 +67,12 @@ func (pn *panel) add(name string, pl plot.Plotter) {
 		pn.legend.Add(name)
 	}
 	pn.series = append(pn.series, name)
+}
+
+// draw has the plot draw pls, in the legend or not.
+func (pn *panel) draw(pls ...plot.Plotter) {
+	pn.plot.Add(pls...)
+	pn.items = append(pn.items, pls...)
 }
 
 // note adds what the panel could not draw to its title.

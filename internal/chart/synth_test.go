@@ -48,6 +48,7 @@ func makeRun(t testing.TB, s synth) Run {
 		per = s.probes / s.intervals
 	}
 	var probes []result.Probe
+	lost := 0 // the run's losses so far: they alternate up and down
 	for iv := range s.intervals {
 		d := newDists()
 		var c result.Counts
@@ -56,7 +57,8 @@ func makeRun(t testing.TB, s synth) Run {
 			c.Sent++
 			if s.lossEvery > 0 && (iv*per+j)%s.lossEvery == s.lossEvery-1 {
 				c.Lost++
-				if (iv*per+j)%2 == 0 {
+				lost++
+				if lost%2 == 1 {
 					c.LostUp++
 				} else {
 					c.LostDown++
