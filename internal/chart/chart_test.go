@@ -49,7 +49,7 @@ func TestTitleBlock(t *testing.T) {
 	}{
 		{"closed", func(*result.Result) {}, "closed loop, window 1"},
 		{"rate", func(r *result.Result) { r.Config.Rate, r.Config.Poisson = 1000, true }, "open loop, 1.00k pps (Poisson)"},
-		{"burst", func(r *result.Result) { r.Config.Burst, r.Config.Period = 8, 10 * time.Millisecond }, "bursts of 8 every 10.0ms, window 1"},
+		{"burst", func(r *result.Result) { r.Config.Burst, r.Config.Period = 8, 10*time.Millisecond }, "bursts of 8 every 10.0ms, window 1"},
 		{"one-way", func(r *result.Result) { r.Config.OneWay, r.Config.Rate = true, 50 }, "one-way, open loop, 50 pps"},
 		{"workload", func(r *result.Result) { r.Workload = make([]result.WorkloadEntry, 3) }, "closed loop, window 1, workload of 3 shapes"},
 		{"flows", func(r *result.Result) { r.Config.Parallel = 4 }, "closed loop, window 1, -P 4 flows"},
