@@ -148,6 +148,7 @@ func percentileFigure(runs []Run) figure {
 	if !drawn {
 		pn.note("no replies")
 	}
+	atLeastOne(pn)
 	return figure{id: "fig-percentiles", panels: []*panel{pn}}
 }
 
@@ -180,7 +181,7 @@ func histogramFigure(runs []Run) figure {
 		}
 	}
 	u := durationUnit(top)
-	pn := newPanel("RTT histogram", "RTT ("+u.name+", log scale)", "share of replies (%)")
+	pn := newPanel("RTT histogram", "RTT ("+u.name+")", "share of replies (%)")
 	drawn := false
 	var outside []string
 	for i, r := range runs {
@@ -206,9 +207,11 @@ func histogramFigure(runs []Run) figure {
 	}
 	if !drawn {
 		pn.note(noRTT(runs))
+		pn.plot.X.Min, pn.plot.Y.Min, pn.plot.Y.Max = 0, 0, 1
 		return figure{id: "fig-histogram", panels: []*panel{pn}}
 	}
 	pn.plot.X.Scale, pn.plot.X.Tick.Marker = plot.LogScale{}, logTicks{}
+	pn.plot.X.Label.Text = "RTT (" + u.name + ", log scale)"
 	pn.plot.Y.Min = 0
 	for _, s := range outside {
 		pn.note(s)

@@ -3,6 +3,7 @@ package chart
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,9 +84,25 @@ func TestFiguresOverlay(t *testing.T) {
 			t.Errorf("series of %s = %q, want %q", k, got[k], w)
 		}
 	}
-	// The unit follows the larger run: milliseconds.
-	if y := figures([]Run{a, b})[0].panels[0].plot.Y.Label.Text; y != "delay (ms)" {
-		t.Errorf("latency y axis = %q, want %q", y, "delay (ms)")
+	// The unit follows the larger run, milliseconds, and the scale is a
+	// log one: the larger run's tail is 50 times the smaller's median.
+	// Nothing is left at or below zero on it (the loss marks sit at its
+	// bottom).
+	pn := figures([]Run{a, b})[0].panels[0]
+	if y := pn.plot.Y.Label.Text; y != "delay (ms, log scale)" {
+		t.Errorf("latency y axis = %q, want %q", y, "delay (ms, log scale)")
+	}
+	// The points are the delays' logarithms, the ticks labelled with the
+	// delays.
+	each(pn, func(xy *plotter.XY) {
+		if xy.Y < pn.plot.Y.Min || xy.Y > pn.plot.Y.Max {
+			t.Errorf("point %v outside the axis %v..%v", *xy, pn.plot.Y.Min, pn.plot.Y.Max)
+		}
+	})
+	for _, tk := range pn.plot.Y.Tick.Marker.Ticks(math.Log10(0.05), math.Log10(2)) {
+		if tk.Label != "" && math.Abs(math.Pow(10, tk.Value)-must(strconv.ParseFloat(tk.Label, 64))) > 1e-9 {
+			t.Errorf("tick at %v labelled %q, want the delay 10^%v", tk.Value, tk.Label, tk.Value)
+		}
 	}
 	// Runs without labels are told apart by their number.
 	a.Label, b.Label = "", ""
@@ -248,4 +265,11 @@ func TestFiguresNothingReceived(t *testing.T) {
 	if notes := figures([]Run{empty})[3].panels[0].notes; !slices.Equal(notes, []string{"no intervals"}) {
 		t.Errorf("no intervals: throughput notes = %q, want no intervals", notes)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

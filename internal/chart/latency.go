@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"math"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -35,11 +36,121 @@ func latencyFigure(runs []Run) figure {
 		lossMarks(pn, runs, i)
 	}
 	if !drawn {
-		pn.note("no replies")
+		pn.note(noDelays(runs))
 	}
 	setSpan(pn.plot, runs)
 	pn.plot.Y.Min = 0
+	if tail := latencyMax(runs); drawn && tail > 20*typical(runs) {
+		logDelays(pn, u)
+	}
+	atLeastOne(pn)
 	return figure{id: "fig-latency", panels: []*panel{pn}}
+}
+
+// noDelays says why no run has delays to draw over time: it had no
+// replies, or it was one-way without its probes (a one-way run's delays
+// come in one piece at its end, not per interval).
+func noDelays(runs []Run) string {
+	for _, r := range runs {
+		if !r.Result.Config.OneWay || r.Probes != nil {
+			return "no replies"
+		}
+	}
+	return "a one-way run has no delays per interval"
+}
+
+// typical is the smallest of the runs' typical delays: the median (or
+// mean) of their main delay over the whole run.
+func typical(runs []Run) time.Duration {
+	var t time.Duration
+	for _, r := range runs {
+		k := kinds(r.Result)[0]
+		l := latencyOf(r.Result, r.Result.Summary, k)
+		if l.Count == 0 {
+			continue
+		}
+		p, _ := middle(r.Result.Config.Percentiles)
+		if v := middleValue(l, p); v > 0 && (t == 0 || v < t) {
+			t = v
+		}
+	}
+	return t
+}
+
+// logDelays puts the delay axis on a log scale, for runs whose tail is
+// far above their typical delay (on a linear one, the typical delays
+// would lie flat along the bottom). What is not above zero (the loss
+// marks, a one-way delay that a clock offset made negative) is drawn at
+// the axis's bottom. The points become their logarithms on a linear axis
+// whose ticks are labelled with the delays: gonum's log scale centres the
+// axis label by the data's linear midpoint, which pushes the plot down.
+func logDelays(pn *panel, u unit) {
+	lo := math.Inf(1)
+	each(pn, func(xy *plotter.XY) {
+		if xy.Y > 0 {
+			lo = min(lo, xy.Y)
+		}
+	})
+	if math.IsInf(lo, 1) {
+		return
+	}
+	floor := math.Log10(lo / 1.5)
+	each(pn, func(xy *plotter.XY) {
+		if xy.Y > 0 {
+			xy.Y = max(math.Log10(xy.Y), floor)
+		} else {
+			xy.Y = floor
+		}
+	})
+	pn.plot.Y.Min, pn.plot.Y.Max, pn.plot.Y.Tick.Marker = floor, math.Inf(-1), log10Ticks{}
+	for _, it := range pn.items {
+		if dr, ok := it.(plot.DataRanger); ok {
+			_, _, _, ymax := dr.DataRange()
+			pn.plot.Y.Max = max(pn.plot.Y.Max, ymax)
+		}
+	}
+	pn.plot.Y.Label.Text = "delay (" + u.name + ", log scale)"
+}
+
+// log10Ticks marks an axis of logarithms as logTicks marks a log axis,
+// labelled with the values themselves.
+type log10Ticks struct{}
+
+// Ticks returns the marks between min and max.
+func (log10Ticks) Ticks(min, max float64) []plot.Tick {
+	ts := logTicks{}.Ticks(math.Pow(10, min), math.Pow(10, max))
+	for i := range ts {
+		ts[i].Value = math.Log10(ts[i].Value)
+	}
+	return ts
+}
+
+// each calls f on every point the panel draws.
+func each(pn *panel, f func(*plotter.XY)) {
+	for _, it := range pn.items {
+		var sets []plotter.XYs
+		switch it := it.(type) {
+		case *plotter.Scatter:
+			sets = []plotter.XYs{it.XYs}
+		case *plotter.Line:
+			sets = []plotter.XYs{it.XYs}
+		case *plotter.Polygon:
+			sets = it.XYs
+		}
+		for _, xys := range sets {
+			for i := range xys {
+				f(&xys[i])
+			}
+		}
+	}
+}
+
+// atLeastOne gives an axis of nothing but zeros a range from 0 to 1,
+// rather than gonum's -1 to 1.
+func atLeastOne(pn *panel) {
+	if y := &pn.plot.Y; y.Min == 0 && y.Max <= 0 {
+		y.Max = 1
+	}
 }
 
 // kinds are the delays a run has: no RTT nor down in a one-way run.

@@ -50,6 +50,8 @@ func throughputFigure(runs []Run) figure {
 			})
 		}
 	}
+	atLeastOne(rate)
+	atLeastOne(loss)
 	if !any {
 		rate.note("no intervals")
 		loss.note("no intervals")
