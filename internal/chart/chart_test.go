@@ -234,3 +234,26 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("directory holds %q, want the three pictures and no temporary file", names)
 	}
 }
+
+func TestConfigTable(t *testing.T) {
+	run := makeRun(t, synth{probes: 10, intervals: 1, base: time.Millisecond})
+	run.Result.Config.Granted.MaxRate = 1e6
+	run.Result.Config.Socket = &result.Socket{TTL: 64, Asked: []string{"--ttl", "64"}}
+	rows := map[string]string{}
+	for _, r := range configTable([]Run{run}).Rows {
+		rows[r[0]] = r[1]
+	}
+	for name, want := range map[string]string{
+		"volley version": "v9.8.7-test", "percentiles": "50, 90, 99, 99.9", "duration": "1.00s",
+		"granted.max_rate_pps": "1000000", "socket.ttl": "64", "socket.asked": "--ttl, 64", "reply_size": "200",
+	} {
+		if got, ok := rows[name]; !ok || got != want {
+			t.Errorf("config row %q = %q (present: %v), want %q", name, got, ok, want)
+		}
+	}
+	for _, unset := range []string{"hold", "oneway", "rate_pps", "tcp.rtt", "stopped"} {
+		if v, ok := rows[unset]; ok {
+			t.Errorf("config has row %q = %q for a field not set", unset, v)
+		}
+	}
+}

@@ -214,11 +214,20 @@ func flatten(prefix string, v reflect.Value, add func(name, value string)) {
 		case fv.Kind() == reflect.Slice:
 			parts := make([]string, fv.Len())
 			for j := range parts {
-				parts[j] = fmt.Sprint(fv.Index(j).Interface())
+				parts[j] = cell(fv.Index(j))
 			}
 			add(prefix+name, strings.Join(parts, ", "))
 		default:
-			add(prefix+name, fmt.Sprint(fv.Interface()))
+			add(prefix+name, cell(fv))
 		}
 	}
+}
+
+// cell is a configuration value as text: numbers in full (1000000, not
+// 1e+06).
+func cell(v reflect.Value) string {
+	if v.Kind() == reflect.Float64 || v.Kind() == reflect.Float32 {
+		return strconv.FormatFloat(v.Float(), 'f', -1, 64)
+	}
+	return fmt.Sprint(v.Interface())
 }
