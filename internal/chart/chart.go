@@ -65,11 +65,12 @@ func Write(w io.Writer, f Format, runs []Run) error {
 		return err
 	}
 	figs := figures(runs)
+	all := panelsOf(figs)
 	switch f {
 	case SVG:
-		return writeSVG(w, wrapTitle(titleLines(runs)), panelsOf(figs))
+		return writeSVG(w, newPicture(wrapTitle(titleLines(runs)), all, all))
 	case PNG:
-		return writePNG(w, wrapTitle(titleLines(runs)), panelsOf(figs))
+		return writePNG(w, newPicture(wrapTitle(titleLines(runs)), all, all))
 	case HTML:
 		return writeHTML(w, runs, figs)
 	}

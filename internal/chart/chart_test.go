@@ -137,7 +137,8 @@ func TestPNG(t *testing.T) {
 	if err != nil {
 		t.Fatalf("png.Decode: %v", err)
 	}
-	w, h := pictureSize(titleLines([]Run{run}), panelsOf(figures([]Run{run})))
+	all := panelsOf(figures([]Run{run}))
+	w, h := newPicture(wrapTitle(titleLines([]Run{run})), all, all).size()
 	wantW, wantH := int(w.Dots(pngDPI)+0.5), int(h.Dots(pngDPI)+0.5)
 	if got := img.Bounds().Size(); got.X != wantW || got.Y != wantH {
 		t.Errorf("PNG is %v, want %dx%d", got, wantW, wantH)

@@ -108,7 +108,7 @@ func writeHTML(w io.Writer, runs []Run, figs []figure) error {
 	pg := page{Heading: lines[0], Lines: lines[1:], Summary: summaryTable(runs), Counts: countsTable(runs),
 		Config: configTable(runs), Steps: intervalsTable(runs)}
 	for _, f := range figs {
-		b, err := svgBytes(nil, f.panels)
+		b, err := svgBytes(newPicture(nil, f.panels, panelsOf(figs)))
 		if err != nil {
 			return err
 		}

@@ -55,27 +55,49 @@ func titleHeight(lines []string) vg.Length {
 	return h + vg.Points(lineSize*lineSpace)*vg.Length(len(lines)-1)
 }
 
-// pictureSize is the size of a picture of the title block lines and the
-// panels.
-func pictureSize(lines []string, panels []*panel) (w, h vg.Length) {
-	return pictureWidth, titleHeight(lines) + panelHeight*vg.Length(len(panels))
+// A picture is what one SVG or PNG document shows: the title block lines
+// (none for a figure of the HTML report) and panels, with room on the
+// right for the widest legend of its panels or of others it is shown with.
+type picture struct {
+	lines   []string
+	panels  []*panel
+	legendW vg.Length
+}
+
+// newPicture returns the picture of lines and panels, its legend column
+// as wide as the widest legend of all: its panels and those of the
+// pictures it is shown with, so that their plots line up.
+func newPicture(lines []string, panels, all []*panel) picture {
+	w := vg.Inch
+	for _, pn := range all {
+		// Text measured in Liberation Sans, with room for a wider face
+		// standing in for it.
+		w = max(w, pn.legend.Rectangle(draw.Canvas{}).Size().X*1.15+vg.Points(12))
+	}
+	return picture{lines: lines, panels: panels, legendW: min(w, pictureWidth*0.4)}
+}
+
+// size is the size of the picture.
+func (pic picture) size() (w, h vg.Length) {
+	return pictureWidth, titleHeight(pic.lines) + panelHeight*vg.Length(len(pic.panels))
 }
 
 // drawPicture draws the title block and the panels, one under the other,
 // on c, which is w by h. gonum/plot panics on what it cannot draw; that
 // comes back as an error.
-func drawPicture(c vg.Canvas, w, h vg.Length, lines []string, panels []*panel) (err error) {
+func drawPicture(c vg.Canvas, pic picture) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("chart: drawing the figures: %v", r)
 		}
 	}()
+	w, h := pic.size()
 	dc := draw.Canvas{Canvas: c, Rectangle: vg.Rectangle{Max: vg.Point{X: w, Y: h}}}
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	drawTitle(dc, lines)
-	dc.Max.Y -= titleHeight(lines)
-	drawPanels(dc, panels)
+	drawTitle(dc, pic.lines)
+	dc.Max.Y -= titleHeight(pic.lines)
+	drawPanels(dc, pic.panels, pic.legendW)
 	return nil
 }
 
@@ -144,15 +166,10 @@ func (ticks) Ticks(min, max float64) []plot.Tick {
 // drawPanels draws the panels one under the other on dc, their plots'
 // data areas aligned, each legend in a column on the right beside its
 // plot rather than over its data.
-func drawPanels(dc draw.Canvas, panels []*panel) {
+func drawPanels(dc draw.Canvas, panels []*panel, legendW vg.Length) {
 	if len(panels) == 0 {
 		return
 	}
-	legendW := vg.Inch
-	for _, pn := range panels {
-		legendW = max(legendW, pn.legend.Rectangle(dc).Size().X+vg.Points(12))
-	}
-	legendW = min(legendW, (dc.Max.X-dc.Min.X)*0.4)
 	area := dc
 	area.Max.X -= legendW
 	rows := make([][]*plot.Plot, len(panels))
@@ -174,8 +191,8 @@ func drawPanels(dc draw.Canvas, panels []*panel) {
 }
 
 // writeSVG draws the title block and the panels as one SVG document.
-func writeSVG(w io.Writer, lines []string, panels []*panel) error {
-	b, err := svgBytes(lines, panels)
+func writeSVG(w io.Writer, pic picture) error {
+	b, err := svgBytes(pic)
 	if err != nil {
 		return err
 	}
@@ -186,10 +203,9 @@ func writeSVG(w io.Writer, lines []string, panels []*panel) error {
 // svgBytes draws the title block and the panels as an SVG document. Its
 // text names Liberation Sans and, for a reader without it, the fonts of
 // the same metrics (no font is embedded or fetched).
-func svgBytes(lines []string, panels []*panel) ([]byte, error) {
-	w, h := pictureSize(lines, panels)
-	c := vgsvg.New(w, h)
-	if err := drawPicture(c, w, h, lines, panels); err != nil {
+func svgBytes(pic picture) ([]byte, error) {
+	c := vgsvg.New(pic.size())
+	if err := drawPicture(c, pic); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -201,10 +217,9 @@ func svgBytes(lines []string, panels []*panel) ([]byte, error) {
 }
 
 // writePNG draws the title block and the panels as a PNG picture.
-func writePNG(w io.Writer, lines []string, panels []*panel) error {
-	wd, h := pictureSize(lines, panels)
-	c := vgimg.NewWith(vgimg.UseWH(wd, h), vgimg.UseDPI(pngDPI))
-	if err := drawPicture(c, wd, h, lines, panels); err != nil {
+func writePNG(w io.Writer, pic picture) error {
+	c := vgimg.NewWith(vgimg.UseWH(pic.size()), vgimg.UseDPI(pngDPI))
+	if err := drawPicture(c, pic); err != nil {
 		return err
 	}
 	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
