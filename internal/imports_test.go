@@ -77,6 +77,11 @@ var rules = []rule{
 	{"internal/report", nil, module + "internal/client", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 	{"internal/report", nil, module + "internal/reflector", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 
+	// chart: plots and the HTML report, from results alone.
+	{"internal/chart", nil, "net", false, "chart draws results: it never touches the network"},
+	{"internal/chart", nil, module + "internal/client", true, "plots are made from a result.Result and its probes alone (a run's or a saved one)"},
+	{"...", []string{"internal/chart"}, "gonum.org/", false, "the plotting library stays in the one package that draws"},
+
 	// cli: flags to a Config, and the choice of writers.
 	{"internal/cli", nil, module + "internal/wire", false, "cli turns flags into Configs: the packet format is the client's and the reflector's business"},
 	{"internal/cli", nil, module + "internal/stats", false, "cli reports through internal/report: the statistics are the client's and report's business"},

@@ -9,9 +9,11 @@
 package chart
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -59,8 +61,71 @@ var ErrNoRuns = errors.New("chart: no runs to draw")
 
 // Write draws runs to w in format f.
 func Write(w io.Writer, f Format, runs []Run) error {
+	if err := check(runs); err != nil {
+		return err
+	}
+	figs := figures(runs)
+	all := panelsOf(figs)
+	switch f {
+	case SVG:
+		return writeSVG(w, newPicture(wrapTitle(titleLines(runs)), all, all))
+	case PNG:
+		return writePNG(w, newPicture(wrapTitle(titleLines(runs)), all, all))
+	case HTML:
+		return writeHTML(w, runs, figs)
+	}
+	return fmt.Errorf("chart: unknown format %d", f)
+}
+
+// check rejects what cannot be drawn: no runs, or a run without a result.
+func check(runs []Run) error {
 	if len(runs) == 0 {
 		return ErrNoRuns
 	}
-	return errors.New("chart: not written yet")
+	for i, r := range runs {
+		if r.Result == nil {
+			return fmt.Errorf("chart: run %d (%q) has no result", i+1, r.Label)
+		}
+	}
+	return nil
+}
+
+// WriteFile draws runs to path in the format its extension names. It
+// writes a temporary file in the same directory and renames it over
+// path, so that path never holds half a picture.
+func WriteFile(path string, runs []Run) (err error) {
+	f, err := FormatOf(path)
+	if err != nil {
+		return err
+	}
+	if err := check(runs); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriter(tmp)
+	if err := Write(bw, f, runs); err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("plot file %q: %w", path, err)
+	}
+	return nil
 }

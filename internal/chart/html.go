@@ -1,0 +1,140 @@
+package chart
+
+import (
+	"bytes"
+	"html/template"
+	"io"
+)
+
+// page is what the HTML report's template fills in.
+type page struct {
+	Heading string
+	Lines   []string // the title block, but its heading
+	Figures []htmlFigure
+	Summary table
+	Counts  table
+	Config  table
+	Steps   table // the intervals
+}
+
+// htmlFigure is one figure of the page: an inline SVG document.
+type htmlFigure struct {
+	ID      string
+	Caption string
+	SVG     template.HTML
+}
+
+// table is a table of text cells: a header row and the rows.
+type table struct {
+	Head []string
+	Rows [][]string
+}
+
+// reportPage is the HTML report: nothing in it is fetched (no script,
+// stylesheet, font or image comes from elsewhere: the figures are inline
+// SVG documents, the style is in the page), and it reads on a phone (the
+// figures shrink to the screen, to a width where their text still reads,
+// and then scroll sideways, as the tables do) as on a large
+// screen (the page stops growing at 1400 CSS pixels).
+var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
+	"pair": func(id string, t table) idTable { return idTable{id, t} },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<title>{{.Heading}}</title>
+<style>
+body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;line-height:1.45;color:#111;background:#fff}
+main{box-sizing:border-box;max-width:1400px;margin:0 auto;padding:1rem}
+h1{font-size:1.3rem;margin:0 0 .4rem}
+h2{font-size:1.1rem;margin:2rem 0 .5rem}
+header p{margin:.1rem 0;color:#333;overflow-wrap:anywhere}
+figure{margin:1.5rem 0;overflow-x:auto}
+figure svg{display:block;width:100%;height:auto;min-width:540px;max-width:1200px}
+figcaption{font-size:.9rem;color:#555}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%}
+table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums;margin-bottom:1rem}
+th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}
+th{background:#f3f3f3}
+#config td{text-align:left}
+@media (min-width:2200px){body{font-size:1.3rem}}
+</style>
+</head>
+<body>
+<main id="volley-report">
+<header id="title-block">
+<h1>{{.Heading}}</h1>
+{{range .Lines}}<p>{{.}}</p>
+{{end}}</header>
+{{range .Figures}}<figure id="{{.ID}}">
+{{.SVG}}
+<figcaption>{{.Caption}}</figcaption>
+</figure>
+{{end}}<section>
+<h2>Summary</h2>
+<div class="scroll">{{template "table" (pair "summary" .Summary)}}</div>
+<div class="scroll">{{template "table" (pair "counts" .Counts)}}</div>
+</section>
+<section>
+<h2>Configuration</h2>
+<div class="scroll">{{template "table" (pair "config" .Config)}}</div>
+</section>
+<section>
+<h2>Intervals</h2>
+<div class="scroll">{{template "table" (pair "intervals" .Steps)}}</div>
+</section>
+</main>
+</body>
+</html>
+{{define "table"}}<table id="{{.ID}}">
+<thead><tr>{{range .T.Head}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .T.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>{{end}}`))
+
+// idTable is a table and the id of its element.
+type idTable struct {
+	ID string
+	T  table
+}
+
+// writeHTML writes the HTML report of runs: the title block, the
+// figures, the summary, the configuration and the intervals.
+func writeHTML(w io.Writer, runs []Run, figs []figure) error {
+	lines := titleLines(runs)
+	pg := page{Heading: lines[0], Lines: lines[1:], Summary: summaryTable(runs), Counts: countsTable(runs),
+		Config: configTable(runs), Steps: intervalsTable(runs)}
+	for _, f := range figs {
+		b, err := svgBytes(newPicture(nil, f.panels, panelsOf(figs)))
+		if err != nil {
+			return err
+		}
+		caption := ""
+		for i, pn := range f.panels {
+			if i > 0 {
+				caption += "; "
+			}
+			caption += pn.plot.Title.Text
+		}
+		pg.Figures = append(pg.Figures, htmlFigure{ID: f.id, Caption: caption, SVG: inlineSVG(b)})
+	}
+	return reportPage.Execute(w, pg)
+}
+
+// inlineSVG is an SVG document as an element of an HTML page: without
+// its XML declaration, the comment before its root and its namespace
+// declarations (an HTML parser puts <svg> in its namespace itself; and
+// so the page names no address at all). gonum's SVG canvas escapes every
+// text it draws.
+func inlineSVG(b []byte) template.HTML {
+	if i := bytes.Index(b, []byte("<svg")); i >= 0 {
+		b = b[i:]
+	}
+	for _, ns := range []string{"\n\txmlns=\"http://www.w3.org/2000/svg\"", "\n\txmlns:xlink=\"http://www.w3.org/1999/xlink\""} {
+		b = bytes.Replace(b, []byte(ns), nil, 1)
+	}
+	return template.HTML(b)
+}
