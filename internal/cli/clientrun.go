@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/volley-net/volley/internal/chart"
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/server"
@@ -87,18 +86,18 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	}
 	defer closeLog()
 	reconnectNotes(&h, stderr, t, f.reconnect)
-	if prog != nil {
-		rep.noIntervals = prog.hook(ctx, &cfg, &h)
+	var plot *plotRun
+	if f.plot != "" {
+		plot, rep.noIntervals = hookPlot(&cfg, &h)
+	}
+	if prog != nil && prog.hook(ctx, &cfg, &h) {
+		rep.noIntervals = true
 	}
 	cfg.Handler = h
-	if f.plot != "" {
-		cfg.Samples = client.NewSamples(plotProbes)
-	}
 	res, runErr := client.RunFlows(ctx, cfg, conns)
 	err = rep.finish(ctx, &cfg, f.log, res, runErr)
-	if f.plot != "" && res != nil {
-		probes, _ := cfg.Samples.Probes()
-		err = errors.Join(err, writePlot(f.plot, []chart.Run{{Result: res, Probes: probes}}))
+	if plot != nil && res != nil {
+		err = errors.Join(err, plot.draw(f.plot, res))
 	}
 	return err
 }
