@@ -72,6 +72,16 @@ type logLine struct {
 
 func (l *logLine) ok(col int) bool { return l.has&(1<<col) != 0 }
 
+// placed is the time that places l's probe in an interval, as the client
+// places it: its scheduled send time in an open loop, else its send time
+// (0: not in the line).
+func (l *logLine) placed() int64 {
+	if l.v[colSched] != 0 {
+		return l.v[colSched]
+	}
+	return l.v[colT1]
+}
+
 // readCSV reads the client's probe log from br, after checking its header.
 func readCSV(br *bufio.Reader, name string, opt Options) (*File, error) {
 	head, err := br.ReadString('\n')
@@ -184,8 +194,8 @@ func (b *builder) start(first []logLine) error {
 	if len(first) == 0 {
 		return nil
 	}
-	for _, l := range first {
-		if t := l.v[colT1]; t != 0 && (b.origin == 0 || t < b.origin) {
+	for i := range first {
+		if t := first[i].placed(); t != 0 && (b.origin == 0 || t < b.origin) {
 			b.origin = t
 		}
 	}

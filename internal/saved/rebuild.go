@@ -140,13 +140,13 @@ func newBuilder(name string, opt Options) *builder {
 	return &builder{name: name, opt: opt, pct: slices.Clone(pct), open: map[int64]*acc{}, closed: map[int64]int{}, flows: map[int]*flowState{}}
 }
 
-// intervalOf returns the number of the interval of a probe sent at t1
-// (0: unknown, the latest one).
-func (b *builder) intervalOf(t1 int64) int64 {
-	if t1 == 0 || b.opt.Interval < 0 {
+// intervalOf returns the number of the interval of a probe placed at t
+// (see logLine.placed; 0: unknown, the latest one).
+func (b *builder) intervalOf(t int64) int64 {
+	if t == 0 || b.opt.Interval <= 0 {
 		return b.cur
 	}
-	return int64(nsSince(t1, b.origin) / b.opt.Interval)
+	return int64(nsSince(t, b.origin) / b.opt.Interval)
 }
 
 // accOf returns the accumulator of interval n, opening it (and closing
@@ -259,12 +259,11 @@ func (b *builder) add(l *logLine) error {
 	f := b.flow(l.flow)
 	t1 := l.v[colT1]
 	if t1 != 0 && (l.status == statusReceived || l.status == statusLost) {
-		sent := nsSince(t1, b.origin)
-		b.maxSent = max(b.maxSent, sent)
-		b.cur = max(b.cur, b.intervalOf(t1))
+		b.maxSent = max(b.maxSent, nsSince(t1, b.origin))
+		b.cur = max(b.cur, b.intervalOf(l.placed()))
 	}
 	var a *acc
-	n := b.intervalOf(t1)
+	n := b.intervalOf(l.placed())
 	if b.opt.Interval > 0 {
 		if a = b.accOf(n); a == nil {
 			b.patched++
