@@ -101,11 +101,11 @@ const dupRing = 256
 // recorder does: the last reply (IPDV), the highest sequence number and
 // reflector send time received (reordering), the recent replies' T3s.
 type flowState struct {
-	prevSeq                uint64
+	prevSeq                 uint64
 	prevRTT, prevUp, prevDn int64
-	highest                uint64
-	maxT3                  int64
-	t3                     []struct {
+	highest                 uint64
+	maxT3                   int64
+	t3                      []struct {
 		seq uint64
 		t3  [2]int64
 	}
