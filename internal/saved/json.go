@@ -152,7 +152,7 @@ func truncated(ivs []result.Interval, name string, lines int) (*File, error) {
 	if len(ivs) > 0 {
 		res.Config.Percentiles = percentilesOf(ivs[0].RTT)
 	}
-	f := &File{Run: runOf(res), Kind: JSONL,
+	f := &File{Run: runOf(res), Kind: JSONL, Truncated: true,
 		Notes: []string{fmt.Sprintf("%d intervals of a stream cut short: no result line, so no configuration and no summary beyond the counts", len(ivs))}}
 	return f, &Error{Name: name, Line: lines, Err: ErrTruncated}
 }

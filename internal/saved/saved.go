@@ -81,6 +81,9 @@ type File struct {
 	// stream, or past Options.MaxProbes).
 	chart.Run
 	Kind Kind
+	// Truncated: a stream cut short (read with ErrTruncated); Result
+	// holds its intervals, and their counts summed as the summary's.
+	Truncated bool
 	// Notes say what a reader of the rebuilt result should know: what a
 	// probe log does not hold, and so what the result lacks.
 	Notes []string
