@@ -77,6 +77,10 @@ var rules = []rule{
 	{"internal/report", nil, module + "internal/client", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 	{"internal/report", nil, module + "internal/reflector", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 
+	// saved: reading results back from files.
+	{"internal/saved", nil, "net", false, "saved reads files: it never touches the network"},
+	{"internal/saved", nil, module + "internal/transport", false, "saved reads results from files: how packets travel is not its business"},
+
 	// cli: flags to a Config, and the choice of writers.
 	{"internal/cli", nil, module + "internal/wire", false, "cli turns flags into Configs: the packet format is the client's and the reflector's business"},
 	{"internal/cli", nil, module + "internal/stats", false, "cli reports through internal/report: the statistics are the client's and report's business"},

@@ -59,7 +59,8 @@ between a client and a reflector.
 
   volley client              measure against an in-process reflector on loopback
   volley server              run a reflector on UDP :7766
-  volley client HOST[:PORT]  measure against it`,
+  volley client HOST[:PORT]  measure against it
+  volley report FILE...      write saved results again, or compare runs`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
