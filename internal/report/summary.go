@@ -69,9 +69,13 @@ func writeSummaryRates(b *strings.Builder, res *result.Result) {
 	c := s.Counts
 	oneWay := res.Config.OneWay
 	t := s.Throughput
-	if oneWay {
+	switch {
+	case res.Config.Transport == "":
+		// Rebuilt from a probe log, which has no sizes: no bit rates.
+		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %s requests/s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.RequestsPerSec))
+	case oneWay:
 		fmt.Fprintf(b, "rate     %s probes/s up; %sbit/s up\n", SI(t.ProbesPerSecUp), SI(t.BitsPerSecUp))
-	} else {
+	default:
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
 			SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
 	}
