@@ -77,10 +77,6 @@ var rules = []rule{
 	{"internal/report", nil, module + "internal/client", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 	{"internal/report", nil, module + "internal/reflector", true, "reports are made from a result.Result alone (a run's or a saved one)"},
 
-	// saved: reading results back from files.
-	{"internal/saved", nil, "net", false, "saved reads files: it never touches the network"},
-	{"internal/saved", nil, module + "internal/transport", false, "saved reads results from files: how packets travel is not its business"},
-
 	// cli: flags to a Config, and the choice of writers.
 	{"internal/cli", nil, module + "internal/wire", false, "cli turns flags into Configs: the packet format is the client's and the reflector's business"},
 	{"internal/cli", nil, module + "internal/stats", false, "cli reports through internal/report: the statistics are the client's and report's business"},
@@ -94,6 +90,10 @@ var rules = []rule{
 	{"internal/transport", nil, module + "internal/result", true, "transport moves bytes: it does not know the result model"},
 	{"internal/transport/*", nil, module + "internal/transport/", true, "each transport stands alone, chosen by internal/transport's dial and listen; code two of them need goes in a package of its own"},
 	{"...", []string{"internal/transport/dbus"}, "github.com/godbus/", false, "the D-Bus library stays in the one transport that needs it"},
+
+	// saved: reading results back from files.
+	{"internal/saved", nil, "net", false, "saved reads files: it never touches the network"},
+	{"internal/saved", nil, module + "internal/transport", false, "saved reads results from files: how packets travel is not its business"},
 
 	// Test helpers stay out of the binaries.
 	{"...", testOnly, module + "internal/testconn", true, "a test helper (the fake client connection) must not end up in a binary"},
