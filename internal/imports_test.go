@@ -96,6 +96,10 @@ var rules = []rule{
 	{"internal/transport/*", nil, module + "internal/transport/", true, "each transport stands alone, chosen by internal/transport's dial and listen; code two of them need goes in a package of its own"},
 	{"...", []string{"internal/transport/dbus"}, "github.com/godbus/", false, "the D-Bus library stays in the one transport that needs it"},
 
+	// saved: reading results back from files.
+	{"internal/saved", nil, "net", false, "saved reads files: it never touches the network"},
+	{"internal/saved", nil, module + "internal/transport", false, "saved reads results from files: how packets travel is not its business"},
+
 	// Test helpers stay out of the binaries.
 	{"...", testOnly, module + "internal/testconn", true, "a test helper (the fake client connection) must not end up in a binary"},
 	{"...", testOnly, module + "internal/testenv", true, "a test helper (skip or fail on a missing component) must not end up in a binary"},

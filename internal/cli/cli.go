@@ -59,7 +59,8 @@ between a client and a reflector.
 
   volley client              measure against an in-process reflector on loopback
   volley server              run a reflector on UDP :7766
-  volley client HOST[:PORT]  measure against it`,
+  volley client HOST[:PORT]  measure against it
+  volley report FILE...      write saved results again, or compare runs`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -73,7 +74,7 @@ between a client and a reflector.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
-	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), newTimestampsCmd(stdout), &cobra.Command{
+	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), newTimestampsCmd(stdout), newReportCmd(stdout, stderr), &cobra.Command{
 		Use:   "version",
 		Short: "Print volley's version",
 		Args:  cobra.NoArgs,

@@ -77,6 +77,11 @@ func Seconds(d time.Duration) string {
 }
 
 func bar(share float64, width int) string {
+	// A share read back from a saved file may be anything.
+	share = min(max(share, 0), 1)
+	if math.IsNaN(share) {
+		share = 0
+	}
 	n := int(math.Round(share * float64(width)))
 	if n == 0 && share > 0 {
 		return "."

@@ -67,6 +67,9 @@ func WriteTextHeader(w io.Writer, c result.Config) error {
 // their counts are not read): the header says so in place of one probe
 // size, and a line per entry follows it.
 func WriteTextHeaderMix(w io.Writer, c result.Config, mix []result.WorkloadEntry) error {
+	if c.Transport == "" {
+		return writeRebuiltHeader(w, c)
+	}
 	length := "for " + Duration(c.Duration)
 	switch {
 	case c.Count > 0 && c.Duration > 0:
@@ -128,6 +131,31 @@ func WriteTextHeaderMix(w io.Writer, c result.Config, mix []result.WorkloadEntry
 		return err
 	}
 	return writeGrantNotes(w, c)
+}
+
+// writeRebuiltHeader opens the report of a result rebuilt from a probe
+// log (volley report), which knows no transport, addresses or load: what
+// it was rebuilt from, and how.
+func writeRebuiltHeader(w io.Writer, c result.Config) error {
+	flows := "1 flow"
+	if c.Parallel != 1 {
+		flows = fmt.Sprintf("%d flows", c.Parallel)
+	}
+	ivs := ", no intervals"
+	if c.ReportInterval > 0 {
+		ivs = ", in intervals of " + Duration(c.ReportInterval) + " by send time"
+	}
+	_, err := fmt.Fprintf(w, "volley probe log %s: %s over %s, rebuilt from its lines%s\n", c.Target, flows, Duration(c.Duration), ivs)
+	return err
+}
+
+// runName names what a run measured: its transport and reflector, or
+// for a result rebuilt from a probe log (no transport), the log.
+func runName(c result.Config) string {
+	if c.Transport == "" {
+		return c.Target
+	}
+	return c.Transport + "://" + c.RemoteAddr
 }
 
 // writeSocket writes the socket options granted, when any were asked

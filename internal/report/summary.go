@@ -33,7 +33,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 func writeSummaryCounts(b *strings.Builder, res *result.Result) {
 	s := res.Summary
 	c := s.Counts
-	fmt.Fprintf(b, "--- %s://%s summary: %s measured", res.Config.Transport, res.Config.RemoteAddr, Duration(s.End-s.Start))
+	fmt.Fprintf(b, "--- %s summary: %s measured", runName(res.Config), Duration(s.End-s.Start))
 	if why, ok := stopReasons[res.Stopped]; ok {
 		fmt.Fprintf(b, ", ended: %s", why)
 	}
@@ -54,6 +54,9 @@ func writeSummaryCounts(b *strings.Builder, res *result.Result) {
 		b.WriteString("         loss per direction is exact: from the reflector's final count\n")
 	case res.ReflectorCount == "partial":
 		b.WriteString("         loss per direction is exact for the last session (the reflector's final count), estimated for the lost ones\n")
+	case res.ReflectorCount == "":
+		// A result rebuilt from a probe log (volley report).
+		b.WriteString("         loss per direction is not known: a probe log does not say which way a probe was lost\n")
 	default:
 		b.WriteString("         loss per direction is estimated: the reflector's final count was not received\n")
 	}
@@ -66,14 +69,21 @@ func writeSummaryRates(b *strings.Builder, res *result.Result) {
 	c := s.Counts
 	oneWay := res.Config.OneWay
 	t := s.Throughput
-	if oneWay {
+	switch {
+	case res.Config.Transport == "":
+		// Rebuilt from a probe log, which has no sizes: no bit rates.
+		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %s requests/s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.RequestsPerSec))
+	case oneWay:
 		fmt.Fprintf(b, "rate     %s probes/s up; %sbit/s up\n", SI(t.ProbesPerSecUp), SI(t.BitsPerSecUp))
-	} else {
+	default:
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
 			SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
 	}
 	if se := s.SendError; se != nil && res.Config.RateMax {
 		fmt.Fprintf(b, "schedule none (--rate max): sent %s probes/s, %s replies/s came back\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown))
+	} else if se != nil && res.Config.Rate == 0 && res.Config.SendInterval == 0 {
+		// Rebuilt from a probe log: the schedule's rate is not known.
+		fmt.Fprintf(b, "schedule sent %s probes/s; send error p50 %s, p99 %s, max %s\n", SI(t.ProbesPerSecUp), latP(*se, 50), latP(*se, 99), latMax(*se))
 	} else if se != nil {
 		asked := res.Config.Rate
 		if res.Config.SendInterval > 0 {
@@ -168,7 +178,10 @@ func writeStamps(b *strings.Builder, res *result.Result) {
 		if refl == "" {
 			refl = "none sent"
 		}
-		fmt.Fprintf(b, "stamps   client %s, reflector %s (--timestamps %s)", t.Client, refl, t.Asked)
+		fmt.Fprintf(b, "stamps   client %s, reflector %s", t.Client, refl)
+		if t.Asked != "" {
+			fmt.Fprintf(b, " (--timestamps %s)", t.Asked)
+		}
 		if s.Kernel != nil {
 			b.WriteString("; the kern rows are from the kernel's stamps, send stack is T1k-T1 and recv stack T4-T4k: what the stacks and volley add to rtt")
 		}
