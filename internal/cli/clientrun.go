@@ -42,18 +42,11 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	}
 	inProcess := target == ""
 	if inProcess {
-		// The zero-set-up run: a reflector on loopback inside this process.
-		addr, stop, err := server.Loopback(ctx, cfg.Stamps)
+		stop, err := loopback(ctx, &t, cfg.Stamps, f.quiet, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		if !f.quiet {
-			fmt.Fprintf(stderr, "volley: no target given: measuring against an in-process reflector at %s\n", addr)
-		}
-		if t, err = transport.ParseTarget(addr); err != nil {
-			return err
-		}
 	}
 	conns, err := f.dial(ctx, cmd, t, &cfg)
 	defer func() {
@@ -100,6 +93,23 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		err = errors.Join(err, plot.draw(f.plot, res))
 	}
 	return err
+}
+
+// loopback starts the zero-set-up run's reflector, on loopback inside
+// this process, and makes t its address.
+func loopback(ctx context.Context, t *transport.Target, stamps tstamp.Mode, quiet bool, stderr io.Writer) (stop func(), err error) {
+	addr, stop, err := server.Loopback(ctx, stamps)
+	if err != nil {
+		return nil, err
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "volley: no target given: measuring against an in-process reflector at %s\n", addr)
+	}
+	if *t, err = transport.ParseTarget(addr); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
 
 // dial opens the flows' connections to t, each with the socket options,

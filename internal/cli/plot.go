@@ -96,15 +96,30 @@ func (p *plotRun) add(iv result.Interval) {
 	p.ivs, p.stride = p.ivs[:len(p.ivs)/2], 2*p.stride
 }
 
+// intervals returns the intervals kept.
+func (p *plotRun) intervals() []result.Interval {
+	if p.partial != nil {
+		return append(p.ivs, *p.partial)
+	}
+	return p.ivs
+}
+
 // draw writes the plot of res to path.
 func (p *plotRun) draw(path string, res *result.Result) error {
 	probes, _ := p.samples.Probes()
 	drawn := *res
-	drawn.Intervals = p.ivs
-	if p.partial != nil {
-		drawn.Intervals = append(drawn.Intervals, *p.partial)
-	}
+	drawn.Intervals = p.intervals()
 	return writePlot(path, []chart.Run{{Result: &drawn, Probes: probes}})
+}
+
+// thinIntervals returns ivs as a run's plot keeps them: at most
+// maxPlotIntervals, neighbours merged past that.
+func thinIntervals(ivs []result.Interval) []result.Interval {
+	p := &plotRun{stride: 1}
+	for _, iv := range ivs {
+		p.add(iv)
+	}
+	return p.intervals()
 }
 
 // mergeInterval adds b, the interval after a, into a, for a plot: counts,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -90,10 +89,8 @@ func (f reportFlags) options(cmd *cobra.Command, files int) (saved.Options, erro
 	if opt.Interval == 0 {
 		opt.Interval = -1
 	}
-	if f.plot != "" {
-		if _, err := chart.FormatOf(f.plot); err != nil {
-			return opt, usagef("--plot: %v", err)
-		}
+	if err := checkPlot(f.plot); err != nil {
+		return opt, err
 	}
 	return opt, nil
 }
@@ -269,30 +266,20 @@ func writeJSONArray(w io.Writer, files []*saved.File) error {
 }
 
 // plot draws files to path, in the format its extension names: one run
-// alone (no label), several over each other, each labelled by its file.
+// alone (no label), several over each other, each labelled by its file,
+// each with at most maxPlotIntervals intervals (as a run's own plot).
 func plot(path string, files []*saved.File) error {
-	format, err := chart.FormatOf(path)
-	if err != nil {
-		return usagef("--plot: %v", err)
-	}
 	runs := make([]chart.Run, len(files))
 	for i, file := range files {
 		runs[i] = file.Run
+		if res := file.Run.Result; res != nil {
+			thin := *res
+			thin.Intervals = thinIntervals(res.Intervals)
+			runs[i].Result = &thin
+		}
 	}
 	if len(runs) == 1 {
 		runs[0].Label = ""
 	}
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--plot: %w", err)
-	}
-	if err := chart.Write(out, format, runs); err != nil {
-		out.Close()
-		os.Remove(path) // no half-drawn file left behind
-		return fmt.Errorf("--plot %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("--plot %s: %w", path, err)
-	}
-	return nil
+	return writePlot(path, runs)
 }
