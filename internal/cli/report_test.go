@@ -14,6 +14,7 @@ import (
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/testschema"
 )
 
 // volleyMain runs Main with args and returns its exit code and outputs.
@@ -135,6 +136,9 @@ func TestReportProbeLog(t *testing.T) {
 	var log result.Result
 	if err := json.Unmarshal([]byte(out), &log); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
+	}
+	if err := testschema.Document([]byte(out)); err != nil {
+		t.Errorf("the result rebuilt from a probe log breaks the schema: %v", err)
 	}
 	got, want := log.Summary, run.Summary
 	gc, wc := got.Counts, want.Counts
