@@ -41,7 +41,7 @@ func TestTitleBlock(t *testing.T) {
 			t.Errorf("title block %q lacks %q", text, want)
 		}
 	}
-	c := result.Config{Window: 1, Size: 32}
+	c := result.Config{Window: 1, Size: 32, Transport: "udp"}
 	for _, s := range []struct {
 		name string
 		set  func(*result.Result)
@@ -59,6 +59,12 @@ func TestTitleBlock(t *testing.T) {
 		if got := load(r); got != s.want {
 			t.Errorf("%s: load = %q, want %q", s.name, got, s.want)
 		}
+	}
+	// A result volley report rebuilt from a probe log knows none of it.
+	log := &result.Result{Config: result.Config{Target: "run.csv", Parallel: 2}}
+	if got := strings.Join(titleLines([]Run{{Result: log}}), "\n"); !strings.Contains(got, "rebuilt from the probe log run.csv") ||
+		!strings.Contains(got, "sizes not in a probe log · load not in a probe log, 2 flows") || strings.Contains(got, "?") {
+		t.Errorf("title block of a rebuilt probe log = %q, want it to say what a log does not hold", got)
 	}
 	two := makeRun(t, synth{label: "after", probes: 10, intervals: 1, base: time.Millisecond})
 	run.Label = "before"

@@ -51,6 +51,9 @@ func version(res *result.Result) string {
 // addresses names the transport and both ends: "udp 127.0.0.1:40000 →
 // 127.0.0.1:2112 (target localhost)".
 func addresses(c result.Config) string {
+	if rebuilt(c) {
+		return "rebuilt from the probe log " + c.Target
+	}
 	s := c.Transport
 	local, remote := c.LocalAddr, c.RemoteAddr
 	if local == "" {
@@ -71,6 +74,9 @@ func addresses(c result.Config) string {
 
 // sizes is the probes' and replies' sizes.
 func sizes(c result.Config) string {
+	if rebuilt(c) {
+		return "sizes not in a probe log"
+	}
 	s := fmt.Sprintf("%d-byte probes", c.Size)
 	switch {
 	case c.OneWay:
@@ -87,6 +93,12 @@ func sizes(c result.Config) string {
 // workload and flows.
 func load(res *result.Result) string {
 	c := res.Config
+	if rebuilt(c) {
+		if c.Parallel > 1 {
+			return fmt.Sprintf("load not in a probe log, %d flows", c.Parallel)
+		}
+		return "load not in a probe log"
+	}
 	s := fmt.Sprintf("closed loop, window %d", c.Window)
 	switch {
 	case c.RateMax:
@@ -112,3 +124,8 @@ func load(res *result.Result) string {
 	}
 	return s
 }
+
+// rebuilt reports whether c is the configuration of a result that volley
+// report rebuilt from a probe log, which holds no transport, addresses,
+// sizes or load.
+func rebuilt(c result.Config) bool { return c.Transport == "" }
