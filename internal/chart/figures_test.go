@@ -273,3 +273,18 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestFiguresRebuiltLog: a result rebuilt from a probe log has no sizes
+// and no way of loss; its throughput says so, and its loss is drawn whole.
+func TestFiguresRebuiltLog(t *testing.T) {
+	run := makeRun(t, synth{probes: 1000, intervals: 10, base: 50 * time.Microsecond, lossEvery: 97})
+	run.Result.Config = result.Config{Target: "run.csv", Percentiles: testPercentiles, Parallel: 1}
+	figs := figures([]Run{run})
+	got := seriesOf(figs)
+	if len(got["fig-throughput/0"]) != 0 || !slices.Equal(got["fig-throughput/1"], []string{"lost (way not known)"}) {
+		t.Errorf("throughput and loss series of a rebuilt log = %q, %q; want none, and loss whole", got["fig-throughput/0"], got["fig-throughput/1"])
+	}
+	if title := figs[3].panels[0].plot.Title.Text; !strings.Contains(title, "no sizes in a probe log") {
+		t.Errorf("throughput title of a rebuilt log = %q, want it to say the log has no sizes", title)
+	}
+}

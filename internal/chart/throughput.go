@@ -25,9 +25,20 @@ func throughputFigure(runs []Run) figure {
 		setSpan(pn.plot, runs)
 		pn.plot.Y.Min = 0
 	}
-	any := false
+	any, logs := false, 0
 	for i, r := range runs {
 		any = any || len(r.Result.Intervals) > 0
+		if rebuilt(r.Result.Config) {
+			// A probe log holds neither sizes nor the way a probe was lost.
+			logs++
+			perInterval(loss, seriesName(runs, i, "lost (way not known)"), r.Result.Intervals, lookOf(i, len(runs), kindRTT), func(iv result.Interval) float64 {
+				if iv.Counts.Sent == 0 {
+					return 0
+				}
+				return 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
+			})
+			continue
+		}
 		for _, k := range []string{kindUp, kindDown} {
 			if k == kindDown && r.Result.Config.OneWay {
 				continue // nothing comes back
@@ -52,6 +63,9 @@ func throughputFigure(runs []Run) figure {
 	}
 	atLeastOne(rate)
 	atLeastOne(loss)
+	if logs > 0 {
+		rate.note("no sizes in a probe log")
+	}
 	if !any {
 		rate.note("no intervals")
 		loss.note("no intervals")
