@@ -272,7 +272,7 @@ func points(xys plotter.XYs, lk look) plot.Plotter {
 // intervalSeries draws run i's intervals: a band from the minimum to the
 // p99 (or the highest percentile below it) of its main delay (RTT, or up
 // for a one-way run), the highest percentile above the band as a thin
-// dashed line, and each kind's median (or mean) as steps; it says whether
+// dash-dot line, and each kind's median (or mean) as steps; it says whether
 // it drew any.
 func intervalSeries(pn *panel, runs []Run, i int, u unit) bool {
 	r := runs[i]
@@ -284,7 +284,7 @@ func intervalSeries(pn *panel, runs []Run, i int, u unit) bool {
 			top, topName := bandTop(ps)
 			band(pn, seriesName(runs, i, k+" min–"+topName), r.Result, k, lk, u, top)
 			if hi, hiName := upper(ps); hi > top {
-				dashed := draw.LineStyle{Color: lk.color, Width: vg.Points(0.6), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+				dashed := draw.LineStyle{Color: lk.color, Width: vg.Points(0.6), Dashes: tailDashes}
 				stepLine(pn, seriesName(runs, i, k+" "+hiName), r.Result, k, dashed, u, func(l result.Latency) time.Duration {
 					return upperValue(l, hi)
 				})
@@ -298,6 +298,11 @@ func intervalSeries(pn *panel, runs []Run, i int, u unit) bool {
 	}
 	return drawn
 }
+
+// tailDashes draw the line of the highest percentile over the band of
+// intervals: dash-dot, unlike the dashes that tell a run's up and down
+// delays apart when several runs are drawn.
+var tailDashes = []vg.Length{vg.Points(4), vg.Points(1.5), vg.Points(1), vg.Points(1.5)}
 
 // bandTop returns the percentile the band of intervals reaches, and its
 // name: p99 when the run has it (ps are its percentiles), else the
