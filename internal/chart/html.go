@@ -57,7 +57,7 @@ type table struct {
 // figures shrink to the screen, to a width where their text still reads,
 // and then scroll sideways, as the tables do; their legends are text
 // under them) as on a large screen (the page stops growing at 1400 CSS
-// pixels, a figure at 960).
+// pixels, a figure at 960; both grow with the text on a 4K screen).
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pair": func(id string, t table) idTable { return idTable{id, t} },
 }).Parse(`<!DOCTYPE html>
@@ -69,25 +69,25 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>
 body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;line-height:1.45;color:#111;background:#fff}
 main{box-sizing:border-box;max-width:1400px;margin:0 auto;padding:1rem}
-h1{font-size:1.3rem;margin:0 0 .4rem}
-h2{font-size:1.1rem;margin:2rem 0 .5rem}
+h1{font-size:1.3em;margin:0 0 .4rem}
+h2{font-size:1.1em;margin:2rem 0 .5rem}
 header p{margin:.1rem 0;color:#333;overflow-wrap:anywhere}
 figure{margin:1.5rem 0}
 .plot{overflow-x:auto;-webkit-overflow-scrolling:touch}
 .plot svg{display:block;width:100%;height:auto;min-width:460px;max-width:960px}
-figcaption{font-size:.9rem;color:#333;max-width:960px}
+figcaption{font-size:.9em;color:#333;max-width:960px}
 figcaption p{margin:.15rem 0}
 .panel{font-weight:600;margin-right:.4rem}
 .key{display:inline-block;white-space:nowrap;margin-right:1rem}
 .key svg{width:1.8em;height:1em;vertical-align:-.15em;margin-right:.3em}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%}
-table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums;margin-bottom:1rem}
+table{border-collapse:collapse;font-size:.85em;font-variant-numeric:tabular-nums;margin-bottom:1rem}
 th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 th{background:#f3f3f3}
 #config th,#config td{text-align:left}
 @media (max-width:600px){main{padding:.6rem}}
-@media (min-width:2200px){body{font-size:1.3rem}}
+@media (min-width:2200px){body{font-size:1.3rem}main{max-width:1820px}.plot svg,figcaption{max-width:1250px}}
 </style>
 </head>
 <body>
