@@ -264,3 +264,47 @@ func TestConfigTable(t *testing.T) {
 		}
 	}
 }
+
+func TestHTMLLegends(t *testing.T) {
+	run := makeRun(t, synth{probes: 1000, intervals: 4, base: 80 * time.Microsecond, lossEvery: 90})
+	runs := []Run{run}
+	var page, file bytes.Buffer
+	if err := Write(&page, HTML, runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&file, SVG, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range figures(runs) {
+		_, body, _ := strings.Cut(page.String(), `<figure id="`+f.id+`">`)
+		body, _, _ = strings.Cut(body, "</figure>")
+		plots, caption, ok := strings.Cut(body, "<figcaption>")
+		if !ok {
+			t.Fatalf("%s: no caption", f.id)
+		}
+		// The legends are the page's text under the figure, a key each
+		// (drawn as an SVG swatch), and not in the figure's drawing as
+		// they are in the picture files.
+		var want []string
+		for _, pn := range f.panels {
+			want = append(want, pn.series...)
+			if !strings.Contains(caption, `<span class="panel">`+pn.plot.Title.Text+"</span>") {
+				t.Errorf("%s: caption lacks the panel title %q", f.id, pn.plot.Title.Text)
+			}
+		}
+		if got := strings.Count(caption, `<span class="key"><svg`); got != len(want) {
+			t.Errorf("%s: caption has %d keys with a swatch, want %d (%q)", f.id, got, len(want), want)
+		}
+		for _, name := range want {
+			if !strings.Contains(caption, "</svg>"+name+"</span>") {
+				t.Errorf("%s: caption lacks the key %q", f.id, name)
+			}
+			if !strings.Contains(file.String(), ">"+name+"</text>") {
+				t.Errorf("%s: the SVG file lacks the legend's %q", f.id, name)
+			}
+			if strings.Contains(plots, ">"+name+"</text>") {
+				t.Errorf("%s: the page's figure draws the legend's %q too", f.id, name)
+			}
+		}
+	}
+}

@@ -119,7 +119,10 @@ func fromPercentiles(kind string, ps []result.Percentile) curve {
 }
 
 // percentileFigure draws each run's delays against their percentiles,
-// the tail spread out on a log scale.
+// the tail spread out on a log scale; the delays too are on a log scale
+// when the largest is far above the typical one, as in the latency over
+// time (on a linear scale, a tail of milliseconds would flatten a body
+// of microseconds along the bottom).
 func percentileFigure(runs []Run) figure {
 	all := make([][]curve, len(runs))
 	var top time.Duration
@@ -147,6 +150,9 @@ func percentileFigure(runs []Run) figure {
 	}
 	if !drawn {
 		pn.note("no replies")
+	}
+	if drawn && farTail(runs, top) {
+		logDelays(pn, u)
 	}
 	atLeastOne(pn)
 	return figure{id: "fig-percentiles", panels: []*panel{pn}}

@@ -72,7 +72,7 @@ func TestFiguresOverlay(t *testing.T) {
 	got := seriesOf(figures([]Run{a, b}))
 	want := map[string][]string{
 		"fig-latency/0": {"before RTT", "before up", "before down",
-			"after RTT min–p99.9", "after RTT p50", "after up p50", "after down p50",
+			"after RTT min–p99", "after RTT p99.9", "after RTT p50", "after up p50", "after down p50",
 			"before lost up", "before lost down", "before lost probes", "after lost up", "after lost down"},
 		"fig-percentiles/0": {"before RTT", "before up", "before down", "after RTT", "after up", "after down"},
 		"fig-histogram/0":   {"before RTT", "after RTT"},

@@ -2,8 +2,14 @@ package chart
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // page is what the HTML report's template fills in.
@@ -17,11 +23,26 @@ type page struct {
 	Steps   table // the intervals
 }
 
-// htmlFigure is one figure of the page: an inline SVG document.
+// htmlFigure is one figure of the page: an inline SVG document of its
+// plots, and their legends as the page's text, which wraps to the screen
+// and reads at the page's size however small the figure is drawn.
 type htmlFigure struct {
 	ID      string
-	Caption string
 	SVG     template.HTML
+	Legends []htmlLegend
+}
+
+// htmlLegend is the legend of a panel: its title and its series.
+type htmlLegend struct {
+	Title string
+	Keys  []htmlKey
+}
+
+// htmlKey is a series of a legend: its name and its swatch, drawn as
+// the plot draws the series.
+type htmlKey struct {
+	Name   string
+	Swatch template.HTML
 }
 
 // table is a table of text cells: a header row and the rows.
@@ -34,8 +55,9 @@ type table struct {
 // stylesheet, font or image comes from elsewhere: the figures are inline
 // SVG documents, the style is in the page), and it reads on a phone (the
 // figures shrink to the screen, to a width where their text still reads,
-// and then scroll sideways, as the tables do) as on a large
-// screen (the page stops growing at 1400 CSS pixels).
+// and then scroll sideways, as the tables do; their legends are text
+// under them) as on a large screen (the page stops growing at 1400 CSS
+// pixels, a figure at 960; both grow with the text on a 4K screen).
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pair": func(id string, t table) idTable { return idTable{id, t} },
 }).Parse(`<!DOCTYPE html>
@@ -47,19 +69,25 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>
 body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;line-height:1.45;color:#111;background:#fff}
 main{box-sizing:border-box;max-width:1400px;margin:0 auto;padding:1rem}
-h1{font-size:1.3rem;margin:0 0 .4rem}
-h2{font-size:1.1rem;margin:2rem 0 .5rem}
+h1{font-size:1.3em;margin:0 0 .4rem}
+h2{font-size:1.1em;margin:2rem 0 .5rem}
 header p{margin:.1rem 0;color:#333;overflow-wrap:anywhere}
-figure{margin:1.5rem 0;overflow-x:auto}
-figure svg{display:block;width:100%;height:auto;min-width:540px;max-width:1200px}
-figcaption{font-size:.9rem;color:#555}
+figure{margin:1.5rem 0}
+.plot{overflow-x:auto;-webkit-overflow-scrolling:touch}
+.plot svg{display:block;width:100%;height:auto;min-width:460px;max-width:960px}
+figcaption{font-size:.9em;color:#333;max-width:960px}
+figcaption p{margin:.15rem 0}
+.panel{font-weight:600;margin-right:.4rem}
+.key{display:inline-block;white-space:nowrap;margin-right:1rem}
+.key svg{width:1.8em;height:1em;vertical-align:-.15em;margin-right:.3em}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%}
-table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums;margin-bottom:1rem}
+table{border-collapse:collapse;font-size:.85em;font-variant-numeric:tabular-nums;margin-bottom:1rem}
 th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 th{background:#f3f3f3}
-#config td{text-align:left}
-@media (min-width:2200px){body{font-size:1.3rem}}
+#config th,#config td{text-align:left}
+@media (max-width:600px){main{padding:.6rem}}
+@media (min-width:2200px){body{font-size:1.3rem}main{max-width:1820px}.plot svg,figcaption{max-width:1250px}}
 </style>
 </head>
 <body>
@@ -69,8 +97,11 @@ th{background:#f3f3f3}
 {{range .Lines}}<p>{{.}}</p>
 {{end}}</header>
 {{range .Figures}}<figure id="{{.ID}}">
-{{.SVG}}
-<figcaption>{{.Caption}}</figcaption>
+<div class="plot">{{.SVG}}</div>
+<figcaption>{{range .Legends}}<p><span class="panel">{{.Title}}</span>
+{{range .Keys}}<span class="key">{{.Swatch}}{{.Name}}</span>
+{{end}}</p>
+{{end}}</figcaption>
 </figure>
 {{end}}<section>
 <h2>Summary</h2>
@@ -108,20 +139,53 @@ func writeHTML(w io.Writer, runs []Run, figs []figure) error {
 	pg := page{Heading: lines[0], Lines: lines[1:], Summary: summaryTable(runs), Counts: countsTable(runs),
 		Config: configTable(runs), Steps: intervalsTable(runs)}
 	for _, f := range figs {
-		b, err := svgBytes(newPicture(nil, f.panels, panelsOf(figs)))
+		b, err := svgBytes(plotsOnly(f.panels))
 		if err != nil {
 			return err
 		}
-		caption := ""
-		for i, pn := range f.panels {
-			if i > 0 {
-				caption += "; "
+		hf := htmlFigure{ID: f.id, SVG: inlineSVG(b)}
+		for _, pn := range f.panels {
+			l := htmlLegend{Title: pn.plot.Title.Text}
+			for i, name := range pn.series {
+				sw, err := swatch(pn.thumbs[i])
+				if err != nil {
+					return err
+				}
+				l.Keys = append(l.Keys, htmlKey{Name: name, Swatch: sw})
 			}
-			caption += pn.plot.Title.Text
+			hf.Legends = append(hf.Legends, l)
 		}
-		pg.Figures = append(pg.Figures, htmlFigure{ID: f.id, Caption: caption, SVG: inlineSVG(b)})
+		pg.Figures = append(pg.Figures, hf)
 	}
 	return reportPage.Execute(w, pg)
+}
+
+// The size of a swatch: a legend's thumbnail in the pictures (the page
+// scales it to its text).
+const (
+	swatchWidth  = 16 * vg.Length(1) // points
+	swatchHeight = 9 * vg.Length(1)
+)
+
+// swatch draws thumbs as the key of a series in a legend of the page: an
+// inline SVG element, the series' line, glyph or fill as its plot draws
+// it.
+func swatch(thumbs []plot.Thumbnailer) (h template.HTML, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("chart: drawing a legend's key: %v", r)
+		}
+	}()
+	c := vgsvg.New(swatchWidth, swatchHeight)
+	dc := draw.Canvas{Canvas: c, Rectangle: vg.Rectangle{Max: vg.Point{X: swatchWidth, Y: swatchHeight}}}
+	for _, t := range thumbs {
+		t.Thumbnail(&dc)
+	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	return inlineSVG(bytes.TrimSpace(buf.Bytes())), nil
 }
 
 // inlineSVG is an SVG document as an element of an HTML page: without

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -40,7 +41,7 @@ func latencyFigure(runs []Run) figure {
 	}
 	setSpan(pn.plot, runs)
 	pn.plot.Y.Min = 0
-	if tail := latencyMax(runs); drawn && tail > 20*typical(runs) {
+	if drawn && farTail(runs, latencyMax(runs)) {
 		logDelays(pn, u)
 	}
 	atLeastOne(pn)
@@ -57,6 +58,17 @@ func noDelays(runs []Run) string {
 		}
 	}
 	return "a one-way run has no delays per interval"
+}
+
+// tailRatio is how many times the runs' typical delay their largest one
+// must be for a delay axis to be a log one.
+const tailRatio = 20
+
+// farTail says whether top, the largest delay a panel draws, is so far
+// above the runs' typical delay that the panel wants a log delay axis:
+// on a linear one, the typical delays would lie flat along its bottom.
+func farTail(runs []Run, top time.Duration) bool {
+	return top > tailRatio*typical(runs)
 }
 
 // typical is the smallest of the runs' typical delays: the median (or
@@ -113,7 +125,9 @@ func logDelays(pn *panel, u unit) {
 }
 
 // log10Ticks marks an axis of logarithms as logTicks marks a log axis,
-// labelled with the values themselves.
+// labelled with the values themselves; over more than three decades,
+// only the powers of ten are labelled, so that the labels of a delay
+// axis (upright, with little room) do not crowd each other.
 type log10Ticks struct{}
 
 // Ticks returns the marks between min and max.
@@ -121,6 +135,9 @@ func (log10Ticks) Ticks(min, max float64) []plot.Tick {
 	ts := logTicks{}.Ticks(math.Pow(10, min), math.Pow(10, max))
 	for i := range ts {
 		ts[i].Value = math.Log10(ts[i].Value)
+		if max-min > 3 && math.Abs(ts[i].Value-math.Round(ts[i].Value)) > 1e-9 {
+			ts[i].Label = ""
+		}
 	}
 	return ts
 }
@@ -252,10 +269,11 @@ func points(xys plotter.XYs, lk look) plot.Plotter {
 	return s
 }
 
-// intervalSeries draws run i's intervals: a band from the smallest to
-// the highest percentile of its main delay (RTT, or up for a one-way
-// run), and each kind's median (or mean) as steps; it says whether it
-// drew any.
+// intervalSeries draws run i's intervals: a band from the minimum to the
+// p99 (or the highest percentile below it) of its main delay (RTT, or up
+// for a one-way run), the highest percentile above the band as a thin
+// dash-dot line, and each kind's median (or mean) as steps; it says whether
+// it drew any.
 func intervalSeries(pn *panel, runs []Run, i int, u unit) bool {
 	r := runs[i]
 	ps := r.Result.Config.Percentiles
@@ -263,13 +281,39 @@ func intervalSeries(pn *panel, runs []Run, i int, u unit) bool {
 	for j, k := range kinds(r.Result) {
 		lk := lookOf(i, len(runs), k)
 		if j == 0 {
-			hi, hiName := upper(ps)
-			band(pn, seriesName(runs, i, k+" min–"+hiName), r.Result, k, lk, u, hi)
+			top, topName := bandTop(ps)
+			band(pn, seriesName(runs, i, k+" min–"+topName), r.Result, k, lk, u, top)
+			if hi, hiName := upper(ps); hi > top {
+				dashed := draw.LineStyle{Color: lk.color, Width: vg.Points(0.6), Dashes: tailDashes}
+				stepLine(pn, seriesName(runs, i, k+" "+hiName), r.Result, k, dashed, u, func(l result.Latency) time.Duration {
+					return upperValue(l, hi)
+				})
+			}
 		}
-		_, name := middle(ps)
-		drawn = steps(pn, seriesName(runs, i, k+" "+name), r.Result, k, lk, u) || drawn
+		p, name := middle(ps)
+		solid := draw.LineStyle{Color: lk.color, Width: vg.Points(1), Dashes: lk.dashes}
+		drawn = stepLine(pn, seriesName(runs, i, k+" "+name), r.Result, k, solid, u, func(l result.Latency) time.Duration {
+			return middleValue(l, p)
+		}) || drawn
 	}
 	return drawn
+}
+
+// tailDashes draw the line of the highest percentile over the band of
+// intervals: dash-dot, unlike the dashes that tell a run's up and down
+// delays apart when several runs are drawn.
+var tailDashes = []vg.Length{vg.Points(4), vg.Points(1.5), vg.Points(1), vg.Points(1.5)}
+
+// bandTop returns the percentile the band of intervals reaches, and its
+// name: p99 when the run has it (ps are its percentiles), else the
+// highest below 100 and above the median; -1 and "max" when there is
+// none. Above p99, a percentile of an interval is a handful of probes,
+// close to its maximum: a band to it would cover everything.
+func bandTop(ps []float64) (float64, string) {
+	if slices.Contains(ps, 99) {
+		return 99, report.Percent(99)
+	}
+	return upper(ps)
 }
 
 // middle returns the percentile a line of intervals follows: p50 when
@@ -359,19 +403,17 @@ func band(pn *panel, name string, res *result.Result, kind string, lk look, u un
 	}
 }
 
-// steps draws each interval's median (or mean) of kind as a step over the
-// interval; it says whether there was any.
-func steps(pn *panel, name string, res *result.Result, kind string, lk look, u unit) bool {
-	p, _ := middle(res.Config.Percentiles)
+// stepLine draws value of each interval's delays of kind as a step over
+// the interval, in style; it says whether there was any.
+func stepLine(pn *panel, name string, res *result.Result, kind string, style draw.LineStyle, u unit, value func(result.Latency) time.Duration) bool {
 	segs := segments(res, kind)
 	for _, seg := range segs {
 		var xys plotter.XYs
 		for _, iv := range seg {
-			v := u.of(middleValue(latencyOf(res, iv, kind), p))
+			v := u.of(value(latencyOf(res, iv, kind)))
 			xys = append(xys, plotter.XY{X: seconds(iv.Start), Y: v}, plotter.XY{X: seconds(iv.End), Y: v})
 		}
-		l := &plotter.Line{XYs: finite(xys)}
-		l.LineStyle = draw.LineStyle{Color: lk.color, Width: vg.Points(1), Dashes: lk.dashes}
+		l := &plotter.Line{XYs: finite(xys), LineStyle: style}
 		pn.add(name, l)
 		name = ""
 	}

@@ -28,9 +28,10 @@ type figure struct {
 type panel struct {
 	plot   *plot.Plot
 	legend plot.Legend
-	series []string       // the legend's names, in order
-	items  []plot.Plotter // what the plot draws, in order
-	notes  []string       // what the panel could not draw, such as "no replies"
+	series []string             // the legend's names, in order
+	thumbs [][]plot.Thumbnailer // how each is drawn in the legend
+	items  []plot.Plotter       // what the plot draws, in order
+	notes  []string             // what the panel could not draw, such as "no replies"
 }
 
 // newPanel returns an empty panel titled title, its axes labelled x and y,
@@ -62,11 +63,17 @@ func (pn *panel) add(name string, pl plot.Plotter) {
 		return
 	}
 	if t, ok := pl.(plot.Thumbnailer); ok {
-		pn.legend.Add(name, t)
+		pn.name(name, t)
 	} else {
-		pn.legend.Add(name)
+		pn.name(name)
 	}
+}
+
+// name adds name to the legend, drawn as thumbs.
+func (pn *panel) name(name string, thumbs ...plot.Thumbnailer) {
+	pn.legend.Add(name, thumbs...)
 	pn.series = append(pn.series, name)
+	pn.thumbs = append(pn.thumbs, thumbs)
 }
 
 // draw has the plot draw pls, in the legend or not.

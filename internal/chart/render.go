@@ -17,9 +17,12 @@ import (
 )
 
 // The picture's size: 8 inches wide, each panel 2.6 high under the title
-// block; a PNG at 144 dots an inch (1152 pixels wide).
+// block; a PNG at 144 dots an inch (1152 pixels wide). A figure of the
+// HTML report is narrower, for its legend is text of the page beside
+// it, and so its text is larger on a phone's screen.
 const (
 	pictureWidth = 8 * vg.Inch
+	figureWidth  = 6.5 * vg.Inch
 	panelHeight  = 2.6 * vg.Inch
 	pngDPI       = 144
 )
@@ -57,10 +60,13 @@ func titleHeight(lines []string) vg.Length {
 
 // A picture is what one SVG or PNG document shows: the title block lines
 // (none for a figure of the HTML report) and panels, with room on the
-// right for the widest legend of its panels or of others it is shown with.
+// right for the widest legend of its panels or of others it is shown with
+// (none for a figure of the HTML report, whose legends are the page's
+// text).
 type picture struct {
 	lines   []string
 	panels  []*panel
+	width   vg.Length
 	legendW vg.Length
 }
 
@@ -74,12 +80,18 @@ func newPicture(lines []string, panels, all []*panel) picture {
 		// standing in for it.
 		w = max(w, pn.legend.Rectangle(draw.Canvas{}).Size().X*1.15+vg.Points(12))
 	}
-	return picture{lines: lines, panels: panels, legendW: min(w, pictureWidth*0.4)}
+	return picture{lines: lines, panels: panels, width: pictureWidth, legendW: min(w, pictureWidth*0.4)}
+}
+
+// plotsOnly returns the picture of a figure of the HTML report: its
+// panels' plots, without their legends.
+func plotsOnly(panels []*panel) picture {
+	return picture{panels: panels, width: figureWidth}
 }
 
 // size is the size of the picture.
 func (pic picture) size() (w, h vg.Length) {
-	return pictureWidth, titleHeight(pic.lines) + panelHeight*vg.Length(len(pic.panels))
+	return pic.width, titleHeight(pic.lines) + panelHeight*vg.Length(len(pic.panels))
 }
 
 // drawPicture draws the title block and the panels, one under the other,
@@ -165,7 +177,7 @@ func (ticks) Ticks(min, max float64) []plot.Tick {
 
 // drawPanels draws the panels one under the other on dc, their plots'
 // data areas aligned, each legend in a column on the right beside its
-// plot rather than over its data.
+// plot rather than over its data (none when legendW is 0).
 func drawPanels(dc draw.Canvas, panels []*panel, legendW vg.Length) {
 	if len(panels) == 0 {
 		return
@@ -181,6 +193,9 @@ func drawPanels(dc draw.Canvas, panels []*panel, legendW vg.Length) {
 	cs := plot.Align(rows, tiles, area)
 	for i, pn := range panels {
 		pn.plot.Draw(cs[i][0])
+		if legendW <= 0 {
+			continue
+		}
 		data := pn.plot.DataCanvas(cs[i][0])
 		lc := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
 			Min: vg.Point{X: area.Max.X + vg.Points(4), Y: data.Min.Y},

@@ -11,14 +11,16 @@ import (
 
 // synth describes a made-up run for the tests.
 type synth struct {
-	label     string
-	probes    int           // measured probes, spread over the intervals
-	intervals int           // one-second intervals
-	keep      bool          // keep the probes (Run.Probes)
-	oneWay    bool          // a one-way run: up delays only
-	noDist    bool          // a saved result from before Distribution
-	base      time.Duration // the smallest RTT
-	lossEvery int           // every lossEvery-th probe is lost (0: none)
+	label       string
+	probes      int           // measured probes, spread over the intervals
+	intervals   int           // one-second intervals
+	keep        bool          // keep the probes (Run.Probes)
+	oneWay      bool          // a one-way run: up delays only
+	noDist      bool          // a saved result from before Distribution
+	base        time.Duration // the smallest RTT
+	lossEvery   int           // every lossEvery-th probe is lost (0: none)
+	spikeEvery  int           // every spikeEvery-th probe's delays are 100 times as long (0: none)
+	percentiles []float64     // the run's percentiles (nil: testPercentiles)
 }
 
 var testPercentiles = []float64{50, 90, 99, 99.9}
@@ -33,12 +35,15 @@ func newDists() dists { return dists{stats.NewDist(), stats.NewDist(), stats.New
 func makeRun(t testing.TB, s synth) Run {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, uint64(s.base)))
+	if s.percentiles == nil {
+		s.percentiles = testPercentiles
+	}
 	res := &result.Result{
 		SchemaVersion: result.SchemaVersion, Tool: "volley", Version: "v9.8.7-test",
 		Start: time.Date(2026, 11, 30, 14, 5, 6, 0, time.UTC),
 		Config: result.Config{Target: "reflector.example:2112", Transport: "udp",
 			LocalAddr: "192.0.2.1:40000", RemoteAddr: "192.0.2.2:2112", Size: 64, ReplySize: 200,
-			Window: 4, Percentiles: testPercentiles, OneWay: s.oneWay, Parallel: 1,
+			Window: 4, Percentiles: s.percentiles, OneWay: s.oneWay, Parallel: 1,
 			ReportInterval: time.Second, Duration: time.Duration(s.intervals) * time.Second},
 	}
 	total := newDists()
@@ -68,6 +73,9 @@ func makeRun(t testing.TB, s synth) Run {
 			}
 			c.Received++
 			rtt := s.base + time.Duration(rng.ExpFloat64()*float64(s.base)/3)
+			if s.spikeEvery > 0 && (iv*per+j)%s.spikeEvery == 0 {
+				rtt *= 100
+			}
 			up := rtt * 45 / 100
 			p := result.Probe{Sent: sent, RTT: rtt, Up: up, Down: rtt - up}
 			if s.oneWay {
@@ -108,7 +116,7 @@ func interval(d dists, c result.Counts, start time.Duration, s synth) result.Int
 		c.LossPercent = 100 * float64(c.Lost) / float64(c.Sent)
 	}
 	iv := result.Interval{Start: start, End: start + time.Second, Counts: c,
-		RTT: d.rtt.Summary(testPercentiles), Up: d.up.Summary(testPercentiles), Down: d.down.Summary(testPercentiles)}
+		RTT: d.rtt.Summary(s.percentiles), Up: d.up.Summary(s.percentiles), Down: d.down.Summary(s.percentiles)}
 	iv.Throughput.BitsPerSecUp = float64(c.Sent) * 64 * 8
 	if !s.oneWay {
 		iv.Throughput.BitsPerSecDown = float64(c.Received) * 200 * 8

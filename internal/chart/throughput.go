@@ -95,6 +95,5 @@ func perInterval(pn *panel, name string, ivs []result.Interval, lk look, value f
 	s := &plotter.Scatter{XYs: finite(mids)}
 	s.GlyphStyle = draw.GlyphStyle{Color: lk.color, Radius: vg.Points(2), Shape: lk.shape}
 	pn.draw(l, s)
-	pn.legend.Add(name, l, s)
-	pn.series = append(pn.series, name)
+	pn.name(name, l, s)
 }
