@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/testterm"
 )
 
 // openPTY opens a pseudo-terminal cols columns wide: its master end, which
@@ -62,37 +64,6 @@ func openPTY(cols int) (master, term *os.File, err error) {
 	return master, term, nil
 }
 
-// playScreen plays s as a terminal shows it, \n a new row: the rows ended
-// by a newline, and the row the cursor is on.
-func playScreen(s string) (rows []string, last string) {
-	var row []rune
-	col := 0
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(s[i:], "\x1b[K"):
-			row = row[:col]
-			i += 3
-		case s[i] == '\r':
-			col = 0
-			i++
-		case s[i] == '\n':
-			rows = append(rows, string(row))
-			row, col = row[:0], 0
-			i++
-		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if col < len(row) {
-				row[col] = r
-			} else {
-				row = append(row, r)
-			}
-			col++
-			i += n
-		}
-	}
-	return rows, string(row)
-}
-
 // progressLine matches a progress line as drawn in a 3s run.
 var progressLine = regexp.MustCompile(`\r(\d+\.\ds/3\.0s[^\r\n\x1b]*)\x1b\[K`)
 
@@ -135,7 +106,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	if len(lines) < 2 || lines[0] == lines[len(lines)-1] || !figures {
 		t.Errorf("progress lines drawn: %q; want it redrawn, with the intervals' figures\nstream %q", lines, got)
 	}
-	rows, last := playScreen(got)
+	rows, last := testterm.Screen(got)
 	summary, intervals := false, 0
 	for _, r := range rows {
 		if strings.Contains(r, "s/3.0s") {

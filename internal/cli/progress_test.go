@@ -14,6 +14,7 @@ import (
 
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/testterm"
 )
 
 // fakeTerm is a terminal that records what is written to it.
@@ -41,38 +42,6 @@ func (f *fakeTerm) String() string {
 func fakeTermOf(w io.Writer) (terminal, bool) {
 	t, ok := w.(*fakeTerm)
 	return t, ok
-}
-
-// screen plays s as a terminal shows it (\n as a newline and a carriage
-// return, as a terminal's output processing makes it): the rows ended
-// by a newline, and the row the cursor is on.
-func screen(s string) (rows []string, last string) {
-	var row []rune
-	col := 0
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(s[i:], "\x1b[K"):
-			row = row[:col]
-			i += 3
-		case s[i] == '\r':
-			col = 0
-			i++
-		case s[i] == '\n':
-			rows = append(rows, string(row))
-			row, col = row[:0], 0
-			i++
-		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if col < len(row) {
-				row[col] = r
-			} else {
-				row = append(row, r)
-			}
-			col++
-			i += n
-		}
-	}
-	return rows, string(row)
 }
 
 // drawn returns the progress lines drawn in s: the text between a \r and
@@ -242,7 +211,7 @@ func TestProgressNeverTears(t *testing.T) {
 		line("summary")
 
 		got := term.String()
-		rows, last := screen(got)
+		rows, last := testterm.Screen(got)
 		if strings.Join(rows, "|") != strings.Join(want, "|") || last != "" {
 			t.Errorf("screen rows %q, cursor row %q; want %q and an empty one\nstream %q", rows, last, want, got)
 		}
@@ -281,7 +250,7 @@ func TestProgressSignal(t *testing.T) {
 		if rest := got[at:]; rest != "summary\n" {
 			t.Errorf("after the signal: %q, want the summary alone", rest)
 		}
-		if rows, last := screen(got); len(rows) != 1 || rows[0] != "summary" || last != "" || len(drawn(got)) == 0 {
+		if rows, last := testterm.Screen(got); len(rows) != 1 || rows[0] != "summary" || last != "" || len(drawn(got)) == 0 {
 			t.Errorf("screen rows %q, cursor row %q; want the summary alone after lines drawn\nstream %q", rows, last, got)
 		}
 	})
@@ -305,7 +274,7 @@ func TestProgressConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	h.End(&result.Result{})
-	rows, last := screen(term.String())
+	rows, last := testterm.Screen(term.String())
 	seen := map[string]bool{}
 	for _, r := range rows {
 		var g, i int
