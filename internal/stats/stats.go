@@ -116,7 +116,9 @@ func (d *Dist) Summary(percentiles []float64) result.Latency {
 // at or above the 99th. Values outside those go to the underflow and
 // overflow buckets.
 func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
-	out := &result.Histogram{Of: of, Total: d.n}
+	// Bins is never nil: a run without a value has a histogram without
+	// bins ([] in JSON, as the schema says), not null.
+	out := &result.Histogram{Of: of, Total: d.n, Bins: []result.Bin{}}
 	if d.n == 0 || perDecade < 1 {
 		return out
 	}
@@ -169,7 +171,7 @@ func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
 // than three standard deviations above the mean. Underflow and Overflow
 // stay empty.
 func (d *Dist) LinearHistogram(of string, width time.Duration) *result.Histogram {
-	out := &result.Histogram{Of: of, Total: d.n, Width: width}
+	out := &result.Histogram{Of: of, Total: d.n, Width: width, Bins: []result.Bin{}}
 	if d.n == 0 || width <= 0 {
 		return out
 	}

@@ -1,10 +1,14 @@
 package stats
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/result"
 )
 
 func TestDistSummary(t *testing.T) {
@@ -184,5 +188,17 @@ func TestSnapshotFigures(t *testing.T) {
 	}
 	if _, err := FromSnapshot(good); err != nil {
 		t.Fatalf("FromSnapshot(the snapshot itself) = %v, want it taken", err)
+	}
+}
+
+// TestHistogramEmpty: a distribution without values has histograms without
+// bins, written [] in JSON (the schema wants an array), never null.
+func TestHistogramEmpty(t *testing.T) {
+	d := NewDist()
+	for _, h := range []*result.Histogram{d.Histogram("rtt", 10), d.LinearHistogram("rtt", time.Microsecond)} {
+		b, err := json.Marshal(h)
+		if err != nil || !strings.Contains(string(b), `"bins":[]`) || h.Total != 0 {
+			t.Errorf("empty histogram = %s (%v), want total 0 and bins []", b, err)
+		}
 	}
 }
