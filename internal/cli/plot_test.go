@@ -36,14 +36,11 @@ func TestPlotIntervalsBounded(t *testing.T) {
 	if printed != n {
 		t.Fatalf("the format got %d intervals of %d", printed, n)
 	}
-	kept := p.ivs
-	if p.partial != nil {
-		kept = append(kept, *p.partial)
-	}
+	kept := p.thin.Intervals()
 	// 2048 at 1, halved to 1024 at 2, filled to 2048 (4096 in all), halved
 	// to 1024 at 4, and the last 2053 at 4.
-	if len(kept) != 1024+(n-4096+3)/4 || p.stride != 4 {
-		t.Fatalf("kept %d intervals, each of %d; want %d, each of 4", len(kept), p.stride, 1024+(n-4096+3)/4)
+	if len(kept) != 1024+(n-4096+3)/4 || p.thin.Stride() != 4 {
+		t.Fatalf("kept %d intervals, each of %d; want %d, each of 4", len(kept), p.thin.Stride(), 1024+(n-4096+3)/4)
 	}
 	var gotSent, gotLostUp, gotBytes uint64
 	for i, iv := range kept {
@@ -76,7 +73,7 @@ func TestPlotAsksIntervals(t *testing.T) {
 		t.Fatalf("hookPlot with -i 0: asked %v, interval %v; want intervals asked for", asked, cfg.ReportInterval)
 	}
 	h.OnInterval(result.Interval{Counts: result.Counts{Sent: 1}})
-	if printed != 0 || p.partial == nil && len(p.ivs) != 1 {
-		t.Fatalf("printed %d, kept %d; want none printed and one kept", printed, len(p.ivs))
+	if printed != 0 || len(p.thin.Intervals()) != 1 {
+		t.Fatalf("printed %d, kept %d; want none printed and one kept", printed, len(p.thin.Intervals()))
 	}
 }
