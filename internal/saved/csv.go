@@ -2,6 +2,7 @@ package saved
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -83,10 +84,10 @@ func (l *logLine) placed() int64 {
 }
 
 // readCSV reads the client's probe log from br, after checking its header.
-func readCSV(br *bufio.Reader, name string, opt Options) (*File, error) {
+func readCSV(ctx context.Context, br *bufio.Reader, name, label string, opt Options) (*File, error) {
 	head, err := br.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, &Error{Name: name, Line: 1, Err: err}
+		return nil, lineError(name, 1, err)
 	}
 	head = strings.TrimRight(head, "\r\n")
 	switch {
@@ -100,9 +101,12 @@ func readCSV(br *bufio.Reader, name string, opt Options) (*File, error) {
 	r := csv.NewReader(br)
 	r.FieldsPerRecord = numCols
 	r.ReuseRecord = true
-	b := newBuilder(name, opt)
+	b := newBuilder(name, label, opt)
 	var first []logLine // the first lines, until the first send time is settled
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, &Error{Name: name, Err: err}
+		}
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -146,7 +150,7 @@ func csvError(name string, err error) error {
 		}
 		return e
 	}
-	return &Error{Name: name, Err: err}
+	return lineError(name, 0, err)
 }
 
 // fieldError is a bad value in a column.
@@ -184,6 +188,13 @@ func parseLine(rec []string, lineNo int) (logLine, *fieldError) {
 	case (st == statusReceived || st == statusLost) && l.v[colT1] == 0:
 		return l, &fieldError{"t1_ns", fmt.Errorf("%w: a %s probe without its send time", ErrNotVolley, rec[colStatus])}
 	}
+	// A round trip and the reflector's hold are each read on one clock:
+	// never negative. Up and down may be (the clocks' offset).
+	for _, c := range []int{colRTT, colResponse, colRTTK, colResponseK} {
+		if l.v[c] < 0 {
+			return l, &fieldError{columnNames[c], fmt.Errorf("%w: %d: a delay read on one clock is never negative", ErrNotVolley, l.v[c])}
+		}
+	}
 	l.flow, l.seq = int(l.v[colFlow]), uint64(l.v[colSeq])
 	return l, nil
 }
@@ -214,6 +225,14 @@ func (b *builder) start(first []logLine) error {
 func (b *builder) file() *File {
 	res := b.result()
 	f := &File{Run: runOf(res), Kind: ProbeLog}
+	if n := len(res.Intervals); n > MaxIntervals {
+		t := NewThinner(MaxIntervals)
+		for _, iv := range res.Intervals {
+			t.Add(iv)
+		}
+		res.Intervals = t.Intervals()
+		f.Notes = append(f.Notes, notes(t, checker{})...)
+	}
 	f.Probes = b.probes
 	if b.over {
 		f.Probes = nil

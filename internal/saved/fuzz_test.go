@@ -2,6 +2,7 @@ package saved
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("{}"))
 	f.Add([]byte("{\"type\":\"interval\"}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := ReadFrom(bytes.NewReader(data), "fuzz", Options{Interval: time.Millisecond, MaxProbes: 50, Percentiles: []float64{50, 99.9}})
+		file, err := ReadFrom(context.Background(), bytes.NewReader(data), "fuzz", Options{Interval: time.Millisecond, MaxProbes: 50, Percentiles: []float64{50, 99.9}})
 		if err == nil && (file == nil || file.Result == nil) {
 			t.Fatalf("ReadFrom = %v, nil: no result and no error", file)
 		}

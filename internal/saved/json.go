@@ -3,6 +3,7 @@ package saved
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,36 +19,50 @@ import (
 
 // readJSON reads a document or a stream from br, whose first byte is '{'.
 // A first line that is a whole JSON value with a "type" starts a stream;
-// anything else is a document (indented over many lines, or on one).
-func readJSON(br *bufio.Reader, name string, opt Options) (*File, error) {
+// anything else is a document (indented over many lines, or on one, of
+// any length).
+func readJSON(ctx context.Context, cr *capReader, br *bufio.Reader, name string, opt Options) (*File, error) {
+	base := cr.off - int64(br.Buffered())
 	line, err := br.ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, &Error{Name: name, Err: err}
-	}
-	if t := bytes.TrimSpace(line); json.Valid(t) {
-		var v struct {
-			Type *string `json:"type"`
+	var tl *tooLongError
+	switch {
+	case errors.As(err, &tl):
+		// One long line: a document's.
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, lineError(name, 1, err)
+	default:
+		if t := bytes.TrimSpace(line); json.Valid(t) {
+			var v struct {
+				Type *string `json:"type"`
+			}
+			if json.Unmarshal(t, &v) == nil && v.Type != nil {
+				return readLines(ctx, br, line, name, opt)
+			}
 		}
-		if json.Unmarshal(t, &v) == nil && v.Type != nil {
-			return readLines(br, line, name, opt)
+	}
+	// The newlines read but not yet decoded: in the first line, and
+	// buffered after it.
+	buffered, _ := br.Peek(br.Buffered())
+	var nl []int64
+	for i, c := range line {
+		if c == '\n' {
+			nl = append(nl, base+int64(i))
 		}
 	}
-	rest, err := io.ReadAll(br)
+	for i, c := range buffered {
+		if c == '\n' {
+			nl = append(nl, cr.off-int64(len(buffered))+int64(i))
+		}
+	}
+	cr.document(nl)
+	f, err := readDocument(ctx, cr, io.MultiReader(bytes.NewReader(line), br), base, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := selectPercentiles(f.Result, opt.Percentiles); err != nil {
 		return nil, &Error{Name: name, Err: err}
 	}
-	data := append(line, rest...)
-	res := new(result.Result)
-	if err := json.Unmarshal(data, res); err != nil {
-		return nil, jsonError(name, data, 0, err)
-	}
-	if err := checkVersion(res); err != nil {
-		return nil, &Error{Name: name, Line: 1, Err: err}
-	}
-	if err := selectPercentiles(res, opt.Percentiles); err != nil {
-		return nil, &Error{Name: name, Err: err}
-	}
-	return &File{Run: runOf(res), Kind: JSON}, nil
+	return f, nil
 }
 
 // runOf is the Run of a result read whole.
@@ -82,42 +97,28 @@ func jsonError(name string, data []byte, line0 int, err error) error {
 }
 
 // readLines reads a stream: interval lines, then one result line. first
-// is its first line, already read.
-func readLines(br *bufio.Reader, first []byte, name string, opt Options) (*File, error) {
-	var ivs []result.Interval
+// is its first line, already read. Each line is checked as it is read,
+// and the intervals thinned as they come.
+func readLines(ctx context.Context, br *bufio.Reader, first []byte, name string, opt Options) (*File, error) {
+	thin := NewThinner(MaxIntervals)
+	var ck checker
 	var res *result.Result
 	line := first
 	n := 0
 	for {
 		n++
+		if err := ctx.Err(); err != nil {
+			return nil, &Error{Name: name, Line: n, Err: err}
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			if res != nil {
 				return nil, &Error{Name: name, Line: n, Err: errors.New("more after the result line, which ends a stream")}
 			}
-			var v struct {
-				Type string `json:"type"`
+			r, err := readLine(t, name, n, thin, &ck)
+			if err != nil {
+				return nil, err
 			}
-			if err := json.Unmarshal(t, &v); err != nil {
-				return nil, jsonError(name, t, n-1, err)
-			}
-			switch v.Type {
-			case "interval":
-				var iv result.Interval
-				if err := json.Unmarshal(t, &iv); err != nil {
-					return nil, jsonError(name, t, n-1, err)
-				}
-				ivs = append(ivs, iv)
-			case "result":
-				res = new(result.Result)
-				if err := json.Unmarshal(t, res); err != nil {
-					return nil, jsonError(name, t, n-1, err)
-				}
-				if err := checkVersion(res); err != nil {
-					return nil, &Error{Name: name, Line: n, Err: err}
-				}
-			default:
-				return nil, &Error{Name: name, Line: n, Field: "type", Err: fmt.Errorf("%w: %q is not a line volley writes (interval or result)", ErrNotVolley, v.Type)}
-			}
+			res = r
 		}
 		var err error
 		line, err = br.ReadBytes('\n')
@@ -125,17 +126,55 @@ func readLines(br *bufio.Reader, first []byte, name string, opt Options) (*File,
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, &Error{Name: name, Line: n + 1, Err: err}
+			return nil, lineError(name, n+1, err)
 		}
 	}
 	if res == nil {
-		return truncated(ivs, name, n)
+		f, err := truncated(thin.Intervals(), name, n)
+		f.Notes = append(f.Notes, notes(thin, ck)...)
+		return f, err
 	}
-	res.Intervals = ivs
+	res.Intervals = thin.Intervals()
 	if err := selectPercentiles(res, opt.Percentiles); err != nil {
 		return nil, &Error{Name: name, Err: err}
 	}
-	return &File{Run: runOf(res), Kind: JSONL}, nil
+	return &File{Run: runOf(res), Kind: JSONL, Notes: notes(thin, ck)}, nil
+}
+
+// readLine reads line n of a stream, t: an interval, added to thin, or
+// the result, returned.
+func readLine(t []byte, name string, n int, thin *Thinner, ck *checker) (*result.Result, error) {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(t, &v); err != nil {
+		return nil, jsonError(name, t, n-1, err)
+	}
+	switch v.Type {
+	case "interval":
+		var iv result.Interval
+		if err := json.Unmarshal(t, &iv); err != nil {
+			return nil, jsonError(name, t, n-1, err)
+		}
+		if fe := ck.check(&iv, ""); fe != nil {
+			return nil, &Error{Name: name, Line: n, Field: fe.field, Err: fe.err}
+		}
+		thin.Add(iv)
+		return nil, nil
+	case "result":
+		res := new(result.Result)
+		if err := json.Unmarshal(t, res); err != nil {
+			return nil, jsonError(name, t, n-1, err)
+		}
+		if err := checkVersion(res); err != nil {
+			return nil, &Error{Name: name, Line: n, Err: err}
+		}
+		if fe := ck.check(res, ""); fe != nil {
+			return nil, &Error{Name: name, Line: n, Field: fe.field, Err: fe.err}
+		}
+		return res, nil
+	}
+	return nil, &Error{Name: name, Line: n, Field: "type", Err: fmt.Errorf("%w: %q is not a line volley writes (interval or result)", ErrNotVolley, v.Type)}
 }
 
 // truncated returns what a stream cut short holds: its intervals, and

@@ -113,7 +113,8 @@ type flowState struct {
 
 // builder rebuilds a result from a probe log's lines.
 type builder struct {
-	name    string
+	name    string // in errors
+	label   string // as the target
 	opt     Options
 	pct     []float64
 	origin  int64 // the first send time, Unix ns (0: not settled yet)
@@ -132,12 +133,12 @@ type builder struct {
 	patched int
 }
 
-func newBuilder(name string, opt Options) *builder {
+func newBuilder(name, label string, opt Options) *builder {
 	pct := opt.Percentiles
 	if pct == nil {
 		pct = defaultPercentiles
 	}
-	return &builder{name: name, opt: opt, pct: slices.Clone(pct), open: map[int64]*acc{}, closed: map[int64]int{}, flows: map[int]*flowState{}}
+	return &builder{name: name, label: label, opt: opt, pct: slices.Clone(pct), open: map[int64]*acc{}, closed: map[int64]int{}, flows: map[int]*flowState{}}
 }
 
 // intervalOf returns the number of the interval of a probe placed at t
@@ -224,7 +225,7 @@ func (b *builder) result() *result.Result {
 	if b.origin > 1 {
 		res.Start = time.Unix(0, b.origin).UTC()
 	}
-	res.Config = result.Config{Target: b.name, Duration: b.maxSent, Percentiles: b.pct, Parallel: len(b.flows), Timestamps: "user"}
+	res.Config = result.Config{Target: b.label, Duration: b.maxSent, Percentiles: b.pct, Parallel: len(b.flows), Timestamps: "user"}
 	if b.opt.Interval > 0 {
 		res.Config.ReportInterval = b.opt.Interval
 	}

@@ -15,6 +15,7 @@ package saved
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -127,9 +128,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Read reads the saved result in the file at path; it is named by its
-// base name (its Label).
-func Read(path string, opt Options) (*File, error) {
+// Read reads the saved result in the file at path, named by the path in
+// errors and by its base name as its Label. It stops, with ctx's error,
+// when ctx ends; an open or a read that blocks (a FIFO) is not
+// interrupted: a caller that must return at once reads in a goroutine.
+func Read(ctx context.Context, path string, opt Options) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // names the path
@@ -138,19 +141,26 @@ func Read(path string, opt Options) (*File, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return nil, &Error{Name: path, Err: errors.New("is a directory")}
 	}
-	return ReadFrom(f, filepath.Base(path), opt)
+	return readFrom(ctx, f, path, filepath.Base(path), opt)
 }
 
 // ReadFrom reads a saved result from r, named name in errors and as the
 // Label. With ErrTruncated it returns what it read too.
-func ReadFrom(r io.Reader, name string, opt Options) (*File, error) {
+func ReadFrom(ctx context.Context, r io.Reader, name string, opt Options) (*File, error) {
+	return readFrom(ctx, r, name, name, opt)
+}
+
+// readFrom reads a saved result from r, named name in errors and label
+// in what it holds.
+func readFrom(ctx context.Context, r io.Reader, name, label string, opt Options) (*File, error) {
 	if opt.Interval == 0 {
 		opt.Interval = time.Second
 	}
 	if opt.MaxProbes <= 0 {
 		opt.MaxProbes = DefaultMaxProbes
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	cr := &capReader{ctx: ctx, r: r, maxLine: MaxLine}
+	br := bufio.NewReaderSize(cr, 64<<10)
 	// A byte order mark (a spreadsheet's CSV, say) is not content.
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		br.Discard(3)
@@ -160,17 +170,17 @@ func ReadFrom(r io.Reader, name string, opt Options) (*File, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{Name: name, Err: ErrEmpty}
 		}
-		return nil, &Error{Name: name, Err: err}
+		return nil, lineError(name, cr.lines+1, err)
 	}
 	var f *File
 	switch first {
 	case '{':
-		f, err = readJSON(br, name, opt)
+		f, err = readJSON(ctx, cr, br, name, opt)
 	default:
-		f, err = readCSV(br, name, opt)
+		f, err = readCSV(ctx, br, name, label, opt)
 	}
 	if f != nil {
-		f.Label = name
+		f.Label = label
 	}
 	return f, err
 }

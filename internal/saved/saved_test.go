@@ -2,6 +2,7 @@ package saved
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +24,7 @@ import (
 
 func read(t *testing.T, name string, opt Options) *File {
 	t.Helper()
-	f, err := Read(filepath.Join("testdata", name), opt)
+	f, err := Read(context.Background(), filepath.Join("testdata", name), opt)
 	if err != nil {
 		t.Fatalf("Read(%s) = %v", name, err)
 	}
@@ -142,7 +143,7 @@ func logLines(n int) string {
 // TestProbeLogCounts: every status is counted where it belongs, and the
 // delays and IPDV of consecutive replies are the log's.
 func TestProbeLogCounts(t *testing.T) {
-	f, err := ReadFrom(strings.NewReader(logLines(30)), "x.csv", Options{Interval: 10 * time.Millisecond})
+	f, err := ReadFrom(context.Background(), strings.NewReader(logLines(30)), "x.csv", Options{Interval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestProbeLogCounts(t *testing.T) {
 // TestProbeLogBounded: past MaxProbes, no probes are kept; past maxOpen
 // intervals open, a line for a closed one is still counted in it.
 func TestProbeLogBounded(t *testing.T) {
-	f, err := ReadFrom(strings.NewReader(logLines(3000)), "x.csv", Options{Interval: time.Millisecond, MaxProbes: 100})
+	f, err := ReadFrom(context.Background(), strings.NewReader(logLines(3000)), "x.csv", Options{Interval: time.Millisecond, MaxProbes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestReadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := ReadFrom(strings.NewReader(tt.in), "f", Options{})
+			f, err := ReadFrom(context.Background(), strings.NewReader(tt.in), "f", Options{})
 			if err == nil || f != nil || !strings.HasPrefix(err.Error(), tt.want) || (tt.is != nil && !errors.Is(err, tt.is)) {
 				t.Errorf("ReadFrom(%.40q) = %v, %v; want an error starting %q (%v)", tt.in, f, err, tt.want, tt.is)
 			}
@@ -238,9 +239,9 @@ func TestReadFile(t *testing.T) {
 	for _, tt := range []struct{ path, want string }{
 		{filepath.Join(dir, "none.json"), "open " + filepath.Join(dir, "none.json") + ": no such file or directory"},
 		{dir, dir + ": is a directory"},
-		{"testdata/reflector.csv", "reflector.csv: line 1: this is the reflector's probe log (volley server --log)"},
+		{"testdata/reflector.csv", "testdata/reflector.csv: line 1: this is the reflector's probe log (volley server --log)"},
 	} {
-		if _, err := Read(tt.path, Options{}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+		if _, err := Read(context.Background(), tt.path, Options{}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("Read(%s) = %v, want %q", tt.path, err, tt.want)
 		}
 	}
@@ -255,7 +256,7 @@ func TestTruncatedStream(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(data), "\n")
 	cut := strings.Join(lines[:len(lines)-2], "") // the result line and the empty tail
-	f, err := ReadFrom(strings.NewReader(cut), "r.jsonl", Options{})
+	f, err := ReadFrom(context.Background(), strings.NewReader(cut), "r.jsonl", Options{})
 	if !errors.Is(err, ErrTruncated) || f == nil || len(f.Result.Intervals) != len(lines)-2 || f.Result.Summary.Counts.Sent == 0 {
 		t.Fatalf("ReadFrom(cut stream) = %+v, %v; want %d intervals and ErrTruncated", f, err, len(lines)-2)
 	}
@@ -277,7 +278,7 @@ func TestPercentiles(t *testing.T) {
 	if got := f.Result.Summary.Response.Percentiles; len(got) != 2 {
 		t.Errorf("response percentiles %v: want p50 and p100 (p99.95 not saved)", got)
 	}
-	_, err := Read("testdata/run.json", Options{Percentiles: []float64{50, 99.94}})
+	_, err := Read(context.Background(), "testdata/run.json", Options{Percentiles: []float64{50, 99.94}})
 	if err == nil || !strings.Contains(err.Error(), "run.json: --percentiles p50, p99.94: the saved rtt has no p99.94") {
 		t.Errorf("Read with --percentiles 99.94 = %v, want an error naming p99.94", err)
 	}
