@@ -18,6 +18,9 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
+	// ExitInterrupted: a signal ended volley before it was done (128 +
+	// SIGINT, as a shell reports a process that SIGINT ended).
+	ExitInterrupted = 130
 )
 
 // usageError marks an error the user made on the command line.

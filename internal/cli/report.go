@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -95,18 +97,44 @@ func (f reportFlags) options(cmd *cobra.Command, files int) (saved.Options, erro
 	return opt, nil
 }
 
+// errInterrupted: a signal ended volley report.
+var errInterrupted = errors.New("report: interrupted")
+
 // runReport reads every file, writes the report, then the plot. A
 // stream cut short is written as far as it goes, and its error returned
-// at the end.
+// at the end. The command's context ending (a signal) ends it at once,
+// with errInterrupted: reading and writing go on in a goroutine, which
+// may be blocked (opening a FIFO no one writes, say) and is left behind,
+// its writes to stdout and stderr cut off.
 func runReport(cmd *cobra.Command, paths []string, f reportFlags, stdout, stderr io.Writer) error {
 	opt, err := f.options(cmd, len(paths))
 	if err != nil {
 		return err
 	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out, errOut := &gateWriter{w: stdout}, &gateWriter{w: stderr}
+	done := make(chan error, 1)
+	go func() { done <- f.report(ctx, paths, opt, out, errOut) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		out.close()
+		errOut.close()
+		return exitError{ExitInterrupted, errInterrupted}
+	}
+}
+
+// report reads the files at paths and writes their report (see
+// runReport).
+func (f reportFlags) report(ctx context.Context, paths []string, opt saved.Options, stdout, stderr io.Writer) error {
 	var files []*saved.File
 	var partial error
 	for _, p := range paths {
-		file, err := saved.Read(p, opt)
+		file, err := saved.Read(ctx, p, opt)
 		switch {
 		case errors.Is(err, saved.ErrTruncated) && file != nil:
 			partial = errors.Join(partial, err)
@@ -128,6 +156,29 @@ func runReport(cmd *cobra.Command, paths []string, f reportFlags, stdout, stderr
 		return exitError{ExitError, partial}
 	}
 	return nil
+}
+
+// gateWriter writes to w until it is closed; then it writes nothing
+// more, and says so.
+type gateWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return 0, errInterrupted
+	}
+	return g.w.Write(p)
+}
+
+func (g *gateWriter) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // labelFiles labels each file by its base name, or by its path as given

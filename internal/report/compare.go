@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,10 +149,25 @@ func compareStat(runs []Labelled, m measure, st stat) (comparedRow, bool) {
 		if i == 0 {
 			first, firstOK = v, true
 		} else if firstOK && first > 0 && v >= 0 {
-			r.ratios[i] = fmt.Sprintf("%.2f×", float64(v)/float64(first))
+			r.ratios[i] = ratio(float64(v)/float64(first)) + "×"
 		}
 	}
 	return r, some
+}
+
+// ratio formats a ratio with three significant digits (0.00239, 1.50,
+// 123), and no fewer whole digits than it has (12345).
+func ratio(x float64) string {
+	if x <= 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	digits := max(2-int(math.Floor(math.Log10(x))), 0)
+	s := strconv.FormatFloat(x, 'f', digits, 64)
+	// Rounding up may add a digit (9.996 to 10.00): take it off.
+	if r, _ := strconv.ParseFloat(s, 64); digits > 0 && math.Floor(math.Log10(r)) > math.Floor(math.Log10(x)) {
+		s = strconv.FormatFloat(x, 'f', digits-1, 64)
+	}
+	return s
 }
 
 // writeCompared writes rows under a head of the runs' labels, each
