@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/volley-net/volley/internal/result"
@@ -29,7 +30,14 @@ const noteReplaced = "control characters in the file's text were replaced (with 
 // checker checks the values of a result read and replaces the control
 // characters in its strings.
 type checker struct {
-	replaced bool // a string held a control character
+	replaced bool      // a string held a control character
+	path     []segment // where the walk is
+}
+
+// segment is a step of a field path: a field's name, or an index.
+type segment struct {
+	name  string
+	index int
 }
 
 var (
@@ -40,19 +48,38 @@ var (
 	configType      = reflect.TypeFor[result.Config]()
 )
 
-// check walks v (a pointer), named path in errors (a JSON field path:
+// check walks v (a pointer), at path in errors (a JSON field path:
 // "intervals[3].rtt.percentiles"), and returns what is wrong in it.
 func (c *checker) check(v any, path string) *fieldError {
-	return c.walk(reflect.ValueOf(v), path)
+	c.path = append(c.path[:0], segment{name: path, index: -1})
+	return c.walk(reflect.ValueOf(v))
 }
 
-func (c *checker) walk(v reflect.Value, path string) *fieldError {
+// at is the path where the walk is.
+func (c *checker) at() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		switch {
+		case s.name == "":
+			if s.index >= 0 {
+				fmt.Fprintf(&b, "[%d]", s.index)
+			}
+		case b.Len() > 0:
+			b.WriteString("." + s.name)
+		default:
+			b.WriteString(s.name)
+		}
+	}
+	return b.String()
+}
+
+func (c *checker) walk(v reflect.Value) *fieldError {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return c.walk(v.Elem(), path)
+		return c.walk(v.Elem())
 	case reflect.String:
 		if s, ok := clean(v.String()); ok {
 			v.SetString(s)
@@ -60,67 +87,118 @@ func (c *checker) walk(v reflect.Value, path string) *fieldError {
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type() == percentilesType {
-			if err := checkPercentiles(v.Interface().([]result.Percentile), path); err != nil {
-				return err
-			}
+			return checkPercentiles(v.Interface().([]result.Percentile), c.at)
+		}
+		if !walked(v.Type().Elem()) {
+			return nil
 		}
 		for i := range v.Len() {
-			if err := c.walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			c.path = append(c.path, segment{index: i})
+			if err := c.walk(v.Index(i)); err != nil {
 				return err
 			}
+			c.path = c.path[:len(c.path)-1]
 		}
 	case reflect.Struct:
-		if err := checkValue(v, path); err != nil {
+		if err := checkValue(v, c.at); err != nil {
 			return err
 		}
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			if err := c.walk(v.Field(i), join(path, f)); err != nil {
+		for _, f := range fieldsOf(v.Type()) {
+			c.path = append(c.path, segment{name: f.name})
+			if err := c.walk(v.Field(f.index)); err != nil {
 				return err
 			}
+			c.path = c.path[:len(c.path)-1]
 		}
 	}
 	return nil
 }
 
-// join is the path of field f of path.
-func join(path string, f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	if name == "" || name == "-" {
-		name = f.Name
+// field is a field of a struct that the checker walks.
+type field struct {
+	index int
+	name  string
+}
+
+var fieldCache sync.Map // reflect.Type to []field
+
+// fieldsOf lists the fields of struct type t that hold a string or a
+// value checked.
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
 	}
-	if path == "" {
-		return name
+	var fs []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || !walked(f.Type) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			name = f.Name
+		}
+		fs = append(fs, field{i, name})
 	}
-	return path + "." + name
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+var walkedCache sync.Map // reflect.Type to bool
+
+// walked says whether a value of type t may hold a string or a value
+// checked.
+func walked(t reflect.Type) bool {
+	if w, ok := walkedCache.Load(t); ok {
+		return w.(bool)
+	}
+	walkedCache.Store(t, false) // a type that holds itself: decided below
+	w := false
+	switch t {
+	case latencyType, intervalType, percentilesType, histogramType, configType:
+		w = true
+	default:
+		switch t.Kind() {
+		case reflect.String, reflect.Interface:
+			w = true
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			w = walked(t.Elem())
+		case reflect.Map:
+			w = walked(t.Key()) || walked(t.Elem())
+		case reflect.Struct:
+			for i := range t.NumField() {
+				if f := t.Field(i); f.IsExported() && walked(f.Type) {
+					w = true
+				}
+			}
+		}
+	}
+	walkedCache.Store(t, w)
+	return w
 }
 
 // checkValue checks the structs whose values have bounds.
-func checkValue(v reflect.Value, path string) *fieldError {
+func checkValue(v reflect.Value, at func() string) *fieldError {
 	switch v.Type() {
 	case intervalType:
 		iv := v.Addr().Interface().(*result.Interval)
 		if field, err := checkInterval(iv); err != nil {
-			return &fieldError{strings.TrimPrefix(path+"."+field, "."), err}
+			return &fieldError{strings.TrimPrefix(at()+"."+field, "."), err}
 		}
 	case latencyType:
 		l := v.Addr().Interface().(*result.Latency)
 		if l.Count < 0 {
-			return &fieldError{path + ".count", fmt.Errorf("%w: %d values", ErrNotVolley, l.Count)}
+			return &fieldError{at() + ".count", fmt.Errorf("%w: %d values", ErrNotVolley, l.Count)}
 		}
 	case configType:
 		c := v.Addr().Interface().(*result.Config)
 		if c.Duration < 0 || c.WarmupDuration < 0 {
-			return &fieldError{path + ".duration_ns", fmt.Errorf("%w: a run of %d ns, after a warm-up of %d ns", ErrNotVolley, c.Duration, c.WarmupDuration)}
+			return &fieldError{at() + ".duration_ns", fmt.Errorf("%w: a run of %d ns, after a warm-up of %d ns", ErrNotVolley, c.Duration, c.WarmupDuration)}
 		}
 	case histogramType:
 		h := v.Addr().Interface().(*result.Histogram)
 		if len(h.Bins) > maxBins {
-			return &fieldError{path + ".bins", fmt.Errorf("%w: %d bins; volley writes at most %d", ErrNotVolley, len(h.Bins), maxBins)}
+			return &fieldError{at() + ".bins", fmt.Errorf("%w: %d bins; volley writes at most %d", ErrNotVolley, len(h.Bins), maxBins)}
 		}
 	}
 	return nil
@@ -145,13 +223,13 @@ func checkInterval(iv *result.Interval) (string, error) {
 
 // checkPercentiles checks a latency's percentiles or a distribution's
 // ladder: at most MaxPercentiles, each from 0 to 100.
-func checkPercentiles(ps []result.Percentile, path string) *fieldError {
+func checkPercentiles(ps []result.Percentile, at func() string) *fieldError {
 	if len(ps) > MaxPercentiles {
-		return &fieldError{path, fmt.Errorf("%w: %d percentiles; volley writes at most %d", ErrNotVolley, len(ps), MaxPercentiles)}
+		return &fieldError{at(), fmt.Errorf("%w: %d percentiles; volley writes at most %d", ErrNotVolley, len(ps), MaxPercentiles)}
 	}
 	for i, p := range ps {
 		if !(p.P >= 0 && p.P <= 100) {
-			return &fieldError{fmt.Sprintf("%s[%d].p", path, i), fmt.Errorf("%w: percentile %v, outside 0 to 100", ErrNotVolley, p.P)}
+			return &fieldError{fmt.Sprintf("%s[%d].p", at(), i), fmt.Errorf("%w: percentile %v, outside 0 to 100", ErrNotVolley, p.P)}
 		}
 	}
 	return nil
