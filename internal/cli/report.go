@@ -120,6 +120,9 @@ func runReport(cmd *cobra.Command, paths []string, f reportFlags, stdout, stderr
 	go func() { done <- f.report(ctx, paths, opt, out, errOut) }()
 	select {
 	case err := <-done:
+		if err != nil && ctx.Err() != nil {
+			return exitError{ExitInterrupted, errInterrupted}
+		}
 		return err
 	case <-ctx.Done():
 		out.close()

@@ -263,3 +263,37 @@ func TestReportErrors(t *testing.T) {
 		t.Errorf("volley report cut.jsonl wrote:\n%s\nwant the interval lines", out)
 	}
 }
+
+// TestReportUntrusted: a saved file's text cannot write control
+// characters to the terminal, and errors name the file as given.
+func TestReportUntrusted(t *testing.T) {
+	dir := t.TempDir()
+	res := decode(t, filepath.Join(savedRuns(t), "run.json"))
+	res.Config.RemoteAddr = "\u001b]0;pwned\u0007\u001b[2J"
+	res.Version = "\u009b31m"
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(dir, "evil.json")
+	if err := os.WriteFile(evil, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", evil}, {"report", evil, evil}} {
+		code, out, errOut := volleyMain(t, args...)
+		if code != 0 || strings.ContainsAny(out+errOut, "\x1b\x07\u009b") || !strings.Contains(out, "\ufffd]0;pwned") ||
+			!strings.Contains(out, "control characters in the file's text were replaced") {
+			t.Errorf("volley %s: exit %d, control characters written or no note:\n%q\n%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	empty := filepath.Join(dir, "sub", "empty.json")
+	if err := os.Mkdir(filepath.Dir(empty), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := volleyMain(t, "report", empty); code != ExitError || errOut != "volley: "+empty+": empty file\n" {
+		t.Errorf("report of an empty file: exit %d, %q; want it named as given", code, errOut)
+	}
+}
