@@ -225,13 +225,9 @@ func (b *builder) start(first []logLine) error {
 func (b *builder) file() *File {
 	res := b.result()
 	f := &File{Run: runOf(res), Kind: ProbeLog}
-	if n := len(res.Intervals); n > MaxIntervals {
-		t := NewThinner(MaxIntervals)
-		for _, iv := range res.Intervals {
-			t.Add(iv)
-		}
-		res.Intervals = t.Intervals()
-		f.Notes = append(f.Notes, notes(t, checker{})...)
+	if b.merged > 0 {
+		f.Notes = append(f.Notes, fmt.Sprintf("%d intervals rebuilt: past %d, neighbours were merged (each kept one holds up to %d; counts and extremes exact, their percentiles the count-weighted mean)",
+			len(b.closed), logIntervals, 1<<b.merged))
 	}
 	f.Probes = b.probes
 	if b.over {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/volley-net/volley/internal/result"
@@ -256,5 +257,32 @@ func TestCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || f != nil {
 			t.Errorf("Read(%s) with a cancelled context = %v, %v; want context.Canceled", name, f, err)
 		}
+	}
+}
+
+// TestProbeLogIntervalsBounded: a log rebuilt into more intervals than it
+// keeps merges them as it reads, its counts whole, a line after its
+// interval counted in the merged one, and says so.
+func TestProbeLogIntervalsBounded(t *testing.T) {
+	defer func(n int) { logIntervals = n }(logIntervals)
+	logIntervals = 100
+	f, err := ReadFrom(context.Background(), strings.NewReader(logLines(3000)), "x.csv", Options{Interval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs := f.Result.Intervals
+	var sent, dup uint64
+	for i, iv := range ivs {
+		sent += iv.Counts.Sent
+		dup += iv.Counts.Duplicates
+		if i > 0 && iv.Start < ivs[i-1].End {
+			t.Fatalf("interval %d starts at %v, before the one before ends (%v)", i, iv.Start, ivs[i-1].End)
+		}
+	}
+	if len(ivs) > 100 || len(ivs) < 50 || sent != 3000 || dup != 2 || ivs[0].Counts.Duplicates != 2 {
+		t.Errorf("%d intervals, %d sent, %d duplicates (%d in the first); want at most 100, all 3000 sent and both duplicates in the first", len(ivs), sent, dup, ivs[0].Counts.Duplicates)
+	}
+	if notes := strings.Join(f.Notes, "\n"); !strings.Contains(notes, "3000 intervals rebuilt: past 100, neighbours were merged") {
+		t.Errorf("notes %q: want the merge said", notes)
 	}
 }

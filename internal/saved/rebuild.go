@@ -131,6 +131,7 @@ type builder struct {
 	probes  []result.Probe
 	over    bool
 	patched int
+	merged  int // how many times the intervals rebuilt were merged in pairs
 }
 
 func newBuilder(name, label string, opt Options) *builder {
@@ -187,6 +188,7 @@ func (b *builder) close(n int64) {
 	end := min(start+b.opt.Interval, max(b.maxSent, start))
 	b.closed[n] = len(b.ivs)
 	b.ivs = append(b.ivs, a.interval(start, end, b.pct))
+	b.thinClosed()
 	a.counts = result.Counts{}
 	for _, d := range a.d {
 		if d != nil {
@@ -315,7 +317,8 @@ func (b *builder) patch(n int64, l *logLine) {
 		b.closed[n] = len(b.ivs)
 		start := time.Duration(n) * b.opt.Interval
 		b.ivs = append(b.ivs, new(acc).interval(start, start+b.opt.Interval, b.pct))
-		i = len(b.ivs) - 1
+		b.thinClosed()
+		i = b.closed[n]
 	}
 	c := &b.ivs[i].Counts
 	switch l.status {
