@@ -9,7 +9,14 @@
 //
 // Input is not trusted: whatever it holds, reading returns a result or an
 // error that names the file, the line (and the field or column where it
-// is known) and what is wrong, never a panic.
+// is known) and what is wrong, never a panic. Nor does it make volley hold
+// or print many times its size: a line is at most MaxLine, a file keeps at
+// most MaxIntervals intervals (neighbours merged past that, as a plot
+// does: Thinner), a latency at most MaxPercentiles percentiles, values
+// volley never writes (a percentile outside 0..100, an interval that ends
+// before it starts, more lost than sent, a negative round trip) are
+// errors, and control characters in its text are replaced, so that
+// printing it cannot drive the terminal.
 package saved
 
 import (
