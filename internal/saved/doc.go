@@ -1,6 +1,7 @@
 package saved
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,7 @@ func (d *docReader) object(res *result.Result) error {
 		var raw json.RawMessage
 		before := d.dec.InputOffset()
 		if err := d.dec.Decode(&raw); err != nil {
-			return d.err(err, before, key)
+			return d.valueErr(err, before, key)
 		}
 		start := d.dec.InputOffset() - int64(len(raw))
 		if f := fieldOf(fields, key); f.IsValid() {
@@ -82,6 +83,7 @@ func (d *docReader) object(res *result.Result) error {
 			}
 		}
 	}
+	d.cr.mark(d.base+d.dec.InputOffset(), MaxLine) // what may follow: white space
 	if err := d.delim('}'); err != nil {
 		return err
 	}
@@ -114,7 +116,7 @@ func (d *docReader) intervals(res *result.Result) error {
 		d.cr.mark(d.base+before, MaxLine)
 		var raw json.RawMessage
 		if err := d.dec.Decode(&raw); err != nil {
-			return d.err(err, before, path)
+			return d.valueErr(err, before, path)
 		}
 		start := d.dec.InputOffset() - int64(len(raw))
 		var iv result.Interval
@@ -126,6 +128,7 @@ func (d *docReader) intervals(res *result.Result) error {
 		}
 		d.thin.Add(iv)
 	}
+	d.cr.mark(d.base+d.dec.InputOffset(), MaxLine)
 	_, err = d.dec.Token() // ]
 	if err != nil {
 		return d.err(err, d.dec.InputOffset(), "intervals")
@@ -163,9 +166,6 @@ func (d *docReader) err(err error, at int64, field string) error {
 		e.Field = ""
 	case errors.As(err, &syn):
 		e.Line = lineAt(syn.Offset)
-		if field != "" && syn.Offset < at {
-			e.Line = lineAt(at + syn.Offset) // offset in the value
-		}
 		e.Err = fmt.Errorf("%w: %v", ErrNotVolley, syn)
 	case errors.As(err, &typ):
 		e.Line = lineAt(at + typ.Offset)
@@ -177,6 +177,23 @@ func (d *docReader) err(err error, at int64, field string) error {
 		e.Err = fmt.Errorf("%w: %v", ErrNotVolley, err)
 	}
 	return e
+}
+
+// valueErr places an error of decoding the value after decoder offset at:
+// a syntax error's offset is not in the file, so the value is scanned
+// again, from the bytes kept since at, for where it is wrong.
+func (d *docReader) valueErr(err error, at int64, field string) error {
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) {
+		return d.err(err, at, field)
+	}
+	b := d.cr.since(d.base + at)
+	start := len(b) - len(bytes.TrimLeft(b, " \t\r\n,:"))
+	var raw json.RawMessage
+	if err2 := json.NewDecoder(bytes.NewReader(b[start:])).Decode(&raw); errors.As(err2, &syn) {
+		return &Error{Name: d.name, Line: d.cr.lineAt(d.base + at + int64(start) + syn.Offset), Field: field, Err: fmt.Errorf("%w: %v", ErrNotVolley, syn)}
+	}
+	return &Error{Name: d.name, Field: field, Err: fmt.Errorf("%w: %v", ErrNotVolley, err)}
 }
 
 // fieldOf is the field of res (a struct value) that a JSON key names, as

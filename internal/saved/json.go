@@ -54,7 +54,8 @@ func readJSON(ctx context.Context, cr *capReader, br *bufio.Reader, name string,
 			nl = append(nl, cr.off-int64(len(buffered))+int64(i))
 		}
 	}
-	cr.document(nl)
+	kept := make([]byte, 0, len(line)+len(buffered)) // not line's: it is read from
+	cr.document(nl, append(append(kept, line...), buffered...))
 	f, err := readDocument(ctx, cr, io.MultiReader(bytes.NewReader(line), br), base, name)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,7 @@ type capReader struct {
 	nl        []int64 // offsets of the newlines not forgotten
 	markAt    int64   // a document: where the value being read starts
 	markLimit int64
+	kept      []byte // a document: the bytes read from markAt on
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
@@ -67,6 +68,9 @@ func (c *capReader) Read(p []byte) (int, error) {
 		}
 		c.run, b = 0, b[i+1:]
 	}
+	if c.doc {
+		c.kept = append(c.kept, p[:n]...)
+	}
 	c.off += int64(n)
 	switch {
 	case c.maxLine > 0 && c.run > c.maxLine:
@@ -78,22 +82,34 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // document turns c to reading a document: lines of any length, and the
-// newlines' places kept from now on. nl are the places of the newlines
-// read but not yet decoded.
-func (c *capReader) document(nl []int64) {
+// newlines' places and the bytes of the value being read kept from now
+// on. nl are the places of the newlines read but not yet decoded, kept
+// the bytes.
+func (c *capReader) document(nl []int64, kept []byte) {
 	c.doc, c.maxLine, c.over = true, 0, nil
+	c.kept = kept
 	c.nl, c.passed = nl, c.lines-len(nl)
 }
 
 // mark says that a value of at most limit bytes starts at file offset at,
 // and forgets the newlines before it.
 func (c *capReader) mark(at, limit int64) {
+	if from := c.off - int64(len(c.kept)); at > from {
+		c.kept = append(c.kept[:0], c.kept[min(at-from, int64(len(c.kept))):]...)
+	}
 	c.markAt, c.markLimit = at, limit
 	i, _ := slices.BinarySearch(c.nl, at)
 	if i > 0 {
 		c.passed += i
 		c.nl = append(c.nl[:0], c.nl[i:]...)
 	}
+}
+
+// since returns the bytes read from file offset at on (at or after the
+// last mark).
+func (c *capReader) since(at int64) []byte {
+	from := c.off - int64(len(c.kept))
+	return c.kept[min(max(at-from, 0), int64(len(c.kept))):]
 }
 
 // lineAt is the line (from 1) of file offset off, for off at or after

@@ -286,3 +286,17 @@ func TestProbeLogIntervalsBounded(t *testing.T) {
 		t.Errorf("notes %q: want the merge said", notes)
 	}
 }
+
+// TestDocumentErrorLine: an error inside a document's value, read as a
+// stream of tokens, names the line it is on.
+func TestDocumentErrorLine(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"{\n \"tool\": \"volley\",\n \"intervals\": [\n  {},\n  {\n   \"rtt\": x\n  }\n ]\n}\n", "f: line 6: intervals[1]: not a volley result: invalid character 'x'"},
+		{"{\n \"tool\": \"volley\",\n \"config\": {\n\n \"x\": ]}}", "f: line 5: config: not a volley result: invalid character ']'"},
+		{"{\n \"tool\": \"volley\",\n \"intervals\": [\n  {},\n  {\n   \"rtt\": {\"count\": \"x\"}\n  }\n ]\n}\n", "f: line 6: intervals[1].rtt.count: not a volley result: a JSON string"},
+	} {
+		if _, err := ReadFrom(context.Background(), strings.NewReader(tt.in), "f", Options{}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("ReadFrom(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
