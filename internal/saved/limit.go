@@ -94,8 +94,10 @@ func (c *capReader) document(nl []int64, kept []byte) {
 // mark says that a value of at most limit bytes starts at file offset at,
 // and forgets the newlines before it.
 func (c *capReader) mark(at, limit int64) {
-	if from := c.off - int64(len(c.kept)); at > from {
-		c.kept = append(c.kept[:0], c.kept[min(at-from, int64(len(c.kept))):]...)
+	// Drop the bytes before at once they are half of those kept, so that
+	// each byte is moved at most once on average.
+	if d := at - (c.off - int64(len(c.kept))); d > 0 && d >= int64(len(c.kept))/2 {
+		c.kept = append(c.kept[:0], c.kept[min(d, int64(len(c.kept))):]...)
 	}
 	c.markAt, c.markLimit = at, limit
 	i, _ := slices.BinarySearch(c.nl, at)
