@@ -195,6 +195,9 @@ func checkValue(v reflect.Value, at func() string) *fieldError {
 		if c.Duration < 0 || c.WarmupDuration < 0 {
 			return &fieldError{at() + ".duration_ns", fmt.Errorf("%w: a run of %d ns, after a warm-up of %d ns", ErrNotVolley, c.Duration, c.WarmupDuration)}
 		}
+		if field, err := checkConfig(c); err != nil {
+			return &fieldError{at() + "." + field, err}
+		}
 	case histogramType:
 		h := v.Addr().Interface().(*result.Histogram)
 		if len(h.Bins) > maxBins {
@@ -217,6 +220,29 @@ func checkInterval(iv *result.Interval) (string, error) {
 		return "counts", fmt.Errorf("%w: %d lost and %d received of %d sent", ErrNotVolley, c.Lost, c.Received, c.Sent)
 	case math.IsNaN(c.LossPercent) || c.LossPercent < 0 || c.LossPercent > 100:
 		return "counts.loss_percent", fmt.Errorf("%w: %v", ErrNotVolley, c.LossPercent)
+	case iv.RTT.Min < 0:
+		return "rtt.min_ns", fmt.Errorf("%w: %d: a round trip is read on one clock and is never negative", ErrNotVolley, iv.RTT.Min)
+	}
+	return "", nil
+}
+
+// checkConfig checks that a configuration's sizes, counts and durations,
+// none of which volley writes below zero, are not, and returns the field
+// that is.
+func checkConfig(c *result.Config) (string, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"size", int64(c.Size)}, {"reply_size", int64(c.ReplySize)}, {"window", int64(c.Window)}, {"parallel", int64(c.Parallel)},
+		{"burst", int64(c.Burst)}, {"timeout_ns", int64(c.Timeout)}, {"report_interval_ns", int64(c.ReportInterval)},
+		{"hold_ns", int64(c.Hold)}, {"send_interval_ns", int64(c.SendInterval)}, {"period_ns", int64(c.Period)},
+		{"threshold_ns", int64(c.Threshold)}} {
+		if f.v < 0 {
+			return f.name, fmt.Errorf("%w: %d, and volley writes none below zero", ErrNotVolley, f.v)
+		}
+	}
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 0) {
+		return "rate_pps", fmt.Errorf("%w: %v probes/s", ErrNotVolley, c.Rate)
 	}
 	return "", nil
 }

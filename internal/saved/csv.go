@@ -188,6 +188,12 @@ func parseLine(rec []string, lineNo int) (logLine, *fieldError) {
 	case (st == statusReceived || st == statusLost) && l.v[colT1] == 0:
 		return l, &fieldError{"t1_ns", fmt.Errorf("%w: a %s probe without its send time", ErrNotVolley, rec[colStatus])}
 	}
+	// Times are Unix nanoseconds, 0 when unknown.
+	for _, c := range []int{colT1, colT2, colT3, colT4, colSched} {
+		if l.v[c] < 0 {
+			return l, &fieldError{columnNames[c], fmt.Errorf("%w: %d: a time before 1970", ErrNotVolley, l.v[c])}
+		}
+	}
 	// A round trip and the reflector's hold are each read on one clock:
 	// never negative. Up and down may be (the clocks' offset).
 	for _, c := range []int{colRTT, colResponse, colRTTK, colResponseK} {

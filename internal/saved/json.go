@@ -60,6 +60,9 @@ func readJSON(ctx context.Context, cr *capReader, br *bufio.Reader, name string,
 	if err != nil {
 		return nil, err
 	}
+	if f.Result.Config.Transport == "" {
+		return nil, &Error{Name: name, Field: "config.transport", Err: fmt.Errorf("%w: a document without its transport", ErrNotVolley)}
+	}
 	if err := selectPercentiles(f.Result, opt.Percentiles); err != nil {
 		return nil, &Error{Name: name, Err: err}
 	}
@@ -134,6 +137,9 @@ func readLines(ctx context.Context, br *bufio.Reader, first []byte, name string,
 		f, err := truncated(thin.Intervals(), name, n)
 		f.Notes = append(f.Notes, notes(thin, ck)...)
 		return f, err
+	}
+	if res.Config.Transport == "" {
+		return nil, &Error{Name: name, Field: "config.transport", Err: fmt.Errorf("%w: a result line without its transport", ErrNotVolley)}
 	}
 	res.Intervals = thin.Intervals()
 	if err := selectPercentiles(res, opt.Percentiles); err != nil {

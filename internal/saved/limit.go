@@ -12,7 +12,7 @@ import (
 // maxValue is the largest value of a document held at once (its
 // configuration, summary or flows; its intervals are read one by one, each
 // at most MaxLine).
-const maxValue = 256 << 20
+const maxValue = 64 << 20
 
 // tooLongError is a line, or a value of a document, over its limit.
 type tooLongError struct {

@@ -59,7 +59,7 @@ func TestLongLine(t *testing.T) {
 			t.Errorf("%s with a long line 2: %v after %d bytes; want %q within %d", tt.name, err, long.read, tt.want, MaxLine+slack)
 		}
 	}
-	doc := `{"schema_version":2,"tool":"volley","version":"` + strings.Repeat("v", MaxLine+10) + `","intervals":[{"counts":{"sent":3}}]}`
+	doc := `{"schema_version":2,"tool":"volley","config":{"transport":"udp"},"version":"` + strings.Repeat("v", MaxLine+10) + `","intervals":[{"counts":{"sent":3}}]}`
 	f, err = ReadFrom(ctx, strings.NewReader(doc), "d", Options{})
 	if err != nil || len(f.Result.Version) != MaxLine+10 || len(f.Result.Intervals) != 1 || f.Result.Intervals[0].Counts.Sent != 3 {
 		t.Errorf("a document on one line longer than MaxLine: %v", err)
@@ -72,7 +72,7 @@ func TestManyIntervals(t *testing.T) {
 	const n = MaxIntervals + MaxIntervals/2
 	iv := `{"counts":{"sent":2,"received":1,"lost":1}}`
 	var doc, stream strings.Builder
-	doc.WriteString(`{"schema_version":2,"tool":"volley","intervals":[`)
+	doc.WriteString(`{"schema_version":2,"tool":"volley","config":{"transport":"udp"},"intervals":[`)
 	for i := range n {
 		if i > 0 {
 			doc.WriteByte(',')
@@ -81,7 +81,7 @@ func TestManyIntervals(t *testing.T) {
 		stream.WriteString(`{"type":"interval",` + iv[1:] + "\n")
 	}
 	doc.WriteString("]}")
-	stream.WriteString(`{"type":"result","schema_version":2,"tool":"volley"}` + "\n")
+	stream.WriteString(`{"type":"result","schema_version":2,"tool":"volley","config":{"transport":"udp"}}` + "\n")
 	for _, in := range []struct{ name, data string }{{"document", doc.String()}, {"stream", stream.String()}} {
 		f, err := ReadFrom(context.Background(), strings.NewReader(in.data), "f", Options{})
 		if err != nil {
@@ -128,6 +128,12 @@ func TestNonsense(t *testing.T) {
 		{"summary", "{\"type\":\"result\",\"tool\":\"volley\",\"schema_version\":2,\"summary\":{\"start_ns\":5,\"end_ns\":1}}\n", "f: line 1: summary.end_ns: not a volley result"},
 		{"negative rtt", header + "1,1,received,10,2,3,4,0,-6,1,1,1,,,,,,,,\n", "f: line 2: rtt_ns: not a volley result: -6"},
 		{"negative kernel rtt", header + "1,1,received,10,2,3,14,0,4,1,1,1,,,,,-3,,,\n", "f: line 2: rtt_kernel_ns: not a volley result: -3"},
+		{"time before 1970", header + "1,1,received,-9223372036854775803,2,3,4,0,6,1,1,1,,,,,,,,\n", "f: line 2: t1_ns: not a volley result: -9223372036854775803: a time before 1970"},
+		{"negative min rtt", doc(`{"rtt":{"count":1,"min_ns":-5}}`), "f: line 1: intervals[3].rtt.min_ns: not a volley result: -5"},
+		{"negative timeout", `{"schema_version":2,"tool":"volley","config":{"transport":"udp","timeout_ns":-1}}`, "f: config.timeout_ns: not a volley result: -1"},
+		{"negative size", `{"schema_version":2,"tool":"volley","config":{"transport":"udp","size":-1}}`, "f: config.size: not a volley result: -1"},
+		{"no transport", `{"schema_version":2,"tool":"volley"}`, "f: config.transport: not a volley result: a document without its transport"},
+		{"result line without transport", "{\"type\":\"result\",\"tool\":\"volley\",\"schema_version\":2}\n", "f: config.transport: not a volley result: a result line without its transport"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,20 +141,27 @@ func (e *Error) Unwrap() error { return e.Err }
 // when ctx ends; an open or a read that blocks (a FIFO) is not
 // interrupted: a caller that must return at once reads in a goroutine.
 func Read(ctx context.Context, path string, opt Options) (*File, error) {
+	name, _ := clean(path) // a file's name may hold what drives a terminal
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err // names the path
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the name is the Error's, cleaned
+		}
+		return nil, &Error{Name: name, Err: err}
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, &Error{Name: path, Err: errors.New("is a directory")}
+		return nil, &Error{Name: name, Err: errors.New("is a directory")}
 	}
-	return readFrom(ctx, f, path, filepath.Base(path), opt)
+	label, _ := clean(filepath.Base(path))
+	return readFrom(ctx, f, name, label, opt)
 }
 
 // ReadFrom reads a saved result from r, named name in errors and as the
 // Label. With ErrTruncated it returns what it read too.
 func ReadFrom(ctx context.Context, r io.Reader, name string, opt Options) (*File, error) {
+	name, _ = clean(name)
 	return readFrom(ctx, r, name, name, opt)
 }
 

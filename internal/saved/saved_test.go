@@ -237,7 +237,8 @@ func TestReadErrors(t *testing.T) {
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct{ path, want string }{
-		{filepath.Join(dir, "none.json"), "open " + filepath.Join(dir, "none.json") + ": no such file or directory"},
+		{filepath.Join(dir, "none.json"), filepath.Join(dir, "none.json") + ": no such file or directory"},
+		{filepath.Join(dir, "a\x1b[2Jb.json"), filepath.Join(dir, "a\ufffd[2Jb.json") + ": no such file or directory"},
 		{dir, dir + ": is a directory"},
 		{"testdata/reflector.csv", "testdata/reflector.csv: line 1: this is the reflector's probe log (volley server --log)"},
 	} {
