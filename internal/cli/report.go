@@ -196,6 +196,7 @@ func labelFiles(files []*saved.File, paths []string) {
 		if seen[file.Label] > 1 {
 			file.Label = paths[i]
 		}
+		file.Label = saved.Clean(file.Label) // a name may hold what drives a terminal
 	}
 }
 

@@ -279,8 +279,19 @@ func TestReportUntrusted(t *testing.T) {
 	if err := os.WriteFile(evil, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"report", evil}, {"report", evil, evil}} {
+	// A file's name may hold control characters too: in labels and errors.
+	named := filepath.Join(dir, "x\x1b[31mname\x07.json")
+	if err := os.WriteFile(named, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", evil}, {"report", evil, evil}, {"report", evil, named}, {"report", named + ".missing"}} {
 		code, out, errOut := volleyMain(t, args...)
+		if strings.HasSuffix(args[1], ".missing") {
+			if code != ExitError || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, "x\ufffd[31mname\ufffd.json.missing") {
+				t.Errorf("volley %q: exit %d, %q; want the name with its control characters replaced", args, code, errOut)
+			}
+			continue
+		}
 		if code != 0 || strings.ContainsAny(out+errOut, "\x1b\x07\u009b") || !strings.Contains(out, "\ufffd]0;pwned") ||
 			!strings.Contains(out, "control characters in the file's text were replaced") {
 			t.Errorf("volley %s: exit %d, control characters written or no note:\n%q\n%s", strings.Join(args, " "), code, out, errOut)

@@ -261,6 +261,13 @@ func checkPercentiles(ps []result.Percentile, at func() string) *fieldError {
 	return nil
 }
 
+// Clean returns s with each control character (C0, DEL and C1) replaced
+// by U+FFFD: a file's name or text, fit to print on a terminal.
+func Clean(s string) string {
+	c, _ := clean(s)
+	return c
+}
+
 // clean returns s with each control character (C0, DEL and C1) replaced
 // by U+FFFD, and whether there were any.
 func clean(s string) (string, bool) {

@@ -1,0 +1,1 @@
+timeout: failed to run command ‘./volley’: No such file or directory
