@@ -1,1 +1,0 @@
-timeout: failed to run command ‘./volley’: No such file or directory
