@@ -533,14 +533,9 @@ func abs(v int64) int64 {
 // distribution is a's delays as a plot of the saved result draws them.
 func distribution(cfg *Config, a *acc) *result.Distribution {
 	if cfg.OneWay {
-		return &result.Distribution{Up: a.d[distUp].Summary(result.DistributionLadder).Percentiles}
+		return stats.Distribution(nil, a.d[distUp], nil)
 	}
-	return &result.Distribution{
-		RTT:          a.d[distRTT].Summary(result.DistributionLadder).Percentiles,
-		Up:           a.d[distUp].Summary(result.DistributionLadder).Percentiles,
-		Down:         a.d[distDown].Summary(result.DistributionLadder).Percentiles,
-		RTTHistogram: a.d[distRTT].Histogram("rtt", 10),
-	}
+	return stats.Distribution(a.d[distRTT], a.d[distUp], a.d[distDown])
 }
 
 // histogram is the histogram a run asked for, from a: RTT, or one-way

@@ -244,12 +244,7 @@ func (b *builder) result() *result.Result {
 			*d = stats.NewDist()
 		}
 	}
-	res.Distribution = &result.Distribution{
-		RTT:          rtt.Summary(result.DistributionLadder).Percentiles,
-		Up:           up.Summary(result.DistributionLadder).Percentiles,
-		Down:         down.Summary(result.DistributionLadder).Percentiles,
-		RTTHistogram: rtt.Histogram("rtt", 10),
-	}
+	res.Distribution = stats.Distribution(rtt, up, down) // as the client's
 	return res
 }
 

@@ -111,6 +111,22 @@ func (d *Dist) Summary(percentiles []float64) result.Latency {
 	return l
 }
 
+// Distribution is a run's delays as a saved result keeps them for plots:
+// rtt, up and down at result.DistributionLadder's percentiles, and rtt in
+// log-spaced bins, ten a decade. A one-way run passes nil for rtt and
+// down, and has up only.
+func Distribution(rtt, up, down *Dist) *result.Distribution {
+	if rtt == nil {
+		return &result.Distribution{Up: up.Summary(result.DistributionLadder).Percentiles}
+	}
+	return &result.Distribution{
+		RTT:          rtt.Summary(result.DistributionLadder).Percentiles,
+		Up:           up.Summary(result.DistributionLadder).Percentiles,
+		Down:         down.Summary(result.DistributionLadder).Percentiles,
+		RTTHistogram: rtt.Histogram("rtt", 10),
+	}
+}
+
 // Histogram returns d's values in log-spaced bins, perDecade to a factor of
 // ten, between the power of ten at or below the 1st percentile and the one
 // at or above the 99th. Values outside those go to the underflow and
