@@ -50,6 +50,7 @@ type run struct {
 	lastHeard int64
 	sameClock bool                // every session's reflector reads the client's clock
 	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
+	foreign   Foreign             // nil: a volley reflector (see foreign.go)
 
 	// Sending, and the wind-down: once sending stops, the run waits for
 	// the probes in flight until drainBy, and closes the session by endBy
@@ -145,13 +146,16 @@ func (r *run) execute(ctx context.Context) error {
 	if r.openLoop != nil {
 		err = r.endSender(err)
 	}
-	if r.broken || errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
+	if r.broken || r.foreign != nil || errors.Is(err, ErrSilent) || errors.Is(err, ErrGone) || errors.Is(err, ErrRestarted) {
 		r.res.ReflectorCount = "last-reply"
 	} else {
 		r.close()
 	}
 	if ferr := r.finish(); err == nil {
 		err = ferr
+	}
+	if r.foreign != nil {
+		r.res.Config.Peer = r.foreign.Peer() // with the adapter's counts
 	}
 	if err != nil {
 		r.res.Error = err.Error()

@@ -154,6 +154,9 @@ func (rec *recorder) report(p *pending, final bool) {
 	}
 	rec.reportedU += up
 	a.counts.LostUp, a.counts.LostDown = up, a.counts.Lost-up
+	if rec.noDirections {
+		unsplit(&a.counts)
+	}
 	if rec.cfg.ReportInterval > 0 {
 		iv := a.interval(rec.origin, p.end, rec.cfg.Percentiles)
 		if rec.tcp != nil {

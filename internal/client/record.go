@@ -47,6 +47,12 @@ type recorder struct {
 	entries []*entryAcc  // per workload entry; nil without a workload
 	offset  offsetEst    // the smallest delays of each window, for the clock offset
 
+	// A foreign peer's replies may carry no T2 and T3 (noOneWay: no up,
+	// down or response time) or no count of probes received
+	// (noDirections: loss, duplicates and reorders are not split by
+	// direction). See foreign.go.
+	noOneWay, noDirections bool
+
 	// The sessions of the run (see reconnect.go); between is true while
 	// the last one is lost and no new one opened yet.
 	segs       []segment
@@ -439,11 +445,13 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 	up := h.T2 - s.sent
 	down := t4 - h.T3
 	a.d[distRTT].Record(rtt)
-	rec.offset.add(t4, up, down)
-	// The hold the reflector applied is not its response time.
-	a.d[distResponse].Record(h.T3 - h.T2 - hold)
-	a.d[distUp].Record(up)
-	a.d[distDown].Record(down)
+	if !rec.noOneWay {
+		rec.offset.add(t4, up, down)
+		// The hold the reflector applied is not its response time.
+		a.d[distResponse].Record(h.T3 - h.T2 - hold)
+		a.d[distUp].Record(up)
+		a.d[distDown].Record(down)
+	}
 	if rec.samples != nil {
 		rec.sample(s, false, rtt, up, down)
 	}
@@ -458,8 +466,10 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 	}
 	if rec.prev.seq != 0 && seq == rec.prev.seq+1 {
 		a.d[distIPDVRTT].Record(abs(rtt - rec.prev.rtt))
-		a.d[distIPDVUp].Record(abs(up - rec.prev.up))
-		a.d[distIPDVDown].Record(abs(down - rec.prev.down))
+		if !rec.noOneWay {
+			a.d[distIPDVUp].Record(abs(up - rec.prev.up))
+			a.d[distIPDVDown].Record(abs(down - rec.prev.down))
+		}
 	}
 	rec.prev.seq, rec.prev.rtt, rec.prev.up, rec.prev.down = seq, rtt, up, down
 	return rtt
@@ -490,6 +500,9 @@ func (rec *recorder) summarize(end int64) {
 	sum := rec.total.interval(rec.origin, end, rec.cfg.Percentiles)
 	sum.Start = 0
 	sum.Counts.LostUp, sum.Counts.LostDown = u, lost-u
+	if rec.noDirections {
+		unsplit(&sum.Counts)
+	}
 	sum.Counts.InFlight = 0 // the intervals' in flight came or were lost since
 	if rec.tcp != nil {
 		sum.TCP = rec.tcpInterval(true)

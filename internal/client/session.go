@@ -24,7 +24,11 @@ func (r *run) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.handshake(ctx); err != nil {
+	if f, ok := r.conn.(Foreign); ok {
+		if err := r.openForeign(f); err != nil {
+			return err
+		}
+	} else if err := r.handshake(ctx); err != nil {
 		return err
 	}
 	cfg := &r.cfg
@@ -65,6 +69,9 @@ func (r *run) start(ctx context.Context) error {
 	}
 	if cfg.Poisson || len(cfg.Workload) > 0 {
 		r.res.Config.Seed = cfg.Seed
+	}
+	if r.foreign != nil {
+		r.res.Config.Peer = r.foreign.Peer()
 	}
 	if tc, ok := r.conn.(transport.TCPConn); ok {
 		if ti, err := tc.TCPInfo(); err == nil {

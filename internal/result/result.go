@@ -117,6 +117,65 @@ type Config struct {
 	// Socket is what the kernel applied to the client's socket (of the
 	// first flow), read back after the options were set.
 	Socket *Socket `json:"socket,omitempty"`
+	// Peer is what the run measured when it was not a volley reflector
+	// (stamp://, echo://, connect://); omitted for a volley reflector.
+	Peer *Peer `json:"peer,omitempty"`
+}
+
+// Peer is a peer that is not a volley reflector, and what its answers
+// carry: which of the result's figures it has.
+type Peer struct {
+	// Protocol is "stamp" (an RFC 8762 Session-Reflector, TWAMP-light
+	// too), "echo" (RFC 862) or "connect" (TCP handshakes).
+	Protocol string `json:"protocol"`
+	// OneWay: the answers carry the peer's receive and send times (by its
+	// own clock): up, down and response are measured. Without it they
+	// are empty.
+	OneWay bool `json:"one_way"`
+	// Directions: the answers carry the peer's count of probes received,
+	// so loss, duplicates and reorders are split by direction. Without
+	// it their _up and _down counts are 0, and Note says why.
+	Directions bool `json:"directions"`
+	// Note says what the peer's answers cannot tell, in a sentence.
+	Note string `json:"note,omitempty"`
+	// STAMP is a STAMP peer's; Connect a connect:// run's counts.
+	STAMP   *STAMPPeer   `json:"stamp,omitempty"`
+	Connect *ConnectPeer `json:"connect,omitempty"`
+}
+
+// STAMPPeer is what a STAMP run used and what the Session-Reflector said.
+type STAMPPeer struct {
+	// Authenticated: RFC 8762's authenticated mode (HMAC-SHA-256).
+	Authenticated bool `json:"authenticated"`
+	// Stateful: the user said the reflector numbers its replies itself
+	// (RFC 8762 §4.2.1), which splits loss by direction.
+	Stateful bool `json:"stateful"`
+	// SSID is the Session-Sender Identifier sent (RFC 8972).
+	SSID uint16 `json:"ssid"`
+	// ErrorEstimate is the last one the reflector sent (RFC 4656
+	// §4.1.2), 0 when no reply came.
+	ErrorEstimate ErrorEstimate `json:"error_estimate"`
+	// Replies whose reflector sequence number differed from the
+	// sender's: a stateful reflector's, or a reflector that lost count.
+	Renumbered uint64 `json:"renumbered"`
+}
+
+// ErrorEstimate is RFC 4656's error estimate of a clock: Synchronized is
+// its S bit (the clock is synchronized to UTC), Error its value (scale and
+// multiplier) in ns, Raw the 16 bits as sent.
+type ErrorEstimate struct {
+	Synchronized bool          `json:"synchronized"`
+	Error        time.Duration `json:"error_ns"`
+	Raw          uint16        `json:"raw"`
+}
+
+// ConnectPeer is how a connect:// run's handshakes ended that did not
+// complete: refused (an RST), timed out (no answer before --timeout), or
+// failed otherwise (an ICMP error, no route, no local port).
+type ConnectPeer struct {
+	Refused  uint64 `json:"refused"`
+	TimedOut uint64 `json:"timed_out"`
+	Failed   uint64 `json:"failed"`
 }
 
 // Socket is the client socket's options as the kernel applied them.

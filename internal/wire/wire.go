@@ -9,7 +9,7 @@
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|        Magic 0x564C "VL"      |    Version    |     Type      |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|             Flags             |        Reserved (zero)        |  4
+//	|             Flags             |  TTL (Reply)  |TClass (Reply) |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                     Session token (64 bits)                   |  8
 //	|                                                               |
@@ -252,6 +252,14 @@ const (
 	// its clock's identity sends the Cookie without the flag, as
 	// reflectors before it did; clients before it ignore it.
 	FlagClockID Flags = 1 << 6
+	// FlagPath on a probe asks the reflector what the probe's IP header
+	// said when it arrived; on a reply it says the header's TTL and TClass
+	// carry it (bytes 6 and 7, reserved in other messages): the TTL (IPv4)
+	// or hop limit (IPv6), and the traffic class byte (DSCP in its upper
+	// six bits, ECN in its lower two). A reflector whose socket cannot
+	// tell sends the reply without the flag; reflectors before it ignore
+	// the flag, and clients before it the bytes.
+	FlagPath Flags = 1 << 7
 )
 
 // ClockIDOf returns the clock identity a Cookie carries (see FlagClockID),
@@ -434,6 +442,11 @@ type Header struct {
 	Code      ErrorCode // Error: why the reflector refused or ended the session
 	ReplySize uint32
 	HoldMicro uint32
+	// TTL and TClass are a Reply's bytes 6 and 7 when it has FlagPath:
+	// the probe's TTL or hop limit, and its traffic class byte, as the
+	// reflector received them. Encode and Decode move them for a Reply
+	// only (bytes 6 and 7 are zero in other messages).
+	TTL, TClass uint8
 }
 
 // word returns the field that h's type carries at offset 48.
@@ -478,7 +491,10 @@ func (h *Header) Encode(b []byte) error {
 	b[2] = Version
 	b[3] = byte(h.Type)
 	binary.BigEndian.PutUint16(b[4:], uint16(h.Flags))
-	binary.BigEndian.PutUint16(b[6:], 0)
+	b[6], b[7] = 0, 0
+	if h.Type == TypeReply {
+		b[6], b[7] = h.TTL, h.TClass
+	}
 	binary.BigEndian.PutUint64(b[8:], h.Token)
 	binary.BigEndian.PutUint64(b[16:], h.Seq)
 	binary.BigEndian.PutUint64(b[24:], uint64(h.T1))
@@ -497,8 +513,8 @@ func PutT3(b []byte, t3 int64) {
 }
 
 // Decode reads a message's header from b. It checks the length, magic,
-// version and type, in that order, and returns the first error found; the
-// reserved field is ignored.
+// version and type, in that order, and returns the first error found.
+// Bytes 6 and 7 go to a Reply's TTL and TClass; other types ignore them.
 func (h *Header) Decode(b []byte) error {
 	if len(b) < HeaderLen {
 		return ErrShort
@@ -516,6 +532,10 @@ func (h *Header) Decode(b []byte) error {
 	}
 	h.Type = t
 	h.Flags = Flags(binary.BigEndian.Uint16(b[4:]))
+	h.TTL, h.TClass = 0, 0
+	if t == TypeReply {
+		h.TTL, h.TClass = b[6], b[7]
+	}
 	h.Token = binary.BigEndian.Uint64(b[8:])
 	h.Seq = binary.BigEndian.Uint64(b[16:])
 	h.T1 = int64(binary.BigEndian.Uint64(b[24:]))

@@ -14,6 +14,16 @@ type Message struct {
 	N     int
 	Addr  netip.AddrPort
 	Stamp tstamp.Stamp
+	Path  Path
+}
+
+// Path is what a received datagram's IP header said, where its socket asks
+// for it: the TTL (IPv4) or hop limit (IPv6), and the traffic class byte
+// (DSCP in its upper six bits, ECN in its lower two). OK is false where the
+// kernel said nothing.
+type Path struct {
+	TTL, TClass uint8
+	OK          bool
 }
 
 // MaxBatch is the most datagrams ReadBatch and WriteBatch move in one
