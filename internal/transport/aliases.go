@@ -14,6 +14,9 @@ import (
 // Message is one datagram of a batch.
 type Message = udp.Message
 
+// Path is what a received datagram's IP header said (see PathReader).
+type Path = udp.Path
+
 // TCPInfo is what the kernel says of a TCP connection.
 type TCPInfo = stream.TCPInfo
 

@@ -57,6 +57,13 @@ type Stamper interface {
 	ReadTxStamps(st []tstamp.TxStamp) (int, error)
 }
 
+// PathReader is a UDP socket that can read what each received datagram's
+// IP header said (TTL or hop limit, traffic class) into Message.Path: see
+// udp.PacketConn.EnablePath.
+type PathReader interface {
+	EnablePath() error
+}
+
 // StreamServer is a listener whose peers' messages are answered on each
 // connection's own goroutine by a Handler, instead of being read with
 // ReadFrom: TCP and Unix streams.
@@ -115,6 +122,8 @@ var (
 	_ BatchPacketConn = (*udp.PacketConn)(nil)
 	_ StreamServer    = (*stream.Listener)(nil)
 	_ CallServer      = (*dbus.Listener)(nil)
+	_ PathReader      = (*udp.Conn)(nil)
+	_ PathReader      = (*udp.PacketConn)(nil)
 	_ BusyPoller      = (*udp.Conn)(nil)
 	_ BusyPoller      = (*udp.PacketConn)(nil)
 	_ BusyPoller      = (*stream.Conn)(nil)

@@ -68,16 +68,20 @@ func Enable(fd int, hw bool) error {
 }
 
 // RxControlLen and TxControlLen are the control buffers a received
-// datagram's stamps and an error-queue entry need (with room to spare).
+// datagram's stamps (and its TTL and traffic class: 112 bytes in all) and
+// an error-queue entry need (with room to spare).
 const (
-	RxControlLen = 128
+	RxControlLen = 192
 	TxControlLen = 256
 )
 
 const timespecLen = int(unsafe.Sizeof(unix.Timespec{}))
 
-// cmsgs walks the control messages in oob and calls f with each one's
+// Cmsgs walks the control messages in oob and calls f with each one's
 // level, type and data. It does not allocate.
+func Cmsgs(oob []byte, f func(level, typ int32, data []byte)) { cmsgs(oob, f) }
+
+// cmsgs is Cmsgs.
 func cmsgs(oob []byte, f func(level, typ int32, data []byte)) {
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))

@@ -131,7 +131,7 @@ func (b *batcher) read(ms []Message) (int, error) {
 		b.riovs[i].SetLen(len(ms[i].Buf))
 		h.Namelen = uint32(unsafe.Sizeof(b.rnames[i]))
 		h.Flags = 0
-		if b.stamping {
+		if b.rctl != nil {
 			h.Control = &b.rctl[i][0]
 			h.SetControllen(tstamp.RxControlLen)
 		}
@@ -151,6 +151,9 @@ func (b *batcher) read(ms []Message) (int, error) {
 		ms[i].Addr = b.addr(&b.rnames[i])
 		if b.stamping {
 			ms[i].Stamp = tstamp.ParseRx(b.rctl[i][:b.rhdrs[i].Hdr.Controllen])
+		}
+		if b.path {
+			ms[i].Path = parsePath(b.rctl[i][:b.rhdrs[i].Hdr.Controllen])
 		}
 	}
 	return b.rn, nil

@@ -125,9 +125,9 @@ func (b *batcher) spinRecv(fd uintptr) (n uintptr, errno syscall.Errno, expired 
 		// it, and the spin stays on its thread. The queue was empty, so
 		// the spin asks for one datagram with the lightest call there is
 		// (busy p50 against sockperf's 1.16-1.21x, from 1.23-1.27x with
-		// recvmmsg), unless the datagram's stamps are wanted, which only
-		// recvmmsg's control messages bring.
-		if b.stamping {
+		// recvmmsg), unless the datagram's stamps or path are wanted,
+		// which only recvmmsg's control messages bring.
+		if b.rctl != nil {
 			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
 			continue
 		}

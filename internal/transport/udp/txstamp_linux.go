@@ -14,7 +14,8 @@ import (
 // socket's error queue, which the sends count for their IDs.
 type txStamps struct {
 	stamping bool
-	rctl     [][tstamp.RxControlLen]byte
+	path     bool                        // reads want each datagram's TTL and traffic class (path_linux.go)
+	rctl     [][tstamp.RxControlLen]byte // made when stamping or path is on
 	ehdrs    []unix.Mmsghdr
 	ectl     [][tstamp.TxControlLen]byte
 	en       int
@@ -32,7 +33,7 @@ func (b *batcher) enableStamps(hw bool) error {
 		return serr
 	}
 	if !b.stamping {
-		b.rctl = make([][tstamp.RxControlLen]byte, MaxBatch)
+		b.allocControl()
 		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
 		b.ectl = make([][tstamp.TxControlLen]byte, MaxBatch)
 		b.errFn = func(fd uintptr) { b.recvErrQueue(fd) }
