@@ -172,7 +172,7 @@ func (s *STAMP) Read(b []byte) (int, error) {
 		T2:    r.T2.UnixNanoIn(r.Err),
 		T3:    r.T3.UnixNanoIn(r.Err),
 	}
-	if s.cfg.Stateful {
+	if s.cfg.Stateful && !s.cfg.Warmup {
 		h.Received = unwrap(seq, r.Seq+1)
 	}
 	if err := h.Encode(b); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/client"
+	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/stamp"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
@@ -240,6 +241,41 @@ func TestSTAMPRejects(t *testing.T) {
 	hello[3] = byte(wire.TypeHello)
 	if _, err := s.Write(hello); !errors.Is(err, ErrNotProbe) {
 		t.Errorf("Write(Hello) error = %v, want ErrNotProbe", err)
+	}
+}
+
+func TestSTAMPPeerNotes(t *testing.T) {
+	for _, c := range []struct {
+		cfg  STAMPConfig
+		dirs bool
+		note string
+	}{
+		{STAMPConfig{}, false, "--stamp-stateful"},
+		{STAMPConfig{Stateful: true, Warmup: true}, false, "--warmup 0"},
+		{STAMPConfig{Stateful: true}, true, ""},
+	} {
+		p := NewSTAMP(nil, c.cfg).Peer()
+		if p.Directions != c.dirs || (c.note == "") != (p.Note == "") || !strings.Contains(p.Note, c.note) {
+			t.Errorf("%+v: Peer() directions %v, note %q; want %v and a note with %q", c.cfg, p.Directions, p.Note, c.dirs, c.note)
+		}
+		if p.STAMP.ErrorEstimate != (result.ErrorEstimate{}) {
+			t.Errorf("%+v: error estimate %+v before any reply, want zero", c.cfg, p.STAMP.ErrorEstimate)
+		}
+	}
+	// A stateless run whose reflector numbers its replies says so.
+	f := &fakeConn{r: stamp.NewReflector(stamp.ReflectorConfig{Stateful: true}), reply: make([]byte, 2048)}
+	s := NewSTAMP(f, STAMPConfig{Warmup: true})
+	buf := make([]byte, 2048)
+	for _, seq := range []uint64{1, 3} {
+		if _, err := s.Write(probe(t, 64, 1, seq, 1, wire.FlagWarmup)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := s.Peer(); p.STAMP.Renumbered != 1 || !strings.Contains(p.Note, "1 of 2 replies carried the reflector's own numbers") {
+		t.Errorf("Peer() renumbered %d, note %q; want 1 and a note saying the reflector seems stateful", p.STAMP.Renumbered, p.Note)
 	}
 }
 
