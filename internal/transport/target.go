@@ -67,7 +67,9 @@ func (t Target) Foreign() bool {
 
 // Datagram reports whether the target is reached over UDP: a volley
 // reflector's udp://, and the foreign stamp:// and echo://.
-func (t Target) Datagram() bool { return t.Scheme == "udp" || t.Scheme == "stamp" || t.Scheme == "echo" }
+func (t Target) Datagram() bool {
+	return t.Scheme == "udp" || t.Scheme == "stamp" || t.Scheme == "echo"
+}
 
 // The foreign schemes' ports when the target gives none: STAMP's (RFC 8762
 // section 4.1) and the echo service's (RFC 862). connect:// has none: the
