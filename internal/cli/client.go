@@ -296,6 +296,9 @@ func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Con
 	if err := cfg.Check(client.Command{Target: t, Given: changed}); err != nil {
 		return cfg, usageError{err}
 	}
+	if t.Foreign() {
+		cfg.ReplySize = 0 // the request's size, as --reply-size said (checkForeign): what a foreign peer answers with
+	}
 	f.outputs(&cfg, changed("seed"))
 	return cfg, nil
 }

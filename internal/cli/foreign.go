@@ -75,7 +75,8 @@ func (f clientFlags) checkForeign(cmd *cobra.Command, t transport.Target) error 
 // foreignConfig fits cfg to a foreign target's peer: a workload with no
 // reply sizes or holds, times from volley's clock (auto: no kernel
 // stamps through the adapter), and for stamp:// the key taken for
-// STAMP's authenticated mode, not volley's.
+// STAMP's authenticated mode, not volley's. (A --reply-size, the size
+// if any, is dropped once checked: see config.)
 func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) error {
 	if !t.Foreign() {
 		return nil
@@ -86,9 +87,6 @@ func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) erro
 		}
 	}
 	cfg.Stamps = tstamp.User
-	if cfg.ReplySize == cfg.Size {
-		cfg.ReplySize = 0 // the request's size: what every foreign peer answers with
-	}
 	if t.Scheme == "stamp" {
 		f.stamp.key, cfg.Key = cfg.Key, nil
 	}
