@@ -104,10 +104,12 @@ or a peer that is not a volley reflector:
 Such a peer answers with what its protocol carries, and the report says what
 it cannot tell: an echo service's replies carry no times and no count (round
 trips only, loss not split by direction), a STAMP reflector's carry its
-receive and send times (loss per direction only with --stamp-stateful). It
-holds no volley session, so --oneway, --hold, --reply-size, --reconnect and
-kernel or hardware --timestamps are for volley reflectors; --key and
---key-file are STAMP's authenticated mode for stamp://.
+receive and send times (loss per direction only with --stamp-stateful), and a
+connect:// probe is timed to the end of its handshake (refused and timed-out
+handshakes are counted apart). Such a peer holds no volley session, so
+--oneway, --hold, --reply-size, --reconnect and kernel or hardware
+--timestamps are for volley reflectors; --key and --key-file are STAMP's
+authenticated mode with stamp://.
 
 With no TARGET, volley starts a reflector inside the client on 127.0.0.1 and
 measures against it.
