@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -99,33 +100,66 @@ func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) erro
 // connects at every probe (raw is nil).
 func (f clientFlags) dialForeign(ctx context.Context, t transport.Target, o transport.DialOptions, cfg *client.Config) (conn, raw transport.Conn, err error) {
 	if t.Scheme == "connect" {
-		addr, err := connectAddr(ctx, t, o.Family)
+		cc := foreign.ConnectConfig{Timeout: cfg.Timeout, Options: o.Socket}
+		if cc.Local, err = bindAddr(o.Bind); err != nil {
+			return nil, nil, err
+		}
+		if cc.Addr, err = connectAddr(ctx, t, o.Family, cc.Local.Addr()); err != nil {
+			return nil, nil, err
+		}
+		c, err := foreign.NewConnect(cc)
 		if err != nil {
 			return nil, nil, err
 		}
-		return foreign.NewConnect(foreign.ConnectConfig{Addr: addr, Timeout: cfg.Timeout, Local: o.Bind, Socket: o.Socket}), nil, nil
+		return c, c, nil // its socket options are read back from it
 	}
 	raw, err = transport.DialWith(ctx, t, o)
 	if err != nil {
 		return nil, nil, err
 	}
 	if t.Scheme == "stamp" {
-		sc := foreign.STAMPConfig{Key: f.stamp.key, SSID: uint16(f.stamp.ssid), Stateful: f.stamp.stateful}
+		sc := foreign.STAMPConfig{Key: f.stamp.key, SSID: uint16(f.stamp.ssid), Stateful: f.stamp.stateful,
+			Warmup: cfg.WarmupCount > 0 || cfg.WarmupDuration > 0}
 		return foreign.NewSTAMP(raw, sc), raw, nil
 	}
 	return foreign.NewEcho(raw), raw, nil
 }
 
-// connectAddr returns the host:port a connect:// run dials: t's, with
-// -4 or -6 (family "4" or "6") its host resolved to an address of that
-// family.
-func connectAddr(ctx context.Context, t transport.Target, family string) (string, error) {
-	if family == "" {
-		return t.Address(), nil
+// bindAddr reads --bind (ADDR or ADDR:PORT, an IPv6 address in brackets
+// with a port) for connect://; "" is the zero AddrPort: any.
+func bindAddr(bind string) (netip.AddrPort, error) {
+	if bind == "" {
+		return netip.AddrPort{}, nil
+	}
+	if ap, err := netip.ParseAddrPort(bind); err == nil {
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(strings.Trim(bind, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("--bind %s: want an IP address, or ADDR:PORT, for connect://", bind)
+	}
+	return netip.AddrPortFrom(a, 0), nil
+}
+
+// connectAddr returns the address a connect:// run dials: t's host, an IP
+// address or a name resolved to one of the family -4 or -6 asked for
+// (family "4" or "6"), or else of local's (--bind), when valid.
+func connectAddr(ctx context.Context, t transport.Target, family string, local netip.Addr) (netip.AddrPort, error) {
+	port := uint16(t.Port)
+	if a, err := netip.ParseAddr(t.Host); err == nil {
+		if a = a.Unmap(); family != "" && a.Is4() != (family == "4") {
+			return netip.AddrPort{}, fmt.Errorf("%w: %s is not an IPv%s address (-%s)", transport.ErrBadTarget, t, family, family)
+		}
+		return netip.AddrPortFrom(a, port), nil
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip"+family, t.Host)
-	if err != nil || len(addrs) == 0 {
-		return "", fmt.Errorf("%w: -%s: no IPv%s address for %s (%v)", transport.ErrBadTarget, family, family, t.Host, err)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: %s: %v", transport.ErrBadTarget, t, err)
 	}
-	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(t.Port)).String(), nil
+	for _, a := range addrs {
+		if a = a.Unmap(); !local.IsValid() || a.Is4() == local.Unmap().Is4() {
+			return netip.AddrPortFrom(a, port), nil
+		}
+	}
+	return netip.AddrPort{}, fmt.Errorf("%w: %s: no address of %s's IP version (--bind)", transport.ErrBadTarget, t, local)
 }

@@ -8,10 +8,12 @@ package foreign
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/stamp"
 	"github.com/volley-net/volley/internal/transport"
 )
 
@@ -20,11 +22,14 @@ var errPending = errors.New("foreign: this peer's adapter is not built yet")
 
 // STAMPConfig is how a STAMP Session-Sender runs: Key, when set, the HMAC
 // key of RFC 8762's authenticated mode; SSID the Session-Sender Identifier
-// (RFC 8972); Stateful that the reflector numbers its replies itself.
+// (RFC 8972); Stateful that the reflector numbers its replies itself;
+// Warmup that the run sends warm-up probes; Err the error estimate sent.
 type STAMPConfig struct {
 	Key      []byte
 	SSID     uint16
 	Stateful bool
+	Warmup   bool
+	Err      stamp.ErrorEstimate
 }
 
 // STAMP is a STAMP Session-Sender over a connected UDP socket.
@@ -55,14 +60,16 @@ func (s *STAMP) Close() error { return s.conn.Close() }
 // Peer says what a STAMP reflector's replies carry.
 func (s *STAMP) Peer() *result.Peer { return &result.Peer{Protocol: "stamp", OneWay: true} }
 
-// ConnectConfig is how a connect:// run dials: Addr the service's
-// host:port, Timeout how long a handshake may take, Local the address to
-// dial from (--bind, "" for any), Socket the options of every socket.
+// ConnectConfig is how a connect:// run dials: Addr the service, Local
+// the address to dial from (--bind; the zero value: any), Timeout how
+// long a handshake may take, Options those of every socket, MaxOpen the
+// most handshakes open at once (0: a default).
 type ConnectConfig struct {
-	Addr    string
+	Addr    netip.AddrPort
+	Local   netip.AddrPort
 	Timeout time.Duration
-	Local   string
-	Socket  sockopt.Options
+	Options sockopt.Options
+	MaxOpen int
 }
 
 // Connect times TCP handshakes to one service, a connection a probe.
@@ -70,7 +77,7 @@ type Connect struct{ cfg ConnectConfig }
 
 // NewConnect returns a Connect to cfg.Addr; no connection is made until
 // the first probe.
-func NewConnect(cfg ConnectConfig) *Connect { return &Connect{cfg: cfg} }
+func NewConnect(cfg ConnectConfig) (*Connect, error) { return &Connect{cfg: cfg}, nil }
 
 // Write starts the handshake of the probe b.
 func (c *Connect) Write([]byte) (int, error) { return 0, errPending }
