@@ -57,13 +57,13 @@ func writePeer(b *strings.Builder, p *result.Peer) {
 		}
 		state := "stateless"
 		if s.Stateful {
-			state = "stateful"
+			state = "stateful (--stamp-stateful)"
 		}
 		sync := "not synchronized to UTC"
 		if s.ErrorEstimate.Synchronized {
 			sync = "synchronized to UTC"
 		}
-		fmt.Fprintf(b, "stamp    %s, %s (as said), SSID %d; the reflector's clock error estimate ±%s, %s (raw %#04x)",
+		fmt.Fprintf(b, "stamp    %s, %s, SSID %d; the reflector's clock error estimate ±%s, %s (raw %#04x)",
 			mode, state, s.SSID, Duration(s.ErrorEstimate.Error), sync, s.ErrorEstimate.Raw)
 		if s.Renumbered > 0 {
 			fmt.Fprintf(b, "; %d replies renumbered by the reflector", s.Renumbered)

@@ -111,13 +111,13 @@ func TestPeerText(t *testing.T) {
 			[]string{" up, 0 down)", "loss per direction is", "\nresponse ", "\nup ", "\ndown ", "ipdv up", "lost(up/dn)", "3(", "raw clock differences", "stamp    ", "connect  "}},
 		{"stamp", stampPeerFixture(),
 			[]string{"volley stamp://192.0.2.1:862 (STAMP reflector) from", "direction unknown", stampNote,
-				"stamp    authenticated, stateless (as said), SSID 4242; the reflector's clock error estimate ±3.91µs, synchronized to UTC (raw 0x8801); 3 replies renumbered",
+				"stamp    authenticated, stateless, SSID 4242; the reflector's clock error estimate ±3.91µs, synchronized to UTC (raw 0x8801); 3 replies renumbered",
 				"\nresponse ", "\nup ", "\ndown ", "ipdv down"},
 			[]string{"loss per direction is", "lost(up/dn)", "connect  "}},
 		{"connect", connectFixture(),
 			[]string{"volley connect://127.0.0.1:22 (TCP connect) from 127.0.0.1:40000: TCP handshakes,", "direction unknown", connectNote,
-				"connect  refused 2, timed out 1, failed 0"},
-			[]string{"64-byte", "\nup ", "stamp    "}},
+				"connect  refused 2, timed out 1, failed 0", "rate     1.00k handshakes/s started, 1.00k completed\n"},
+			[]string{"64-byte", "\nup ", "stamp    ", "bit/s"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer

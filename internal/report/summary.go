@@ -84,6 +84,9 @@ func writeSummaryRates(b *strings.Builder, res *result.Result) {
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %s requests/s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.RequestsPerSec))
 	case oneWay:
 		fmt.Fprintf(b, "rate     %s probes/s up; %sbit/s up\n", SI(t.ProbesPerSecUp), SI(t.BitsPerSecUp))
+	case res.Config.Peer != nil && res.Config.Peer.Protocol == "connect":
+		// A handshake carries no bytes of the probe's.
+		fmt.Fprintf(b, "rate     %s handshakes/s started, %s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown))
 	default:
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
 			SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
