@@ -50,6 +50,7 @@ type clientFlags struct {
 	timestamps     string
 	busyPoll       bool
 	sched          schedFlags
+	stamp          stampFlags // stamp:// only (see foreign.go)
 	// Socket options.
 	nodelay, df    bool
 	quickAck       bool
@@ -89,6 +90,26 @@ const clientLong = `Measure against the reflector at TARGET, one of (port 7766 u
   dbus://session, dbus://system, dbus:ADDRESS        D-Bus method calls; add
                                                      #NAME for a reflector not
                                                      named net.volley.Reflector
+
+or a peer that is not a volley reflector:
+
+  stamp://HOST[:PORT]                                a STAMP (RFC 8762) or
+                                                     TWAMP-light reflector,
+                                                     port 862 unless given
+  echo://HOST[:PORT]                                 a UDP echo service (RFC
+                                                     862), port 7 unless given
+  connect://HOST:PORT                                a TCP service: each probe
+                                                     a handshake, timed
+
+Such a peer answers with what its protocol carries, and the report says what
+it cannot tell: an echo service's replies carry no times and no count (round
+trips only, loss not split by direction), a STAMP reflector's carry its
+receive and send times (loss per direction only with --stamp-stateful), and a
+connect:// probe is timed to the end of its handshake (refused and timed-out
+handshakes are counted apart). Such a peer holds no volley session, so
+--oneway, --hold, --reply-size, --reconnect and kernel or hardware
+--timestamps are for volley reflectors; --key and --key-file are STAMP's
+authenticated mode with stamp://.
 
 With no TARGET, volley starts a reflector inside the client on 127.0.0.1 and
 measures against it.
@@ -187,6 +208,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.percentiles, "percentiles", "50,90,99,99.9,99.99", "percentiles to report, comma-separated")
 	fl.StringVar(&f.key, "key", "", "shared key: sign every message with HMAC-SHA-256 and accept only signed replies (visible to other users in the process list: prefer --key-file)")
 	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
+	f.stamp.register(fl)
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off (TCP_NODELAY), as iperf 2 does; --nodelay=false leaves it on")
 	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: the reflector acknowledges each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false asks it to leave delayed ACKs on")
 	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm (TCP_CONGESTION), such as cubic or bbr")
@@ -213,12 +235,16 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 // config turns the flags into a client configuration. The rules of the
 // run are the client's (client.Config.Check, whose errors name the
 // flag); the flags' own rules are checked here: values a Config does not
-// hold (socket options, the count as typed, the flows), and the words of
-// --timestamps and --format.
-func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Config, error) {
+// hold (socket options, the count as typed, the flows), the words of
+// --timestamps and --format, and what a foreign peer cannot do. For a
+// stamp:// target the key goes to f.stamp, not to the Config.
+func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Config, error) {
 	changed := cmd.Flags().Changed
 	mode, err := f.checkFlags(cmd, t)
 	if err != nil {
+		return client.Config{}, err
+	}
+	if err := f.checkForeign(cmd, t); err != nil {
 		return client.Config{}, err
 	}
 	maxMsg := client.MaxSize
@@ -266,8 +292,14 @@ func (f clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Conf
 	if err := f.readInputs(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := f.foreignConfig(&cfg, t); err != nil {
+		return cfg, err
+	}
 	if err := cfg.Check(client.Command{Target: t, Given: changed}); err != nil {
 		return cfg, usageError{err}
+	}
+	if t.Foreign() {
+		cfg.ReplySize = 0 // the request's size, as --reply-size said (checkForeign): what a foreign peer answers with
 	}
 	f.outputs(&cfg, changed("seed"))
 	return cfg, nil
@@ -294,8 +326,8 @@ func (f clientFlags) checkFlags(cmd *cobra.Command, t transport.Target) (tstamp.
 		return 0, usagef("--timestamps %q: want user, kernel, hardware or auto", f.timestamps)
 	case f.parallel < 1 || f.parallel > maxParallel:
 		return 0, usagef("--parallel %d: want 1 to %d", f.parallel, maxParallel)
-	case f.busyPoll && t.Scheme != "udp" && !t.Stream():
-		return 0, usagef("--busy-poll is for udp://, tcp:// and unix:// targets (busy polling spins on a socket)")
+	case f.busyPoll && !t.Datagram() && !t.Stream():
+		return 0, usagef("--busy-poll is for udp://, tcp://, unix://, stamp:// and echo:// targets (busy polling spins on a socket)")
 	}
 	if err := checkReportInterval(f.reportInterval); err != nil {
 		return 0, err
@@ -391,7 +423,7 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 		o.Family = "6"
 	}
 	switch {
-	case f.df && t.Scheme != "udp":
+	case f.df && !t.Datagram():
 		return o, nil, usagef("--df is for UDP (TCP sets it itself)")
 	case (f.congestion != "" || !f.nodelay || !f.quickAck) && t.Scheme != "tcp":
 		return o, nil, usagef("--congestion, --nodelay and --quickack are for tcp:// targets")

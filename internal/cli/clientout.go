@@ -142,7 +142,8 @@ func reconnectNotes(h *client.Funcs, stderr io.Writer, t transport.Target, limit
 // nothing.
 func (w *clientReport) finish(ctx context.Context, cfg *client.Config, logPath string, res *result.Result, runErr error) error {
 	if res == nil {
-		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) || errors.Is(runErr, client.ErrAuth) {
+		if errors.Is(runErr, client.ErrNoReflector) || errors.Is(runErr, client.ErrConfig) || errors.Is(runErr, client.ErrAuth) ||
+			errors.Is(runErr, client.ErrForeignKey) {
 			return usageError{runErr}
 		}
 		if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/server"
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -122,19 +123,28 @@ func (f clientFlags) dial(ctx context.Context, cmd *cobra.Command, t transport.T
 		return nil, err
 	}
 	conns := make([]transport.Conn, 0, f.parallel)
+	var first transport.Conn // the first flow's socket, for the options granted
 	for range f.parallel {
-		conn, err := transport.DialWith(ctx, t, dopts)
+		// Every flow its own socket, and with a foreign peer its own
+		// adapter over it (raw: the socket; nil for connect://).
+		conn, raw, err := f.dialFlow(ctx, t, dopts, cfg)
 		if err != nil {
 			return conns, usageError{err}
 		}
 		conns = append(conns, conn)
+		if first == nil {
+			first = raw
+		}
+		if raw == nil {
+			continue
+		}
 		if cfg.Stamps == tstamp.Hardware {
-			if err := prepareHardware(conn, f.iface); err != nil {
+			if err := prepareHardware(raw, f.iface); err != nil {
 				return conns, usageError{err}
 			}
 		}
 		if f.busyPoll {
-			if err := transport.SetBusyPoll(conn); err != nil {
+			if err := transport.SetBusyPoll(raw); err != nil {
 				return conns, usageError{fmt.Errorf("--busy-poll: %w", err)}
 			}
 		}
@@ -149,11 +159,31 @@ func (f clientFlags) dial(ctx context.Context, cmd *cobra.Command, t transport.T
 		}
 		runtime.GOMAXPROCS(procs)
 	}
-	if g, err := transport.Granted(conns[0]); err == nil {
+	if g, err := granted(first); err == nil {
 		cfg.Socket = &result.Socket{SendBuffer: g.SendBuffer, RecvBuffer: g.RecvBuffer, TOS: g.TOS, TTL: g.TTL, DF: g.DF,
 			Congestion: g.Congestion, NoDelay: g.NoDelay, Interface: g.Interface, Bind: dopts.Bind, Asked: asked}
 	}
 	return conns, nil
+}
+
+// dialFlow opens one flow's connection to t: conn the one to measure
+// through, raw its socket (nil where there is none: connect://, whose
+// probes are connections of their own).
+func (f clientFlags) dialFlow(ctx context.Context, t transport.Target, o transport.DialOptions, cfg *client.Config) (conn, raw transport.Conn, err error) {
+	if t.Foreign() {
+		return f.dialForeign(ctx, t, o, cfg)
+	}
+	conn, err = transport.DialWith(ctx, t, o)
+	return conn, conn, err
+}
+
+// granted returns the socket options the kernel granted conn, or an
+// error where there is no socket to ask (nil, or not an IP socket).
+func granted(conn transport.Conn) (sockopt.Granted, error) {
+	if conn == nil {
+		return sockopt.Granted{}, errors.ErrUnsupported
+	}
+	return transport.Granted(conn)
 }
 
 // prepareHardware turns on hardware stamping on the interface conn sends

@@ -159,6 +159,7 @@ func (p *progress) start(ctx context.Context, c result.Config) {
 	p.update(func(st *progressStatus) {
 		st.started, st.start = true, p.now()
 		st.duration, st.count, st.warmup, st.oneWay = c.Duration, c.Count, c.WarmupDuration, c.OneWay
+		st.undivided = c.Peer != nil && !c.Peer.Directions
 	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -297,6 +298,8 @@ type progressStatus struct {
 	count    uint64
 	warmup   time.Duration
 	oneWay   bool
+	// undivided: the peer's answers do not split loss by direction.
+	undivided bool
 
 	intervals    int
 	measured     time.Duration // the end of the latest interval
@@ -347,7 +350,9 @@ func (st progressStatus) line(elapsed time.Duration) string {
 			if resolved := st.counts.Sent - st.counts.InFlight; resolved > 0 {
 				fmt.Fprintf(&b, " (%.2f%%)", 100*float64(lost)/float64(resolved))
 			}
-			fmt.Fprintf(&b, " up %d down %d", st.counts.LostUp, st.counts.LostDown)
+			if !st.undivided {
+				fmt.Fprintf(&b, " up %d down %d", st.counts.LostUp, st.counts.LostDown)
+			}
 		}
 	}
 	if st.reconnecting > 0 {

@@ -96,6 +96,9 @@ func TestProgressLine(t *testing.T) {
 		{"one-way", progressStatus{started: true, duration: time.Minute, oneWay: true},
 			[]result.Interval{iv(0, time.Second, 1000, 0, 0, result.Latency{})}, 1100 * time.Millisecond,
 			"1.1s/60.0s  1.00k probes/s"},
+		{"no directions (a foreign peer)", progressStatus{started: true, undivided: true},
+			[]result.Interval{iv(0, time.Second, 1000, 0, 4, p50p99)}, time.Second,
+			"1.0s  1.00k probes/s  p50 123µs  p99 1.50ms  loss 4 (0.40%)"},
 		{"reconnecting", progressStatus{started: true, reconnecting: 1}, nil, time.Second, "1.0s  reconnecting"},
 		{"long", progressStatus{started: true, duration: 2 * time.Hour}, nil, 3725 * time.Second, "1:02:05/2:00:00"},
 	}

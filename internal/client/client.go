@@ -108,6 +108,12 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 // newRun prepares a run of cfg (defaults filled in) through conn.
 func newRun(cfg Config, conn transport.Conn) *run {
 	network := conn.RemoteAddr().Network()
+	stream := network == "tcp" || network == "unix"
+	if f, ok := conn.(Foreign); ok {
+		// Named by its protocol; and its adapter's messages are whole,
+		// whatever it speaks underneath (a connect:// run's TCP).
+		network, stream = f.Peer().Protocol, false
+	}
 	r := &run{
 		cfg:    cfg,
 		conn:   conn,
@@ -115,7 +121,7 @@ func newRun(cfg Config, conn transport.Conn) *run {
 		peer:   network + "://" + conn.RemoteAddr().String(),
 		buf:    make([]byte, cfg.Size),
 		rbuf:   make([]byte, cfg.MaxMessage+1),
-		stream: network == "tcp" || network == "unix",
+		stream: stream,
 	}
 	r.recorder.init(&r.cfg)
 	if cfg.openLoop() {

@@ -40,7 +40,7 @@ func WriteIperfHeader(w io.Writer, c result.Config) error {
 		}
 		fmt.Fprintf(&b, "TOS set to %#x and %s\n", so.TOS, nagle)
 	}
-	fmt.Fprintf(&b, "[  1] local %s connected with %s://%s", c.LocalAddr, c.Transport, c.RemoteAddr)
+	fmt.Fprintf(&b, "[  1] local %s connected with %s", c.LocalAddr, runName(c))
 	if t := c.TCP; t != nil {
 		fmt.Fprintf(&b, " (icwnd/mss/irtt=%d/%d/%d) (ct=%.2f ms)", t.Cwnd, t.MSS, t.RTT/time.Microsecond, float64(t.ConnectTime)/1e6)
 	}

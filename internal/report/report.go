@@ -120,8 +120,15 @@ func WriteTextHeaderMix(w io.Writer, c result.Config, mix []result.WorkloadEntry
 	case len(mix) > 1:
 		sizes = fmt.Sprintf("a mix of %d probe shapes drawn by weight (--workload, seed %d)", len(mix), c.Seed)
 	}
-	if _, err := fmt.Fprintf(w, "volley %s://%s from %s: %s, %s, timeout %s, %s%s\n",
-		c.Transport, c.RemoteAddr, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
+	peer := ""
+	if p := c.Peer; p != nil {
+		peer = " (" + PeerName(p) + ")"
+		if p.Protocol == "connect" {
+			sizes = "TCP handshakes"
+		}
+	}
+	if _, err := fmt.Fprintf(w, "volley %s%s from %s: %s, %s, timeout %s, %s%s\n",
+		runName(c), peer, c.LocalAddr, sizes, shape, Duration(c.Timeout), length, warm); err != nil {
 		return err
 	}
 	if err := writeMix(w, mix); err != nil {
@@ -149,11 +156,15 @@ func writeRebuiltHeader(w io.Writer, c result.Config) error {
 	return err
 }
 
-// runName names what a run measured: its transport and reflector, or
-// for a result rebuilt from a probe log (no transport), the log.
+// runName names what a run measured: its transport and reflector (a
+// foreign peer's protocol and address), or for a result rebuilt from a
+// probe log (no transport), the log.
 func runName(c result.Config) string {
-	if c.Transport == "" {
+	switch {
+	case c.Transport == "":
 		return c.Target
+	case c.Peer != nil:
+		return c.Peer.Protocol + "://" + c.RemoteAddr
 	}
 	return c.Transport + "://" + c.RemoteAddr
 }
@@ -260,7 +271,11 @@ func WriteIntervalHeader(w io.Writer, c result.Config) error {
 		_, err := fmt.Fprintf(w, oneWayColumns, "interval", "sent", "probes/s", "bit/s", "send err p50", "max")
 		return err
 	}
-	_, err := fmt.Fprintf(w, intervalColumns, "interval", "sent", "recv", "lost(up/dn)", "dup(up/dn)", "reord(up/dn)", "late",
+	lost, dup, reord := "lost(up/dn)", "dup(up/dn)", "reord(up/dn)"
+	if undivided(c) {
+		lost, dup, reord = "lost", "dup", "reord"
+	}
+	_, err := fmt.Fprintf(w, intervalColumns, "interval", "sent", "recv", lost, dup, reord, "late",
 		"rtt min", "mean", "p50", "p99", "max", "resp", "up", "down", "ipdv", "probes/s")
 	return err
 }
@@ -283,9 +298,9 @@ func WriteInterval(w io.Writer, c result.Config, iv result.Interval) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, intervalColumns, span,
-		fmt.Sprint(n.Sent), fmt.Sprint(n.Received), fmt.Sprintf("%d(%d/%d)", n.Lost, n.LostUp, n.LostDown),
-		fmt.Sprintf("%d(%d/%d)", n.Duplicates, n.DuplicatesUp, n.DuplicatesDown),
-		fmt.Sprintf("%d(%d/%d)", n.Reordered, n.ReorderedUp, n.ReorderedDown), fmt.Sprint(n.Late),
+		fmt.Sprint(n.Sent), fmt.Sprint(n.Received), countsSplit(c, n.Lost, n.LostUp, n.LostDown),
+		countsSplit(c, n.Duplicates, n.DuplicatesUp, n.DuplicatesDown),
+		countsSplit(c, n.Reordered, n.ReorderedUp, n.ReorderedDown), fmt.Sprint(n.Late),
 		latMin(iv.RTT), latMean(iv.RTT), latP(iv.RTT, 50), latP(iv.RTT, 99), latMax(iv.RTT),
 		latMean(iv.Response), latMean(iv.Up), latMean(iv.Down), latMean(iv.IPDV.RTT),
 		SI(iv.Throughput.ProbesPerSecDown))

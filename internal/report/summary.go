@@ -15,7 +15,10 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	writeSummaryRates(&b, res)
 	writeLatencyTable(&b, res)
 	oneWay := res.Config.OneWay
-	b.WriteString(delayNote(res.ClockOffset, oneWay))
+	if !noOneWay(res.Config) {
+		b.WriteString(delayNote(res.ClockOffset, oneWay))
+	}
+	writePeer(&b, res.Config.Peer)
 	writeStamps(&b, res)
 	if c := res.ClockOffset; c != nil {
 		writeClock(&b, c, oneWay)
@@ -39,15 +42,21 @@ func writeSummaryCounts(b *strings.Builder, res *result.Result) {
 	}
 	b.WriteString(" ---\n")
 	oneWay := res.Config.OneWay
-	if oneWay {
+	switch {
+	case oneWay:
 		fmt.Fprintf(b, "probes   sent %d, received %d, lost %d (%.3f%%), duplicates %d, reordered %d, errors %d\n",
 			c.Sent, c.Received, c.Lost, c.LossPercent, c.Duplicates, c.Reordered, c.Errors)
-	} else {
+	case undivided(res.Config):
+		fmt.Fprintf(b, "probes   sent %d, received %d, lost %d (%.3f%%: direction unknown), duplicates %d, reordered %d, late %d, errors %d\n",
+			c.Sent, c.Received, c.Lost, c.LossPercent, c.Duplicates, c.Reordered, c.Late, c.Errors)
+	default:
 		fmt.Fprintf(b, "probes   sent %d, received %d, lost %d (%.3f%%: %d up, %d down), duplicates %d (%d up, %d down), reordered %d (%d up, %d down), late %d, errors %d\n",
 			c.Sent, c.Received, c.Lost, c.LossPercent, c.LostUp, c.LostDown, c.Duplicates, c.DuplicatesUp, c.DuplicatesDown,
 			c.Reordered, c.ReorderedUp, c.ReorderedDown, c.Late, c.Errors)
 	}
 	switch {
+	case res.Config.Peer != nil:
+		b.WriteString(peerCountNote(res.Config.Peer))
 	case oneWay:
 		b.WriteString("         one-way: the reflector counted what arrived and measured the up delays; nothing came back down\n")
 	case res.ReflectorCount == "close":
@@ -75,6 +84,9 @@ func writeSummaryRates(b *strings.Builder, res *result.Result) {
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %s requests/s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.RequestsPerSec))
 	case oneWay:
 		fmt.Fprintf(b, "rate     %s probes/s up; %sbit/s up\n", SI(t.ProbesPerSecUp), SI(t.BitsPerSecUp))
+	case res.Config.Peer != nil && res.Config.Peer.Protocol == "connect":
+		// A handshake carries no bytes of the probe's.
+		fmt.Fprintf(b, "rate     %s handshakes/s started, %s completed\n", SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown))
 	default:
 		fmt.Fprintf(b, "rate     %s probes/s up, %s down; %sbit/s up, %sbit/s down; %s requests/s completed\n",
 			SI(t.ProbesPerSecUp), SI(t.ProbesPerSecDown), SI(t.BitsPerSecUp), SI(t.BitsPerSecDown), SI(t.RequestsPerSec))
@@ -142,8 +154,13 @@ func writeLatencyTable(b *strings.Builder, res *result.Result) {
 		if s.RTTFromSchedule != nil {
 			rows = append(rows, named{"rtt sched", *s.RTTFromSchedule})
 		}
-		rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
-			named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
+		if noOneWay(res.Config) {
+			// The peer's answers carry no times of its own.
+			rows = append(rows, named{"ipdv rtt", s.IPDV.RTT})
+		} else {
+			rows = append(rows, named{"response", s.Response}, named{"up", s.Up}, named{"down", s.Down},
+				named{"ipdv rtt", s.IPDV.RTT}, named{"ipdv up", s.IPDV.Up}, named{"ipdv down", s.IPDV.Down})
+		}
 	}
 	if k := s.Kernel; k != nil {
 		// Only the rows the stamps gave: without the reflector's, the
@@ -223,8 +240,12 @@ func writeFlows(b *strings.Builder, res *result.Result) {
 				i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost,
 				latMin(f.Summary.Up), latP(f.Summary.Up, 50), latMax(f.Summary.Up))
 		} else {
-			fmt.Fprintf(b, "flow %d from %s: sent %d, received %d, lost %d (%d up, %d down); rtt min %s p50 %s max %s",
-				i+1, f.LocalAddr, fc.Sent, fc.Received, fc.Lost, fc.LostUp, fc.LostDown,
+			lost := fmt.Sprintf("%d (%d up, %d down)", fc.Lost, fc.LostUp, fc.LostDown)
+			if undivided(res.Config) {
+				lost = fmt.Sprint(fc.Lost)
+			}
+			fmt.Fprintf(b, "flow %d from %s: sent %d, received %d, lost %s; rtt min %s p50 %s max %s",
+				i+1, f.LocalAddr, fc.Sent, fc.Received, lost,
 				latMin(f.Summary.RTT), latP(f.Summary.RTT, 50), latMax(f.Summary.RTT))
 		}
 		if f.Error != "" {

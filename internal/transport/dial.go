@@ -34,14 +34,21 @@ func Dial(ctx context.Context, t Target) (Conn, error) {
 	return DialWith(ctx, t, DialOptions{Socket: sockopt.Options{TOS: -1}})
 }
 
-// DialWith opens a connection to t as o says.
+// DialWith opens a connection to t as o says. A stamp:// or echo:// target
+// is dialed as udp:// is, and the caller speaks the peer's protocol over
+// it (package foreign); a connect:// target is not dialed here, since each
+// of its probes is a connection of its own.
 func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
-	ip := t.Scheme == "udp" || t.Scheme == "tcp"
+	ip := t.Datagram() || t.Scheme == "tcp"
 	if !ip && (o.Family != "" || o.Bind != "" || o.Socket != (sockopt.Options{TOS: -1})) {
-		return nil, fmt.Errorf("%w: -4, -6, --bind and the IP and TCP socket options are for udp:// and tcp:// targets", ErrBadTarget)
+		return nil, fmt.Errorf("%w: -4, -6, --bind and the IP and TCP socket options are for udp://, tcp://, stamp:// and echo:// targets", ErrBadTarget)
 	}
 	d := &net.Dialer{Timeout: 10 * time.Second}
-	network := t.Scheme + o.Family
+	scheme := t.Scheme
+	if t.Datagram() {
+		scheme = "udp"
+	}
+	network := scheme + o.Family
 	if ip {
 		d.Control = o.Socket.Control
 	}
@@ -52,7 +59,7 @@ func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
 		}
 		local := net.JoinHostPort(host, port)
 		var la net.Addr
-		if t.Scheme == "udp" {
+		if scheme == "udp" {
 			la, err = net.ResolveUDPAddr(network, local)
 		} else {
 			la, err = net.ResolveTCPAddr(network, local)
@@ -62,7 +69,7 @@ func DialWith(ctx context.Context, t Target, o DialOptions) (Conn, error) {
 		}
 		d.LocalAddr = la
 	}
-	switch t.Scheme {
+	switch scheme {
 	case "udp":
 		c, err := udp.DialWith(ctx, d, network, t.Address(), o.Socket.Buffer == 0)
 		if err != nil {

@@ -21,7 +21,10 @@ var (
 
 // Target is a parsed measurement target.
 type Target struct {
-	Scheme string // "udp", "tcp", "unix", "unixgram" or "dbus"
+	// Scheme is "udp", "tcp", "unix", "unixgram" or "dbus" for a volley
+	// reflector, or "stamp", "echo" or "connect" for a peer that is not
+	// one (see Foreign).
+	Scheme string
 	Host   string // host name or IP literal, without brackets; the reflector's name on a bus
 	Port   int
 	Path   string // of a Unix socket; the bus: "session", "system" or a D-Bus address
@@ -55,12 +58,38 @@ func (t Target) String() string {
 // Stream reports whether the target's transport is a stream (TCP, Unix).
 func (t Target) Stream() bool { return t.Scheme == "tcp" || t.Scheme == "unix" }
 
+// Foreign reports whether the target is a peer that is not a volley
+// reflector: a STAMP reflector (stamp://), an echo service (echo://) or a
+// TCP port whose handshakes are timed (connect://).
+func (t Target) Foreign() bool {
+	return t.Scheme == "stamp" || t.Scheme == "echo" || t.Scheme == "connect"
+}
+
+// Datagram reports whether the target is reached over UDP: a volley
+// reflector's udp://, and the foreign stamp:// and echo://.
+func (t Target) Datagram() bool {
+	return t.Scheme == "udp" || t.Scheme == "stamp" || t.Scheme == "echo"
+}
+
+// The foreign schemes' ports when the target gives none: STAMP's (RFC 8762
+// section 4.1) and the echo service's (RFC 862). connect:// has none: the
+// service's port is the point of it.
+const (
+	STAMPPort = 862
+	EchoPort  = 7
+)
+
+// schemes lists the schemes a target may name, for the errors.
+const schemes = "udp://, tcp://, unix://, unixgram://, dbus://, stamp://, echo:// or connect://, or HOST[:PORT]"
+
 // ParseTarget parses "host", "host:port", "[v6]:port", a bare IPv6 literal,
 // "udp://host[:port]", "tcp://host[:port]", "unix:///path" or
 // "unixgram:///path", "dbus://session", "dbus://system" or "dbus:ADDRESS"
 // (a D-Bus address such as unix:path=/run/bus), each D-Bus form optionally
-// followed by "#NAME" for a reflector name other than dbus.DefaultName.
-// The port defaults to DefaultPort.
+// followed by "#NAME" for a reflector name other than dbus.DefaultName;
+// or a foreign peer's "stamp://host[:port]" (port STAMPPort unless given),
+// "echo://host[:port]" (EchoPort) or "connect://host:port" (the port
+// required). The port defaults to DefaultPort.
 func ParseTarget(s string) (Target, error) {
 	t := Target{Scheme: "udp", Port: DefaultPort}
 	if bus, ok := strings.CutPrefix(s, "dbus:"); ok {
@@ -85,21 +114,30 @@ func ParseTarget(s string) (Target, error) {
 		switch {
 		case scheme == "udp" || scheme == "tcp":
 			t.Scheme = scheme
+		case scheme == "stamp":
+			t.Scheme, t.Port = scheme, STAMPPort
+		case scheme == "echo":
+			t.Scheme, t.Port = scheme, EchoPort
+		case scheme == "connect":
+			t.Scheme, t.Port = scheme, 0
 		case scheme == "unix" || scheme == "unixgram":
 			if !strings.HasPrefix(after, "/") && !strings.HasPrefix(after, "@") {
 				return t, fmt.Errorf("%w %q: want %s:///absolute/path (or %s://@abstract)", ErrBadTarget, s, scheme, scheme)
 			}
 			return Target{Scheme: scheme, Path: after}, nil
 		default:
-			return t, fmt.Errorf("%w %q: unknown scheme %q (want udp://, tcp://, unix://, unixgram:// or dbus://, or HOST[:PORT])", ErrBadTarget, s, scheme)
+			return t, fmt.Errorf("%w %q: unknown scheme %q (want %s)", ErrBadTarget, s, scheme, schemes)
 		}
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if rest == "" {
-		if t.Scheme == "tcp" {
-			return t, fmt.Errorf("%w %q: no host (want tcp://HOST[:PORT])", ErrBadTarget, s)
+		switch t.Scheme {
+		case "udp":
+			return t, fmt.Errorf("%w %q: no host (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s)
+		case "connect":
+			return t, fmt.Errorf("%w %q: no host (want connect://HOST:PORT)", ErrBadTarget, s)
 		}
-		return t, fmt.Errorf("%w %q: no host (want udp://HOST[:PORT] or HOST[:PORT])", ErrBadTarget, s)
+		return t, fmt.Errorf("%w %q: no host (want %s://HOST[:PORT])", ErrBadTarget, s, t.Scheme)
 	}
 	if strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]") {
 		rest = rest[1 : len(rest)-1]
@@ -110,7 +148,7 @@ func ParseTarget(s string) (Target, error) {
 	if a, err := netip.ParseAddr(rest); err == nil {
 		// A bare IP literal, IPv6 without brackets included.
 		t.Host = a.String()
-		return t, nil
+		return t, t.portGiven(s)
 	}
 	host, port, err := net.SplitHostPort(rest)
 	if err != nil {
@@ -130,5 +168,14 @@ func ParseTarget(s string) (Target, error) {
 		}
 		t.Port = p
 	}
-	return t, nil
+	return t, t.portGiven(s)
+}
+
+// portGiven checks that a connect:// target s has its port: a TCP service
+// has no port of its own to default to.
+func (t Target) portGiven(s string) error {
+	if t.Scheme == "connect" && t.Port == 0 {
+		return fmt.Errorf("%w %q: no port (want connect://HOST:PORT: the port of the TCP service whose handshakes are timed)", ErrBadTarget, s)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,16 @@ func TestParseTarget(t *testing.T) {
 		{"dbus://session#org.example.Other", "dbus://session#org.example.Other", nil},
 		{"dbus://bus", "", ErrBadTarget},
 		{"dbus:nocolon", "", ErrBadTarget},
+		{"stamp://router", "stamp://router:862", nil},
+		{"stamp://192.0.2.1:8620", "stamp://192.0.2.1:8620", nil},
+		{"stamp://", "", ErrBadTarget},
+		{"echo://[::1]", "echo://[::1]:7", nil},
+		{"echo://host:7007", "echo://host:7007", nil},
+		{"connect://host:443", "connect://host:443", nil},
+		{"connect://[::1]:22", "connect://[::1]:22", nil},
+		{"connect://host", "", ErrBadTarget},
+		{"connect://[::1]", "", ErrBadTarget},
+		{"connect://", "", ErrBadTarget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -65,6 +76,64 @@ func TestParseTarget(t *testing.T) {
 				t.Fatalf("ParseTarget(%q) = %v, %v, want %s", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseTargetForeign: the foreign schemes name themselves, and the
+// errors say what was wrong: connect:// without its port, a scheme not
+// known (listing the foreign ones too).
+func TestParseTargetForeign(t *testing.T) {
+	for _, tt := range []struct {
+		in, scheme string
+		foreign    bool
+	}{
+		{"stamp://h", "stamp", true}, {"echo://h", "echo", true}, {"connect://h:1", "connect", true},
+		{"udp://h", "udp", false}, {"h", "udp", false}, {"tcp://h", "tcp", false},
+	} {
+		got, err := ParseTarget(tt.in)
+		if err != nil || got.Scheme != tt.scheme || got.Foreign() != tt.foreign {
+			t.Errorf("ParseTarget(%q) = %+v (foreign %t), %v, want scheme %s, foreign %t", tt.in, got, got.Foreign(), err, tt.scheme, tt.foreign)
+		}
+	}
+	for in, want := range map[string]string{
+		"connect://host": "no port (want connect://HOST:PORT",
+		"stamp://":       "no host (want stamp://HOST[:PORT])",
+		"gopher://host":  "stamp://, echo:// or connect://",
+	} {
+		if _, err := ParseTarget(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTarget(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+// TestDialEcho: an echo:// target is dialed as UDP, and its socket
+// carries the bytes both ways.
+func TestDialEcho(t *testing.T) {
+	l, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	c, err := Dial(context.Background(), Target{Scheme: "echo", Host: "127.0.0.1", Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.RemoteAddr().Network(); got != "udp" {
+		t.Fatalf("echo:// dialed over %s, want udp", got)
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	l.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, from, err := l.ReadFromUDP(b)
+	if err != nil || string(b[:n]) != "hello" {
+		t.Fatalf("the service read %q, %v, want hello", b[:n], err)
+	}
+	if _, err := Dial(context.Background(), Target{Scheme: "connect", Host: "127.0.0.1", Port: from.Port}); !errors.Is(err, ErrUnsupportedScheme) {
+		t.Errorf("Dial(connect://) = %v, want %v (each probe is its own connection)", err, ErrUnsupportedScheme)
 	}
 }
 

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/volley-net/volley/internal/result"
+)
+
+// The text of a run against a peer that is not a volley reflector
+// (result.Peer): what it is, and what its answers could not tell.
+
+// peerNames name result.Peer.Protocol in the header.
+var peerNames = map[string]string{"stamp": "STAMP reflector", "echo": "UDP echo", "connect": "TCP connect"}
+
+// PeerName names the foreign peer p ("STAMP reflector", "UDP echo", "TCP
+// connect"), or its protocol as given when it is none of those.
+func PeerName(p *result.Peer) string {
+	if n, ok := peerNames[p.Protocol]; ok {
+		return n
+	}
+	return p.Protocol
+}
+
+// undivided reports whether c's losses, duplicates and reorders are not
+// split by direction: the peer's answers do not say it.
+func undivided(c result.Config) bool { return c.Peer != nil && !c.Peer.Directions }
+
+// noOneWay reports whether c's run has no one-way figures (response, up,
+// down and their IPDV): its peer's answers carry no times of its own.
+func noOneWay(c result.Config) bool { return c.Peer != nil && !c.Peer.OneWay }
+
+// peerCountNote is the line under the probes' counts of a run against a
+// foreign peer: what its answers cannot tell, or where the directions
+// came from.
+func peerCountNote(p *result.Peer) string {
+	switch {
+	case p.Note != "":
+		return "         " + p.Note + "\n"
+	case p.Directions:
+		return "         loss per direction is from the " + PeerName(p) + "'s own count in its last reply\n"
+	}
+	return "         loss per direction is not known: the " + PeerName(p) + "'s answers do not say it\n"
+}
+
+// writePeer writes what a foreign peer said of itself: a STAMP
+// reflector's mode and error estimate, a connect:// run's handshakes
+// that did not complete.
+func writePeer(b *strings.Builder, p *result.Peer) {
+	if p == nil {
+		return
+	}
+	if s := p.STAMP; s != nil {
+		mode := "unauthenticated"
+		if s.Authenticated {
+			mode = "authenticated"
+		}
+		state := "stateless"
+		if s.Stateful {
+			state = "stateful (--stamp-stateful)"
+		}
+		sync := "not synchronized to UTC"
+		if s.ErrorEstimate.Synchronized {
+			sync = "synchronized to UTC"
+		}
+		fmt.Fprintf(b, "stamp    %s, %s, SSID %d; the reflector's clock error estimate ±%s, %s (raw %#04x)",
+			mode, state, s.SSID, Duration(s.ErrorEstimate.Error), sync, s.ErrorEstimate.Raw)
+		if s.Renumbered > 0 {
+			fmt.Fprintf(b, "; %d replies renumbered by the reflector", s.Renumbered)
+		}
+		b.WriteString("\n")
+	}
+	if c := p.Connect; c != nil {
+		fmt.Fprintf(b, "connect  refused %d, timed out %d, failed %d (handshakes that did not complete, all counted lost)\n", c.Refused, c.TimedOut, c.Failed)
+	}
+}
+
+// countsSplit renders n and its split by direction, "3(1/2)", or n
+// alone where the run's peer does not split it.
+func countsSplit(c result.Config, n, up, down uint64) string {
+	if undivided(c) {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d(%d/%d)", n, up, down)
+}
