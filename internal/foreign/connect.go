@@ -12,7 +12,11 @@ import (
 
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport"
 )
+
+// A Connect is a connection whose socket options can be read back.
+var _ transport.SyscallConn = (*Connect)(nil)
 
 // ConnectConfig is what a connect:// run needs.
 type ConnectConfig struct {

@@ -2,6 +2,7 @@ package foreign
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/testenv"
 	"github.com/volley-net/volley/internal/wire"
 )
 
@@ -357,5 +359,72 @@ func TestConnectAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Write+Read allocate %.1f times, want 0", allocs)
+	}
+}
+
+// sources returns a loopback listener on network and address, and the
+// addresses of the connections it accepts, as they come.
+func sources(t *testing.T, network, address string) (netip.AddrPort, <-chan netip.AddrPort) {
+	t.Helper()
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		if network == "tcp6" {
+			testenv.Require(t, "ipv6", fmt.Errorf("no IPv6 loopback: %w", err))
+		}
+		t.Fatal(err)
+	}
+	from := make(chan netip.AddrPort, 16)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			from <- c.RemoteAddr().(*net.TCPAddr).AddrPort()
+			c.Close()
+		}
+	})
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return ln.Addr().(*net.TCPAddr).AddrPort(), from
+}
+
+// TestConnectBind: --bind's address is the handshakes' source, with a
+// port of the kernel's or the one given; and IPv6 works as IPv4 does.
+func TestConnectBind(t *testing.T) {
+	free := closedPort(t).Port()
+	for _, tc := range []struct {
+		name, network, listen, bind string
+	}{
+		{"address", "tcp4", "127.0.0.1:0", "127.0.0.2:0"},
+		{"port", "tcp4", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", free)},
+		{"ipv6", "tcp6", "[::1]:0", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, from := sources(t, tc.network, tc.listen)
+			cfg := ConnectConfig{Addr: addr}
+			if tc.bind != "" {
+				cfg.Local = netip.MustParseAddrPort(tc.bind)
+			}
+			c := newConnect(t, cfg)
+			if _, err := c.Write(probe(1, 1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) == 1 })
+			src := <-from
+			switch {
+			case replies[0].Seq != 1:
+				t.Fatalf("reply %+v, want seq 1", replies[0])
+			case cfg.Local.Addr().IsValid() && src.Addr() != cfg.Local.Addr():
+				t.Fatalf("connection from %s, want from %s", src, cfg.Local.Addr())
+			case cfg.Local.Port() != 0 && src.Port() != cfg.Local.Port():
+				t.Fatalf("connection from %s, want from port %d", src, cfg.Local.Port())
+			case !cfg.Local.Addr().IsValid() && src.Addr() != addr.Addr():
+				t.Fatalf("connection from %s, want from %s", src, addr.Addr())
+			}
+			if la := c.LocalAddr().String(); tc.bind != "" && la != tc.bind {
+				t.Fatalf("LocalAddr() = %s, want %s", la, tc.bind)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/volley-net/volley/internal/foreign"
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport"
 )
 
 // The client's view of a Connect: a foreign peer.
@@ -95,5 +96,19 @@ func TestRunConnectRefused(t *testing.T) {
 	}
 	if p := res.Config.Peer.Connect; p == nil || p.Refused != c.Sent || p.TimedOut+p.Failed != 0 {
 		t.Fatalf("Config.Peer.Connect = %+v, want %d refused", p, c.Sent)
+	}
+}
+
+// TestConnectGranted: the options given are read back as on any socket
+// (transport.Granted), for the result's socket line.
+func TestConnectGranted(t *testing.T) {
+	c, err := foreign.NewConnect(foreign.ConnectConfig{Addr: netip.MustParseAddrPort("127.0.0.1:9"), Options: sockopt.Options{TOS: 0x20, TTL: 33}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := transport.Granted(c)
+	if err != nil || g.TTL != 33 || g.TOS != 0x20 {
+		t.Fatalf("Granted = %+v, %v, want ttl 33 tos 0x20", g, err)
 	}
 }
