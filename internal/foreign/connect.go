@@ -48,9 +48,9 @@ const DefaultMaxOpen = 4096
 // are open: nothing was sent.
 var ErrTooManyOpen = errors.New("foreign: too many TCP handshakes open at once")
 
-// ErrNotProbe is the error of a write that is not a volley probe: a
+// ErrConnectNotProbe is the error of a write that is not a volley probe: a
 // Connect turns probes into handshakes and nothing else.
-var ErrNotProbe = errors.New("foreign: connect:// sends probes only")
+var ErrConnectNotProbe = errors.New("foreign: connect:// sends probes only")
 
 // connectNote is what a connect:// run's answers cannot tell.
 const connectNote = "a TCP handshake is timed from connect() to the SYN-ACK; a refused or unanswered one is lost, counted apart"
@@ -169,24 +169,24 @@ type handshake struct {
 	start int64 // when connect was called, on the Connect's clock
 }
 
-// slotRef names a use of a slot of the table.
-type slotRef struct{ idx, gen uint32 }
+// handshakeRef names a use of a slot of a handshakeTable.
+type handshakeRef struct{ idx, gen uint32 }
 
-// table holds the handshakes in flight: at most len(slots), each found
-// again by its slotRef (the epoll event's data), and in order the order
-// they started in, for expiry. A handshake that ends leaves its order
-// entry behind, skipped when met; the order ring has room for twice as
-// many entries as slots, and is compacted when full. Nothing in it
-// allocates after newTable.
-type table struct {
+// handshakeTable holds the handshakes in flight: at most len(slots),
+// each found again by its handshakeRef (the epoll event's data), and in
+// order the order they started in, for expiry. A handshake that ends
+// leaves its order entry behind, skipped when met; the order ring has
+// room for twice as many entries as slots, and is compacted when full.
+// Nothing in it allocates after newHandshakeTable.
+type handshakeTable struct {
 	slots      []handshake
 	free       []uint32 // the free slots' indexes (a stack)
-	order      []slotRef
+	order      []handshakeRef
 	head, tail uint64 // order[tail%len : head%len] is in use
 }
 
-func newTable(n int) *table {
-	t := &table{slots: make([]handshake, n), free: make([]uint32, n), order: make([]slotRef, 2*n)}
+func newHandshakeTable(n int) *handshakeTable {
+	t := &handshakeTable{slots: make([]handshake, n), free: make([]uint32, n), order: make([]handshakeRef, 2*n)}
 	for i := range t.free {
 		t.free[i] = uint32(n - 1 - i)
 	}
@@ -194,16 +194,16 @@ func newTable(n int) *table {
 }
 
 // full reports whether every slot is in use.
-func (t *table) full() bool { return len(t.free) == 0 }
+func (t *handshakeTable) full() bool { return len(t.free) == 0 }
 
-// open returns the number of handshakes in the table.
-func (t *table) open() int { return len(t.slots) - len(t.free) }
+// open returns the number of handshakes in the handshakeTable.
+func (t *handshakeTable) open() int { return len(t.slots) - len(t.free) }
 
 // add puts h in a free slot and returns its reference; ok is false when
-// the table is full.
-func (t *table) add(h handshake) (ref slotRef, ok bool) {
+// the handshakeTable is full.
+func (t *handshakeTable) add(h handshake) (ref handshakeRef, ok bool) {
 	if t.full() {
-		return slotRef{}, false
+		return handshakeRef{}, false
 	}
 	if t.head-t.tail == uint64(len(t.order)) {
 		t.compact()
@@ -213,15 +213,15 @@ func (t *table) add(h handshake) (ref slotRef, ok bool) {
 	s := &t.slots[idx]
 	h.gen, h.live = s.gen+1, true
 	*s = h
-	ref = slotRef{idx, h.gen}
+	ref = handshakeRef{idx, h.gen}
 	t.order[t.head%uint64(len(t.order))] = ref
 	t.head++
 	return ref, true
 }
 
 // take removes the handshake ref names and returns it; ok is false when
-// it is no longer there (it timed out, or the table was emptied).
-func (t *table) take(ref slotRef) (h handshake, ok bool) {
+// it is no longer there (it timed out, or the handshakeTable was emptied).
+func (t *handshakeTable) take(ref handshakeRef) (h handshake, ok bool) {
 	if int(ref.idx) >= len(t.slots) {
 		return handshake{}, false
 	}
@@ -235,15 +235,15 @@ func (t *table) take(ref slotRef) (h handshake, ok bool) {
 	return h, true
 }
 
-// current reports whether ref names a handshake still in the table.
-func (t *table) current(ref slotRef) bool {
+// current reports whether ref names a handshake still in the handshakeTable.
+func (t *handshakeTable) current(ref handshakeRef) bool {
 	s := &t.slots[ref.idx]
 	return s.live && s.gen == ref.gen
 }
 
 // expired removes and returns the oldest handshake started timeout or
 // more before now; ok is false when there is none.
-func (t *table) expired(now, timeout int64) (h handshake, ok bool) {
+func (t *handshakeTable) expired(now, timeout int64) (h handshake, ok bool) {
 	n := uint64(len(t.order))
 	for t.tail < t.head {
 		ref := t.order[t.tail%n]
@@ -261,7 +261,7 @@ func (t *table) expired(now, timeout int64) (h handshake, ok bool) {
 }
 
 // compact drops the order entries of handshakes that ended.
-func (t *table) compact() {
+func (t *handshakeTable) compact() {
 	n := uint64(len(t.order))
 	w := t.tail
 	for r := t.tail; r < t.head; r++ {
@@ -273,9 +273,9 @@ func (t *table) compact() {
 	t.head = w
 }
 
-// drain removes and returns any handshake in the table; ok is false when
+// drain removes and returns any handshake in the handshakeTable; ok is false when
 // it is empty.
-func (t *table) drain() (h handshake, ok bool) {
+func (t *handshakeTable) drain() (h handshake, ok bool) {
 	for t.tail < t.head {
 		ref := t.order[t.tail%uint64(len(t.order))]
 		t.tail++

@@ -34,7 +34,7 @@ type connectSys struct {
 
 	// mu guards the table, closed and the epoll registration (add, ev).
 	mu     sync.Mutex
-	table  *table
+	table  *handshakeTable
 	closed atomic.Bool // set under mu; read without it
 	add    func(fd uintptr)
 	addFd  int
@@ -60,7 +60,7 @@ func (c *Connect) open() error {
 		s.family, s.network = unix.AF_INET6, "tcp6"
 	}
 	var err error
-	if s.remote, err = sockaddr(a.Is4(), c.cfg.Addr.Addr().As16(), c.cfg.Addr.Port(), a.Zone()); err != nil {
+	if s.remote, err = connectSockaddr(a.Is4(), c.cfg.Addr.Addr().As16(), c.cfg.Addr.Port(), a.Zone()); err != nil {
 		return fmt.Errorf("connect: %s: %w", c.cfg.Addr, err)
 	}
 	if l := c.cfg.Local; l.Addr().IsValid() || l.Port() != 0 {
@@ -71,7 +71,7 @@ func (c *Connect) open() error {
 				la = netip.IPv4Unspecified()
 			}
 		}
-		if s.bind, err = sockaddr(la.Is4(), la.As16(), l.Port(), la.Zone()); err != nil {
+		if s.bind, err = connectSockaddr(la.Is4(), la.As16(), l.Port(), la.Zone()); err != nil {
 			return fmt.Errorf("connect: --bind %s: %w", l, err)
 		}
 		s.noPort = l.Port() == 0
@@ -105,7 +105,7 @@ func (c *Connect) open() error {
 		s.template.Close()
 		return fmt.Errorf("connect: %w", err)
 	}
-	s.table = newTable(c.cfg.MaxOpen)
+	s.table = newHandshakeTable(c.cfg.MaxOpen)
 	s.add = c.register
 	s.poll = c.pollEvents
 	s.toClose.Store(-1)
@@ -114,7 +114,7 @@ func (c *Connect) open() error {
 
 // sockaddr returns the socket address of ip (its 16-byte form; v4: an
 // IPv4 address), port and zone.
-func sockaddr(v4 bool, ip [16]byte, port uint16, zone string) (unix.Sockaddr, error) {
+func connectSockaddr(v4 bool, ip [16]byte, port uint16, zone string) (unix.Sockaddr, error) {
 	if v4 {
 		sa := &unix.SockaddrInet4{Port: int(port)}
 		copy(sa.Addr[:], ip[12:])
@@ -175,7 +175,7 @@ func (c *Connect) Write(b []byte) (int, error) {
 		return 0, fmt.Errorf("connect: %w", err)
 	}
 	if h.Type != wire.TypeProbe {
-		return 0, ErrNotProbe
+		return 0, ErrConnectNotProbe
 	}
 	now := c.now()
 	s.mu.Lock()
@@ -297,7 +297,7 @@ func (c *Connect) pollEvents(epfd uintptr) bool {
 func (c *Connect) settle(ev *unix.EpollEvent) bool {
 	s := &c.sys
 	s.mu.Lock()
-	h, ok := s.table.take(slotRef{uint32(ev.Fd), uint32(ev.Pad)})
+	h, ok := s.table.take(handshakeRef{uint32(ev.Fd), uint32(ev.Pad)})
 	s.mu.Unlock()
 	if !ok {
 		return false // timed out meanwhile

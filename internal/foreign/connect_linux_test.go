@@ -17,8 +17,8 @@ import (
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// probe returns the volley probe seq of the session token, sent at t1.
-func probe(token, seq uint64, t1 int64) []byte {
+// connectProbe returns the volley probe seq of the session token, sent at t1.
+func connectProbe(token, seq uint64, t1 int64) []byte {
 	b := make([]byte, wire.HeaderLen)
 	h := wire.Header{Type: wire.TypeProbe, Token: token, Seq: seq, T1: t1}
 	if err := h.Encode(b); err != nil {
@@ -27,9 +27,9 @@ func probe(token, seq uint64, t1 int64) []byte {
 	return b
 }
 
-// listener returns the address of a loopback TCP listener that accepts
+// acceptingListener returns the address of a loopback TCP listener that accepts
 // every connection and closes it, and counts what it accepted.
-func listener(t testing.TB) (netip.AddrPort, func() int) {
+func acceptingListener(t testing.TB) (netip.AddrPort, func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,9 +54,9 @@ func listener(t testing.TB) (netip.AddrPort, func() int) {
 	return ln.Addr().(*net.TCPAddr).AddrPort(), func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
-// closedPort returns a loopback port that nothing listens on: a
+// closedTCPPort returns a loopback port that nothing listens on: a
 // listener's, closed.
-func closedPort(t testing.TB) netip.AddrPort {
+func closedTCPPort(t testing.TB) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,12 +67,12 @@ func closedPort(t testing.TB) netip.AddrPort {
 	return addr
 }
 
-// rawListener returns the address of a loopback listener of the given
+// rawTCPListener returns the address of a loopback listener of the given
 // backlog that accepts nothing: the kernel completes handshakes for it
 // until its accept queue holds more than backlog connections. Nothing in
 // the test process runs for a connection (a Go listener allocates for
 // each, which counts in AllocsPerRun).
-func rawListener(t testing.TB, backlog int) netip.AddrPort {
+func rawTCPListener(t testing.TB, backlog int) netip.AddrPort {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -92,13 +92,13 @@ func rawListener(t testing.TB, backlog int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa.(*unix.SockaddrInet4).Port))
 }
 
-// fullListener returns the address of a listener that takes no more
+// fullTCPListener returns the address of a listener that takes no more
 // handshakes: its backlog is 0 and one connection, never accepted, fills
 // its queue, so the kernel drops the SYNs that come after (it counts
 // them in ListenOverflows) and the handshakes never complete.
-func fullListener(t testing.TB) netip.AddrPort {
+func fullTCPListener(t testing.TB) netip.AddrPort {
 	t.Helper()
-	addr := rawListener(t, 0)
+	addr := rawTCPListener(t, 0)
 	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -107,9 +107,9 @@ func fullListener(t testing.TB) netip.AddrPort {
 	return addr
 }
 
-// newConnect returns a Connect of cfg (TOS left to the system), closed
+// testConnect returns a Connect of cfg (TOS left to the system), closed
 // when the test ends.
-func newConnect(t testing.TB, cfg ConnectConfig) *Connect {
+func testConnect(t testing.TB, cfg ConnectConfig) *Connect {
 	t.Helper()
 	cfg.Options.TOS = -1
 	c, err := NewConnect(cfg)
@@ -120,9 +120,9 @@ func newConnect(t testing.TB, cfg ConnectConfig) *Connect {
 	return c
 }
 
-// readUntil reads c in steps of 50ms until done says so, for at most 10s,
+// readReplies reads c in steps of 50ms until done says so, for at most 10s,
 // and returns the replies read.
-func readUntil(t *testing.T, c *Connect, done func(replies []wire.Header) bool) []wire.Header {
+func readReplies(t *testing.T, c *Connect, done func(replies []wire.Header) bool) []wire.Header {
 	t.Helper()
 	var replies []wire.Header
 	buf := make([]byte, 2048)
@@ -152,15 +152,15 @@ func readUntil(t *testing.T, c *Connect, done func(replies []wire.Header) bool) 
 // TestConnectCompletes: handshakes with a listener come back as replies
 // to their probes: same token, sequence number and T1, no T2 or T3.
 func TestConnectCompletes(t *testing.T) {
-	addr, accepted := listener(t)
-	c := newConnect(t, ConnectConfig{Addr: addr})
+	addr, accepted := acceptingListener(t)
+	c := testConnect(t, ConnectConfig{Addr: addr})
 	const token, probes = 0x5eed, 20
 	for seq := uint64(1); seq <= probes; seq++ {
-		if n, err := c.Write(probe(token, seq, int64(1000+seq))); err != nil || n != wire.HeaderLen {
+		if n, err := c.Write(connectProbe(token, seq, int64(1000+seq))); err != nil || n != wire.HeaderLen {
 			t.Fatalf("Write(probe %d) = %d, %v", seq, n, err)
 		}
 	}
-	replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) == probes })
+	replies := readReplies(t, c, func(r []wire.Header) bool { return len(r) == probes })
 	seen := map[uint64]bool{}
 	for _, h := range replies {
 		if h.Type != wire.TypeReply || h.Token != token || h.T1 != int64(1000+h.Seq) || h.T2 != 0 || h.T3 != 0 || seen[h.Seq] {
@@ -183,14 +183,14 @@ func TestConnectCompletes(t *testing.T) {
 // TestConnectRefused: a closed port refuses every handshake: counted
 // Refused, no reply.
 func TestConnectRefused(t *testing.T) {
-	c := newConnect(t, ConnectConfig{Addr: closedPort(t)})
+	c := testConnect(t, ConnectConfig{Addr: closedTCPPort(t)})
 	const probes = 5
 	for seq := uint64(1); seq <= probes; seq++ {
-		if _, err := c.Write(probe(1, seq, 1)); err != nil {
+		if _, err := c.Write(connectProbe(1, seq, 1)); err != nil {
 			t.Fatalf("Write(probe %d): %v", seq, err)
 		}
 	}
-	replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) > 0 || c.refused.Load() == probes })
+	replies := readReplies(t, c, func(r []wire.Header) bool { return len(r) > 0 || c.refused.Load() == probes })
 	if len(replies) > 0 {
 		t.Fatalf("a closed port gave replies %+v", replies)
 	}
@@ -202,14 +202,14 @@ func TestConnectRefused(t *testing.T) {
 // TestConnectTimesOut: handshakes that get no SYN-ACK are closed after
 // the timeout and counted TimedOut, with no reply.
 func TestConnectTimesOut(t *testing.T) {
-	c := newConnect(t, ConnectConfig{Addr: fullListener(t), Timeout: 100 * time.Millisecond})
+	c := testConnect(t, ConnectConfig{Addr: fullTCPListener(t), Timeout: 100 * time.Millisecond})
 	const probes = 3
 	for seq := uint64(1); seq <= probes; seq++ {
-		if _, err := c.Write(probe(1, seq, 1)); err != nil {
+		if _, err := c.Write(connectProbe(1, seq, 1)); err != nil {
 			t.Fatalf("Write(probe %d): %v", seq, err)
 		}
 	}
-	replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) > 0 || c.timedOut.Load() == probes })
+	replies := readReplies(t, c, func(r []wire.Header) bool { return len(r) > 0 || c.timedOut.Load() == probes })
 	if len(replies) > 0 {
 		t.Fatalf("a full listener gave replies %+v", replies)
 	}
@@ -224,13 +224,13 @@ func TestConnectTimesOut(t *testing.T) {
 // TestConnectMaxOpen: a probe past MaxOpen open handshakes fails with
 // ErrTooManyOpen, and sends nothing.
 func TestConnectMaxOpen(t *testing.T) {
-	c := newConnect(t, ConnectConfig{Addr: fullListener(t), Timeout: time.Minute, MaxOpen: 2})
+	c := testConnect(t, ConnectConfig{Addr: fullTCPListener(t), Timeout: time.Minute, MaxOpen: 2})
 	for seq := uint64(1); seq <= 2; seq++ {
-		if _, err := c.Write(probe(1, seq, 1)); err != nil {
+		if _, err := c.Write(connectProbe(1, seq, 1)); err != nil {
 			t.Fatalf("Write(probe %d): %v", seq, err)
 		}
 	}
-	if _, err := c.Write(probe(1, 3, 1)); !errors.Is(err, ErrTooManyOpen) {
+	if _, err := c.Write(connectProbe(1, 3, 1)); !errors.Is(err, ErrTooManyOpen) {
 		t.Fatalf("Write(probe 3) with 2 open of 2 = %v, want ErrTooManyOpen", err)
 	}
 	if _, err := c.Write(make([]byte, 10)); !errors.Is(err, wire.ErrShort) {
@@ -241,7 +241,7 @@ func TestConnectMaxOpen(t *testing.T) {
 // TestConnectDeadlines: a deadline in the past ends a read at once; Close
 // ends one that waits for ever, with net.ErrClosed.
 func TestConnectDeadlines(t *testing.T) {
-	c := newConnect(t, ConnectConfig{Addr: fullListener(t)})
+	c := testConnect(t, ConnectConfig{Addr: fullTCPListener(t)})
 	if err := c.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestConnectDeadlines(t *testing.T) {
 	if err := c.SetReadDeadline(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write(probe(1, 1, 1)); err != nil {
+	if _, err := c.Write(connectProbe(1, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error)
@@ -267,13 +267,13 @@ func TestConnectDeadlines(t *testing.T) {
 	if err := <-got; !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Read waiting at Close = %v, want net.ErrClosed", err)
 	}
-	if _, err := c.Write(probe(1, 2, 1)); !errors.Is(err, net.ErrClosed) {
+	if _, err := c.Write(connectProbe(1, 2, 1)); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Write after Close = %v, want net.ErrClosed", err)
 	}
 }
 
-// openFDs counts the process's open file descriptors.
-func openFDs(t *testing.T) int {
+// countFDs counts the process's open file descriptors.
+func countFDs(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -285,27 +285,27 @@ func openFDs(t *testing.T) int {
 // TestConnectCloseReleases: Close closes every socket it opened, those of
 // handshakes in flight too, and its epoll set.
 func TestConnectCloseReleases(t *testing.T) {
-	done := rawListener(t, 64) // a Go listener's accepted sockets would count
-	stuck := fullListener(t)
-	before := openFDs(t)
+	done := rawTCPListener(t, 64) // a Go listener's accepted sockets would count
+	stuck := fullTCPListener(t)
+	before := countFDs(t)
 	for range 2 {
-		a := newConnect(t, ConnectConfig{Addr: done})
-		b := newConnect(t, ConnectConfig{Addr: stuck, Timeout: time.Minute})
+		a := testConnect(t, ConnectConfig{Addr: done})
+		b := testConnect(t, ConnectConfig{Addr: stuck, Timeout: time.Minute})
 		for seq := uint64(1); seq <= 5; seq++ {
-			if _, err := a.Write(probe(1, seq, 1)); err != nil {
+			if _, err := a.Write(connectProbe(1, seq, 1)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Write(probe(1, seq, 1)); err != nil {
+			if _, err := b.Write(connectProbe(1, seq, 1)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		readUntil(t, a, func(r []wire.Header) bool { return len(r) == 5 })
-		if n := openFDs(t); n < before+5 {
+		readReplies(t, a, func(r []wire.Header) bool { return len(r) == 5 })
+		if n := countFDs(t); n < before+5 {
 			t.Fatalf("%d descriptors open with 5 handshakes in flight, want at least %d", n, before+5)
 		}
 		a.Close()
 		b.Close()
-		if n := openFDs(t); n != before {
+		if n := countFDs(t); n != before {
 			t.Fatalf("%d descriptors open after Close, want %d as before", n, before)
 		}
 	}
@@ -315,20 +315,20 @@ func TestConnectCloseReleases(t *testing.T) {
 // the replies and a third asks for Peer, as an open-loop run does (go
 // test -race checks it).
 func TestConnectConcurrent(t *testing.T) {
-	addr, _ := listener(t)
-	c := newConnect(t, ConnectConfig{Addr: addr})
+	addr, _ := acceptingListener(t)
+	c := testConnect(t, ConnectConfig{Addr: addr})
 	const probes = 200
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for seq := uint64(1); seq <= probes; seq++ {
-			if _, err := c.Write(probe(1, seq, 1)); err != nil {
+			if _, err := c.Write(connectProbe(1, seq, 1)); err != nil {
 				t.Errorf("Write(probe %d): %v", seq, err)
 				return
 			}
 			c.Peer()
 		}
 	})
-	replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) == probes })
+	replies := readReplies(t, c, func(r []wire.Header) bool { return len(r) == probes })
 	wg.Wait()
 	if len(replies) != probes {
 		t.Fatalf("%d replies, want %d", len(replies), probes)
@@ -338,7 +338,7 @@ func TestConnectConcurrent(t *testing.T) {
 // TestConnectAllocs: a probe's handshake and its reply allocate nothing.
 func TestConnectAllocs(t *testing.T) {
 	const runs = 200
-	c := newConnect(t, ConnectConfig{Addr: rawListener(t, 2*runs), Options: sockopt.Options{TTL: 64}})
+	c := testConnect(t, ConnectConfig{Addr: rawTCPListener(t, 2*runs), Options: sockopt.Options{TTL: 64}})
 	msg := make([]byte, wire.HeaderLen)
 	h := wire.Header{Type: wire.TypeProbe, Token: 1, T1: 1}
 	buf := make([]byte, 2048)
@@ -362,9 +362,9 @@ func TestConnectAllocs(t *testing.T) {
 	}
 }
 
-// sources returns a loopback listener on network and address, and the
+// sourcesListener returns a loopback listener on network and address, and the
 // addresses of the connections it accepts, as they come.
-func sources(t *testing.T, network, address string) (netip.AddrPort, <-chan netip.AddrPort) {
+func sourcesListener(t *testing.T, network, address string) (netip.AddrPort, <-chan netip.AddrPort) {
 	t.Helper()
 	ln, err := net.Listen(network, address)
 	if err != nil {
@@ -392,7 +392,7 @@ func sources(t *testing.T, network, address string) (netip.AddrPort, <-chan neti
 // TestConnectBind: --bind's address is the handshakes' source, with a
 // port of the kernel's or the one given; and IPv6 works as IPv4 does.
 func TestConnectBind(t *testing.T) {
-	free := closedPort(t).Port()
+	free := closedTCPPort(t).Port()
 	for _, tc := range []struct {
 		name, network, listen, bind string
 	}{
@@ -401,16 +401,16 @@ func TestConnectBind(t *testing.T) {
 		{"ipv6", "tcp6", "[::1]:0", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, from := sources(t, tc.network, tc.listen)
+			addr, from := sourcesListener(t, tc.network, tc.listen)
 			cfg := ConnectConfig{Addr: addr}
 			if tc.bind != "" {
 				cfg.Local = netip.MustParseAddrPort(tc.bind)
 			}
-			c := newConnect(t, cfg)
-			if _, err := c.Write(probe(1, 1, 1)); err != nil {
+			c := testConnect(t, cfg)
+			if _, err := c.Write(connectProbe(1, 1, 1)); err != nil {
 				t.Fatal(err)
 			}
-			replies := readUntil(t, c, func(r []wire.Header) bool { return len(r) == 1 })
+			replies := readReplies(t, c, func(r []wire.Header) bool { return len(r) == 1 })
 			src := <-from
 			switch {
 			case replies[0].Seq != 1:

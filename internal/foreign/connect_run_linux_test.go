@@ -17,8 +17,8 @@ import (
 // The client's view of a Connect: a foreign peer.
 var _ client.Foreign = (*foreign.Connect)(nil)
 
-// run runs the client with cfg against connect://addr.
-func run(t *testing.T, addr netip.AddrPort, cfg client.Config) *result.Result {
+// runConnect runs the client with cfg against connect://addr.
+func runConnect(t *testing.T, addr netip.AddrPort, cfg client.Config) *result.Result {
 	t.Helper()
 	c, err := foreign.NewConnect(foreign.ConnectConfig{Addr: addr, Timeout: cfg.Timeout, Options: sockopt.Options{TOS: -1}})
 	if err != nil {
@@ -61,7 +61,7 @@ func TestRunConnect(t *testing.T) {
 		{"rate", client.Config{Count: 300, Rate: 2000, Window: 8, Timeout: 2 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(t, addr, tc.cfg)
+			res := runConnect(t, addr, tc.cfg)
 			c := res.Summary.Counts
 			if c.Sent != tc.cfg.Count || c.Received != c.Sent || c.Lost != 0 {
 				t.Fatalf("counts %+v, want %d sent and received", c, tc.cfg.Count)
@@ -89,7 +89,7 @@ func TestRunConnectRefused(t *testing.T) {
 	}
 	addr := ln.Addr().(*net.TCPAddr).AddrPort()
 	ln.Close()
-	res := run(t, addr, client.Config{Count: 50, Rate: 1000, Timeout: 100 * time.Millisecond})
+	res := runConnect(t, addr, client.Config{Count: 50, Rate: 1000, Timeout: 100 * time.Millisecond})
 	c := res.Summary.Counts
 	if c.Sent != 50 || c.Lost != c.Sent || c.Received != 0 {
 		t.Fatalf("counts %+v, want 50 sent and lost", c)

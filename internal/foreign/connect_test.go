@@ -8,17 +8,17 @@ import (
 	"time"
 )
 
-// TestTableExpiry: the table gives back handshakes by reference, expires
+// TestTableExpiry: the handshakeTable gives back handshakes by reference, expires
 // the oldest first and only once its timeout passed, skips those that
 // ended, and bounds what is open.
 func TestTableExpiry(t *testing.T) {
 	const timeout = 100
-	tb := newTable(3)
+	tb := newHandshakeTable(3)
 	a, _ := tb.add(handshake{fd: 10, seq: 1, start: 0})
 	b, _ := tb.add(handshake{fd: 11, seq: 2, start: 10})
 	c, _ := tb.add(handshake{fd: 12, seq: 3, start: 20})
 	if _, ok := tb.add(handshake{fd: 13, seq: 4, start: 30}); ok || !tb.full() {
-		t.Fatalf("add to a table of 3 holding 3: ok, want refused")
+		t.Fatalf("add to a handshakeTable of 3 holding 3: ok, want refused")
 	}
 	if h, ok := tb.expired(99, timeout); ok {
 		t.Fatalf("expired(99) = %+v, want none (the oldest started at 0)", h)
@@ -56,7 +56,7 @@ func TestTableExpiry(t *testing.T) {
 		t.Fatalf("expired(300) again = %+v, %v, want seq 4", h, ok)
 	}
 	if h, ok := tb.expired(300, timeout); ok {
-		t.Fatalf("expired(300) of an empty table = %+v, want none", h)
+		t.Fatalf("expired(300) of an empty handshakeTable = %+v, want none", h)
 	}
 	if n := tb.open(); n != 0 {
 		t.Fatalf("open() = %d, want 0", n)
@@ -67,12 +67,12 @@ func TestTableExpiry(t *testing.T) {
 // one open all along, neither fill the order ring nor lose the old one.
 func TestTableCompacts(t *testing.T) {
 	const timeout = 1000
-	tb := newTable(4)
+	tb := newHandshakeTable(4)
 	old, _ := tb.add(handshake{fd: 1, seq: 1, start: 0})
 	for i := range 100 {
 		r, ok := tb.add(handshake{fd: 100 + i, seq: uint64(2 + i), start: int64(1 + i)})
 		if !ok {
-			t.Fatalf("add %d with 2 open in a table of 4: refused", i)
+			t.Fatalf("add %d with 2 open in a handshakeTable of 4: refused", i)
 		}
 		if h, ok := tb.take(r); !ok || h.fd != 100+i {
 			t.Fatalf("take %d = %+v, %v", i, h, ok)
@@ -91,11 +91,11 @@ func TestTableCompacts(t *testing.T) {
 
 // TestTableDrain: drain gives every open handshake once.
 func TestTableDrain(t *testing.T) {
-	tb := newTable(3)
+	tb := newHandshakeTable(3)
 	for i := range 3 {
 		tb.add(handshake{fd: i})
 	}
-	r, _ := tb.take(slotRef{idx: 1, gen: 1}) // the second added: slots are taken from 0 up
+	r, _ := tb.take(handshakeRef{idx: 1, gen: 1}) // the second added: slots are taken from 0 up
 	seen := map[int]bool{}
 	for {
 		h, ok := tb.drain()
