@@ -196,7 +196,7 @@ func newHandshakeTable(n int) *handshakeTable {
 // full reports whether every slot is in use.
 func (t *handshakeTable) full() bool { return len(t.free) == 0 }
 
-// open returns the number of handshakes in the handshakeTable.
+// open returns the number of handshakes in the table.
 func (t *handshakeTable) open() int { return len(t.slots) - len(t.free) }
 
 // add puts h in a free slot and returns its reference; ok is false when
@@ -235,7 +235,7 @@ func (t *handshakeTable) take(ref handshakeRef) (h handshake, ok bool) {
 	return h, true
 }
 
-// current reports whether ref names a handshake still in the handshakeTable.
+// current reports whether ref names a handshake still in the table.
 func (t *handshakeTable) current(ref handshakeRef) bool {
 	s := &t.slots[ref.idx]
 	return s.live && s.gen == ref.gen
