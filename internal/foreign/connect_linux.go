@@ -76,7 +76,7 @@ func (c *Connect) open() error {
 		}
 		s.noPort = l.Port() == 0
 	}
-	s.errFull = fmt.Errorf("%w: %d (a lower rate or a shorter --timeout keeps fewer)", ErrTooManyOpen, c.cfg.MaxOpen)
+	s.errFull = fmt.Errorf("%w: %d (a lower --rate, a smaller --window or a shorter --timeout keeps fewer)", ErrTooManyOpen, c.cfg.MaxOpen)
 	// A socket with the options, bound as the probes' are: a bad option
 	// or address fails here, not at every probe.
 	fd, err := c.socket()
