@@ -57,6 +57,11 @@ func (o Options) Control(network, address string, c syscall.RawConn) error {
 	return serr
 }
 
+// Apply applies o to the socket fd, as Control does, for a socket opened
+// without package net (network is "tcp4", "udp6" and so on). It does not
+// allocate.
+func (o Options) Apply(fd int, network string) error { return o.apply(fd, network) }
+
 // Available lists the congestion control algorithms the kernel offers.
 func Available() []string {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
