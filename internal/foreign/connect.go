@@ -1,5 +1,3 @@
-// Package foreign adapts peers that are not volley reflectors (stamp://,
-// echo://, connect://) to volley's connections.
 package foreign
 
 import (
