@@ -51,6 +51,8 @@ type run struct {
 	sameClock bool                // every session's reflector reads the client's clock
 	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
 	foreign   Foreign             // nil: a volley reflector (see foreign.go)
+	answerer  Answerer            // the foreign peer's, when it answers without replies
+	answers   uint64              // its count at the last look
 
 	// Sending, and the wind-down: once sending stops, the run waits for
 	// the probes in flight until drainBy, and closes the session by endBy

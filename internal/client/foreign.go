@@ -25,6 +25,14 @@ type Foreign interface {
 	Peer() *result.Peer
 }
 
+// Answerer is a Foreign peer that can answer a probe without a reply: a
+// TCP service refuses a handshake with an RST. Answers counts such
+// answers so far; a peer whose count moves is not silent, though its
+// probes are lost.
+type Answerer interface {
+	Answers() uint64
+}
+
 // ErrForeignKey is the error of a run with a key against a foreign peer:
 // volley's tags mean nothing to it (an adapter that authenticates, as
 // STAMP's does, takes its key itself).
@@ -50,7 +58,20 @@ func (r *run) openForeign(f Foreign) error {
 	}
 	p := f.Peer()
 	r.noOneWay, r.noDirections = !p.OneWay, !p.Directions
+	r.answerer, _ = f.(Answerer)
 	return nil
+}
+
+// answeredSince reports whether the foreign peer answered without a reply
+// since the last look (see Answerer).
+func (r *run) answeredSince() bool {
+	if r.answerer == nil {
+		return false
+	}
+	n := r.answerer.Answers()
+	moved := n != r.answers
+	r.answers = n
+	return moved
 }
 
 // unsplit clears the directions of c's losses, duplicates and reorders:

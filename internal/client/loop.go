@@ -128,6 +128,10 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 		return false, r.reconnectStep(now)
 	}
 	if r.inflight > 0 && now-r.lastHeard >= int64(r.cfg.Silence) {
+		if r.answeredSince() {
+			r.lastHeard = now // refused, not silent
+			return false, nil
+		}
 		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, r.cfg.Silence)); err != nil {
 			return false, err
 		}

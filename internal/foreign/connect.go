@@ -130,6 +130,10 @@ func (c *Connect) LocalAddr() net.Addr { return c.local }
 // socket (whose one-way close waits for reordered probes).
 func (c *Connect) RemoteAddr() net.Addr { return c.remote }
 
+// Answers counts the handshakes the service refused (client.Answerer): a
+// service that refuses is there, and the run goes on.
+func (c *Connect) Answers() uint64 { return c.refused.Load() }
+
 // Peer says what a connect:// run measures, with the counts of the
 // handshakes that did not complete so far. Handshakes past their timeout
 // are counted first; one the run gave up on sooner (at its end) is in no
