@@ -62,6 +62,15 @@ var rules = []rule{
 	{"internal/wire", nil, module, false, "wire is the bottom layer: it depends on nothing of volley's"},
 	{"internal/wire", nil, outsideStd, true, "wire uses only the standard library, so it builds anywhere and is fuzzed alone"},
 
+	// stamp: STAMP's packets and its Session-Reflector, pure like wire.
+	{"internal/stamp", nil, "net", false, "stamp is pure encoding: it never touches the network (addresses are net/netip values)"},
+	{"internal/stamp", nil, "time", false, "stamp is pure encoding: times are integers the caller reads from its clock"},
+	{"internal/stamp", nil, "os", false, "stamp is pure encoding: no files, no environment"},
+	{"internal/stamp", nil, "log", false, "stamp returns errors and never logs"},
+	{"internal/stamp", nil, "log/slog", false, "stamp returns errors and never logs"},
+	{"internal/stamp", nil, module, false, "stamp depends on nothing of volley's: the server and the client adapt it"},
+	{"internal/stamp", nil, outsideStd, true, "stamp uses only the standard library, so it builds anywhere and is fuzzed alone"},
+
 	// stats, result, clock, report: pure code over the result model.
 	{"internal/stats", nil, "net", false, "stats is pure arithmetic over delays: no I/O"},
 	{"internal/stats", nil, "os", false, "stats is pure arithmetic over delays: no I/O"},
