@@ -24,10 +24,10 @@ import (
 
 // The offsets of a mode's fields: the sender's packet and the reflector's.
 type stampLayout struct {
-	size                                  int
-	t1, err, ssid                         int // the sender's
+	size                                   int
+	t1, err, ssid                          int // the sender's
 	rT3, rErr, rSSID, rT2, sSeq, sT1, sErr int // the reflector's
-	ttl                                   int
+	ttl                                    int
 }
 
 var (
