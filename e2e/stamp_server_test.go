@@ -81,9 +81,13 @@ func newStampSender(t *testing.T, addr string, key []byte) *stampSender {
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, syscall.IP_TTL, stampTestTTL)
+		if ua.IP.To4() == nil {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IPV6, syscall.IPV6_UNICAST_HOPS, stampTestTTL)
+		} else {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, syscall.IP_TTL, stampTestTTL)
+		}
 	}); err != nil || serr != nil {
-		t.Fatalf("IP_TTL: %v %v", err, serr)
+		t.Fatalf("IP_TTL, IPV6_UNICAST_HOPS: %v %v", err, serr)
 	}
 	s := &stampSender{c: c, l: stampPlain, key: key}
 	if key != nil {
@@ -199,14 +203,22 @@ func TestSTAMPServer(t *testing.T) {
 		key      []byte
 		stateful bool
 		args     []string
+		host     string
 	}{
-		{"unauthenticated stateful", nil, true, nil},
-		{"unauthenticated stateless", nil, false, []string{"--stamp-stateless"}},
-		{"authenticated stateful", key, true, []string{"--stamp-key-file", keyFile}},
-		{"authenticated stateless", key, false, []string{"--stamp-key-file", keyFile, "--stamp-stateless"}},
+		{"unauthenticated stateful", nil, true, nil, "127.0.0.1"},
+		{"unauthenticated stateless", nil, false, []string{"--stamp-stateless"}, "127.0.0.1"},
+		{"authenticated stateful", key, true, []string{"--stamp-key-file", keyFile}, "127.0.0.1"},
+		{"authenticated stateless", key, false, []string{"--stamp-key-file", keyFile, "--stamp-stateless"}, "127.0.0.1"},
+		{"IPv6 authenticated stateful", key, true, []string{"--stamp-key-file", keyFile}, "::1"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			srv := startServer(t, "127.0.0.1:0", append([]string{"-q", "--stamp", "127.0.0.1:0"}, mode.args...)...)
+			if mode.host == "::1" {
+				c, err := net.ListenPacket("udp6", "[::1]:0")
+				require(t, "ipv6", err)
+				c.Close()
+			}
+			local := net.JoinHostPort(mode.host, "0")
+			srv := startServer(t, local, append([]string{"-q", "--stamp", local}, mode.args...)...)
 			s := newStampSender(t, stampAddress(t, srv), mode.key)
 			for i := range uint32(100) {
 				req := s.packet(5000+3*i, 77, 0x0001|uint16(i%4)<<8)

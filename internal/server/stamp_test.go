@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/stamp"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
@@ -271,5 +274,83 @@ func TestCheckStampPort(t *testing.T) {
 		if (err != nil) != c.clash || (err != nil && !errors.Is(err, ErrConfig)) {
 			t.Errorf("--listen %s --stamp %s: %v, want a clash %v", c.listen, c.stamp, err, c.clash)
 		}
+	}
+}
+
+// TestStatsSumSTAMP: the STAMP listener's intervals, the last worker's,
+// are emitted apart from the volley workers' sum.
+func TestStatsSumSTAMP(t *testing.T) {
+	var volley, st []reflector.Counters
+	agg := &statsSum{workers: 2, stamp: true, emit: func(v, s reflector.Counters) {
+		volley, st = append(volley, v), append(st, s)
+	}}
+	agg.add(1, reflector.Counters{PacketsIn: 7})
+	agg.add(0, reflector.Counters{PacketsIn: 3})
+	if len(volley) != 1 || volley[0].PacketsIn != 3 || st[0].PacketsIn != 7 {
+		t.Errorf("emitted volley %+v, STAMP %+v: want 3 and 7 apart", volley, st)
+	}
+}
+
+// TestServeSTAMP: Serve runs the STAMP listener beside the volley one; its
+// counters are in each interval's STAMP and in STAMPCounters, not in the
+// volley reflector's.
+func TestServeSTAMP(t *testing.T) {
+	ss, err := Open(context.Background(), Setup{Listen: "127.0.0.1:0", Workers: 1, UDP: sockopt.Options{TOS: -1}, STAMP: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := make(intervals, 1)
+	done := make(chan error, 1)
+	var total reflector.Counters
+	go func() {
+		var err error
+		total, err = ss.Serve(ctx, Config{Reflector: reflector.Config{ReportInterval: 100 * time.Millisecond}, Intervals: true}, h)
+		done <- err
+	}()
+	c, err := net.Dial("udp", ss.STAMP.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := make([]byte, stamp.BaseLen)
+	if err := stamp.PutSender(req, &stamp.Sender{Seq: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{[]byte("short"), req} {
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := make([]byte, 100)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.Read(rep)
+	if err != nil || n != stamp.BaseLen {
+		t.Fatalf("reply of %d bytes: %v", n, err)
+	}
+	var seen reflector.Counters
+	for iv := range h {
+		if iv.STAMP == nil {
+			t.Fatal("an interval without the STAMP listener's counters")
+		}
+		seen = seen.Add(*iv.STAMP)
+		if iv.Counts.PacketsIn != 0 {
+			t.Errorf("the volley reflector counted %d packets", iv.Counts.PacketsIn)
+		}
+		if seen.PacketsIn == 2 {
+			break
+		}
+	}
+	if seen.PacketsOut != 1 || seen.Drops[reflector.DropShort] != 1 {
+		t.Errorf("STAMP intervals: %+v, want 1 answered, 1 short", seen)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if st := ss.STAMPCounters(); st.PacketsIn != 2 || st.PacketsOut != 1 || total.PacketsIn != 0 {
+		t.Errorf("totals: STAMP %+v, volley %+v", st, total)
 	}
 }
