@@ -158,6 +158,10 @@ type STAMPPeer struct {
 	// Replies whose reflector sequence number differed from the
 	// sender's: a stateful reflector's, or a reflector that lost count.
 	Renumbered uint64 `json:"renumbered"`
+	// SenderTTL is the TTL or hop limit the reflector last said a probe
+	// arrived with (RFC 8762's Session-Sender TTL): with the TTL sent, the
+	// hops on the way up. 0 when no reply said one.
+	SenderTTL uint8 `json:"sender_ttl,omitempty"`
 }
 
 // ErrorEstimate is RFC 4656's error estimate of a clock: Synchronized is
