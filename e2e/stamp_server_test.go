@@ -147,6 +147,8 @@ func (s *stampSender) check(t *testing.T, req, rep []byte, i uint32, stateful bo
 		t.Errorf("reply %d: the sender's sequence, T1 or error estimate not echoed: % x", i, rep)
 	case be.Uint16(rep[l.rSSID:]) != be.Uint16(req[l.ssid:]):
 		t.Errorf("reply %d: SSID %d, want the sender's %d", i, be.Uint16(rep[l.rSSID:]), be.Uint16(req[l.ssid:]))
+	case rep[l.rErr+1] == 0:
+		t.Errorf("reply %d: the reflector's error estimate %#04x has a zero multiplier (RFC 4656 forbids it)", i, be.Uint16(rep[l.rErr:]))
 	case rep[l.ttl] != stampTestTTL:
 		t.Errorf("reply %d: the sender's TTL echoed as %d, want %d", i, rep[l.ttl], stampTestTTL)
 	case !(t1 <= t2 && t2 <= t3):

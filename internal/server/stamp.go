@@ -38,6 +38,10 @@ type STAMPConfig struct {
 	// Stateless copies each sender's sequence number into its reply;
 	// stateful (the default) numbers each session's replies 0, 1, 2, ...
 	Stateless bool
+	// Err is the error estimate of the reflector's clock in every reply
+	// (RFC 4656 §4.1.2); 0: the host clock's, as the kernel tells it at
+	// the start (clockError).
+	Err stamp.ErrorEstimate
 }
 
 // stampWriteTimeout is the longest a batch of STAMP replies may wait for
@@ -98,9 +102,12 @@ func newStampServer(conn transport.PacketConn, sc STAMPConfig, lim reflector.Con
 	if lim.MaxSessionsPerSource <= 0 {
 		lim.MaxSessionsPerSource = reflector.DefaultMaxSessionsPerSource
 	}
+	if sc.Err == 0 {
+		sc.Err = clockError()
+	}
 	bc, batch := transport.Batches(conn)
 	sv := &stampServer{conn: conn, bc: bc, clk: lim.Clock, lim: lim, stamped: stamped,
-		refl: stamp.NewReflector(stamp.ReflectorConfig{Key: sc.Key, Stateful: !sc.Stateless,
+		refl: stamp.NewReflector(stamp.ReflectorConfig{Key: sc.Key, Stateful: !sc.Stateless, Err: sc.Err,
 			MaxSessions: lim.MaxSessions, Idle: int64(lim.IdleTimeout)}),
 		sessions: make(map[netip.AddrPort]*stampSession),
 		bySource: quota.NewCounter(lim.MaxSessions, lim.MaxSessionsPerSource),

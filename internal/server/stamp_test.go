@@ -354,3 +354,19 @@ func TestServeSTAMP(t *testing.T) {
 		t.Errorf("totals: STAMP %+v, volley %+v", st, total)
 	}
 }
+
+// TestSTAMPErrorEstimate: replies carry the host clock's error estimate,
+// whose multiplier is never 0 (RFC 4656), or the one configured.
+func TestSTAMPErrorEstimate(t *testing.T) {
+	if e := clockError(); e.Multiplier() == 0 {
+		t.Errorf("the host clock's error estimate %#04x has a zero multiplier", uint16(e))
+	}
+	sv, clk := newTestStamp(STAMPConfig{Err: 0x8203}, reflector.Config{}, false)
+	m := senderMsg(t, nil, 0, clk.Now(), "192.0.2.1:5000", 64, 0)
+	if !sv.handle(&m, clk.Now()) {
+		t.Fatal("dropped")
+	}
+	if r, err := stamp.ParseReflected(m.Buf[:m.N], nil); err != nil || r.Err != 0x8203 {
+		t.Errorf("reply's error estimate %#04x (%v), want 0x8203", uint16(r.Err), err)
+	}
+}
