@@ -14,15 +14,21 @@ func loadKey(key, keyFile string) ([]byte, error) {
 	case key != "":
 		return []byte(key), nil
 	case keyFile != "":
-		b, err := os.ReadFile(keyFile)
-		if err != nil {
-			return nil, usagef("--key-file: %v", err)
-		}
-		b = bytes.TrimRight(b, "\r\n")
-		if len(b) == 0 {
-			return nil, usagef("--key-file %s is empty", keyFile)
-		}
-		return b, nil
+		return readKeyFile("--key-file", keyFile)
 	}
 	return nil, nil
+}
+
+// readKeyFile reads the key in the file at path, given by flag; its
+// trailing newline is not part of the key.
+func readKeyFile(flag, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%s: %v", flag, err)
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) == 0 {
+		return nil, usagef("%s %s is empty", flag, path)
+	}
+	return b, nil
 }

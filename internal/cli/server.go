@@ -50,7 +50,14 @@ and sessions are bounded in all and per source (an IPv4 address, an IPv6
 read its replies loses them (slow-reader) or its connection after
 --send-timeout. A closed or idled-out session's token is dead at once, a
 copy of a probe never earns more than it brought, and a CloseAck is no
-larger than its Close.`
+larger than its Close.
+
+With --stamp [ADDR:]PORT the server also answers STAMP (RFC 8762)
+Session-Senders (routers, switches, other tools) on a UDP port of its own,
+beside its volley listeners, within the same --allow, rate and session
+limits: a reply is never larger than its request. A line "listening on
+stamp://ADDRESS" follows the UDP one, and a "stamp:" line each interval
+with packets, and at the end its totals.`
 
 func newServerCmd(stdout io.Writer) *cobra.Command {
 	f := &serverFlags{}
@@ -105,6 +112,7 @@ type serverFlags struct {
 	dbusName       string
 	format         string
 	lim            limitFlags
+	stamp          stampFlags
 }
 
 // register defines the server's flags on cmd, in the order --help lists
@@ -123,6 +131,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.dbusBus, "dbus", "", "also answer through a D-Bus bus: session, system, or an address such as unix:path=/run/bus (needs a dbus-daemon)")
 	fl.StringVar(&f.dbusName, "dbus-name", "net.volley.Reflector", "the well-known name to claim on --dbus")
 	fl.StringVar(&f.unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
+	f.stamp.register(cmd)
 	f.sched.register(cmd, "reflecting threads (one per worker and listener)")
 	fl.StringVar(&f.busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, each TCP or Unix connection); alone, all of them, or =udp, =tcp, =unix or a list of them")
 	fl.Lookup("busy-poll").NoOptDefVal = "all"
@@ -159,6 +168,7 @@ type serverConfig struct {
 	setup     server.Setup
 	reflector reflector.Config // without Log and OnOneWay, set once open
 	stamps    tstamp.Mode
+	stamp     server.STAMPConfig
 	nic       ifstats.Counters // --interface's counters before the start
 }
 
@@ -203,8 +213,11 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
 	if !f.quiet {
 		c.reflector.OnOneWay = out.oneWay(f.format)
 	}
-	total, err := ss.Serve(cmd.Context(), server.Config{Reflector: c.reflector, Intervals: !f.quiet, Interface: f.iface, Thread: thread}, out)
+	total, err := ss.Serve(cmd.Context(), server.Config{Reflector: c.reflector, Intervals: !f.quiet, Interface: f.iface, Thread: thread, STAMP: c.stamp}, out)
 	out.totals(total)
+	if ss.STAMP != nil {
+		out.stampTotals(ss.STAMPCounters())
+	}
 	if plog != nil && plog.Err() != nil {
 		err = errors.Join(err, fmt.Errorf("--log %s: %w", f.logPath, plog.Err()))
 	}
@@ -236,6 +249,9 @@ func (f *serverFlags) announce(stdout io.Writer, ss *server.Listeners, mode tsta
 	}
 	if ss.TCP != nil {
 		fmt.Fprintf(stdout, "listening on tcp://%s\n", ss.TCP.LocalAddr())
+	}
+	if ss.STAMP != nil {
+		fmt.Fprintf(stdout, "listening on stamp://%s\n", ss.STAMP.LocalAddr())
 	}
 	if ss.Unix != nil {
 		fmt.Fprintf(stdout, "listening on unix://%s\n", f.unixPath)
@@ -314,6 +330,10 @@ func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
 	if err != nil {
 		return c, err
 	}
+	stampAddr, err := f.stamp.config(cmd, &c.stamp)
+	if err != nil {
+		return c, err
+	}
 	if err := f.checkBounds(cmd); err != nil {
 		return c, err
 	}
@@ -329,7 +349,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
 	udpOpts.Congestion, udpOpts.NoDelayOff = "", false
 	c.setup = server.Setup{Listen: f.listen, Workers: f.workers, UDP: udpOpts, TCP: f.tcp,
 		Stream:   transport.ListenOptions{Socket: so, QuickAck: reflector.QuickAck(f.quickAck), Limits: f.lim.stream(f.idleTimeout, mem)},
-		UnixPath: f.unixPath, GramPath: f.unixgramPath, DBusBus: f.dbusBus, DBusName: f.dbusName, LogPath: f.logPath}
+		UnixPath: f.unixPath, GramPath: f.unixgramPath, DBusBus: f.dbusBus, DBusName: f.dbusName, LogPath: f.logPath, STAMP: stampAddr}
 	c.reflector = reflector.Config{IdleTimeout: f.idleTimeout, ReportInterval: f.reportInterval,
 		MaxSize: int(f.maxSize), MaxHold: f.maxHold, MaxRate: float64(f.maxRate), ReportEvery: f.reportEvery,
 		Key: key, Allow: prefixes, MaxSessions: f.maxSessions, MaxSessionsPerSource: f.lim.sessionsPerSource,

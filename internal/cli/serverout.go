@@ -44,6 +44,7 @@ func (o *serverOut) Interval(iv server.Interval) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.lines.Interval(reflectorCounts(iv.Counts), iv.NIC, iv.NICOK)
+	o.stampInterval(iv.STAMP)
 }
 
 // Lost says that a listener no longer answers.

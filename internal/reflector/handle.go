@@ -378,18 +378,7 @@ func (r *Reflector) tagLen() int {
 }
 
 // allowed reports whether addr may open a session.
-func (r *Reflector) allowed(addr netip.AddrPort) bool {
-	if len(r.cfg.Allow) == 0 {
-		return true
-	}
-	a := addr.Addr().Unmap()
-	for _, p := range r.cfg.Allow {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (r *Reflector) allowed(addr netip.AddrPort) bool { return Allowed(r.cfg.Allow, addr) }
 
 // refuse answers a Hello with an Error of the header's size, unsigned: no
 // larger than what came, and readable by a client without the key.

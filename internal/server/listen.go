@@ -29,16 +29,19 @@ type Setup struct {
 	DBusBus  string                  // --dbus, or ""
 	DBusName string
 	LogPath  string // --log FILE, or "" ("-", stdout, needs no opening)
+	STAMP    string // --stamp: the STAMP listener's UDP address, or ""
 }
 
 // Listeners is what Open opened. Serve reflects on each of them.
 type Listeners struct {
 	UDP                       []transport.PacketConn // one per worker
 	TCP, Unix, Unixgram, DBus transport.PacketConn   // nil: not asked for
+	STAMP                     transport.PacketConn   // --stamp's UDP socket; nil: not asked for
 	Log                       *probelog.Writer       // on the log file; nil without --log FILE
 	logFile                   *os.File
-	spinners                  int  // threads SetBusyPoll made spin
-	stamped                   bool // the UDP sockets stamp (EnableStamps)
+	spinners                  int                // threads SetBusyPoll made spin
+	stamped                   bool               // the UDP sockets stamp (EnableStamps)
+	stampTotal                reflector.Counters // the STAMP listener's, once Serve returned
 }
 
 // Open opens every socket, the bus and the log file s asks for, or, when
@@ -64,6 +67,11 @@ func Open(ctx context.Context, s Setup) (_ *Listeners, err error) {
 	}
 	if ss.UDP, ss.TCP, err = bindPort(s.Listen, openUDP, openTCP); err != nil {
 		return nil, err // a port in use is an error, not a usage error
+	}
+	if s.STAMP != "" {
+		if ss.STAMP, err = openSTAMP(ctx, s.STAMP, s); err != nil {
+			return nil, err
+		}
 	}
 	if s.UnixPath != "" {
 		if ss.Unix, err = transport.ListenStreamWith("unix", s.UnixPath, transport.ListenOptions{Limits: s.Stream.Limits}); err != nil {
@@ -105,7 +113,7 @@ func (ss *Listeners) Close() {
 	if ss.logFile != nil {
 		ss.logFile.Close()
 	}
-	for _, pc := range []transport.PacketConn{ss.DBus, ss.Unixgram, ss.Unix, ss.TCP} {
+	for _, pc := range []transport.PacketConn{ss.DBus, ss.Unixgram, ss.Unix, ss.STAMP, ss.TCP} {
 		if pc != nil {
 			pc.Close()
 		}

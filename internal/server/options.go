@@ -43,8 +43,12 @@ func (ss *Listeners) SetBusyPoll(b BusyPoll) error {
 // "hardware". Serve has the UDP workers' reflectors use them; the stream
 // sockets' are user-space times.
 func (ss *Listeners) EnableStamps(mode tstamp.Mode) (string, error) {
-	socks := make([]tstamp.Enabler, len(ss.UDP))
-	for i, pc := range ss.UDP {
+	pcs := ss.UDP
+	if ss.STAMP != nil {
+		pcs = append(pcs[:len(pcs):len(pcs)], ss.STAMP)
+	}
+	socks := make([]tstamp.Enabler, len(pcs))
+	for i, pc := range pcs {
 		if sp, ok := pc.(transport.Stamper); ok {
 			socks[i] = sp
 		}

@@ -61,6 +61,9 @@ type Config struct {
 	// before it serves (worker counts from 0; name says which it is); an
 	// error ends that worker with it.
 	Thread func(worker int, name string) error
+	// STAMP is how the STAMP listener (Listeners.STAMP) answers, within
+	// Reflector's limits.
+	STAMP STAMPConfig
 }
 
 // Interval is what the workers counted in the same interval of each.
@@ -70,6 +73,9 @@ type Interval struct {
 	// reported the interval; NICOK is false when none were read.
 	NIC   ifstats.Counters
 	NICOK bool
+	// STAMP is the STAMP listener's counters in the interval; nil
+	// without one.
+	STAMP *reflector.Counters
 }
 
 // Handler hears what happens while Serve runs. Its methods are called
@@ -118,10 +124,16 @@ func (ss *Listeners) Serve(ctx context.Context, cfg Config, h Handler) (reflecto
 			return reflector.Counters{}, err
 		}
 	}
-	agg := &statsSum{workers: len(pcs)}
+	agg := &statsSum{workers: len(pcs), stamp: ss.STAMP != nil}
+	if agg.stamp {
+		agg.workers++ // the last
+	}
 	if cfg.Intervals {
-		agg.emit = func(s reflector.Counters) {
+		agg.emit = func(s, st reflector.Counters) {
 			iv := Interval{Counts: s}
+			if agg.stamp {
+				iv.STAMP = &st
+			}
 			if cfg.Interface != "" {
 				if c, err := ifstats.Read(cfg.Interface); err == nil {
 					iv.NIC, iv.NICOK = c, true
@@ -141,7 +153,7 @@ func (ss *Listeners) Serve(ctx context.Context, cfg Config, h Handler) (reflecto
 		}
 	}
 	totals := make([]reflector.Counters, len(pcs))
-	errs := make([]error, len(pcs))
+	errs := make([]error, len(pcs)+1) // the last the STAMP listener's
 	if mem := cfg.Reflector.Memory; mem != nil {
 		stopReleasing := releaseMemory(ctx, mem)
 		defer stopReleasing()
@@ -149,6 +161,10 @@ func (ss *Listeners) Serve(ctx context.Context, cfg Config, h Handler) (reflecto
 	var wg sync.WaitGroup
 	for i, pc := range pcs {
 		wg.Go(func() { totals[i], errs[i] = serveOne(ctx, i, pc, refls[i], cfg.Thread, h) })
+	}
+	if ss.STAMP != nil {
+		sv := ss.stampServer(len(pcs), cfg, agg)
+		wg.Go(func() { ss.stampTotal, errs[len(pcs)] = sv.run(ctx, len(pcs), cfg.Thread) })
 	}
 	wg.Wait()
 	var total reflector.Counters
@@ -172,6 +188,10 @@ func (ss *Listeners) reflector(i int, pc transport.PacketConn, cfg reflector.Con
 	}
 	return reflector.New(cfg)
 }
+
+// STAMPCounters returns the STAMP listener's counters since it started,
+// once Serve has returned (zero without --stamp).
+func (ss *Listeners) STAMPCounters() reflector.Counters { return ss.stampTotal }
 
 // serveOne is worker i: it reflects on pc until ctx is done or pc fails.
 func serveOne(ctx context.Context, i int, pc transport.PacketConn, refl *reflector.Reflector, thread func(int, string) error, h Handler) (total reflector.Counters, err error) {

@@ -62,7 +62,7 @@ func errText(err error) string {
 // when the last of them reports it, in order.
 func TestStatsSum(t *testing.T) {
 	var got []reflector.Counters
-	agg := &statsSum{workers: 3, emit: func(s reflector.Counters) { got = append(got, s) }}
+	agg := &statsSum{workers: 3, emit: func(s, _ reflector.Counters) { got = append(got, s) }}
 	iv := func(in uint64) reflector.Counters { return reflector.Counters{Elapsed: time.Second, PacketsIn: in} }
 	agg.add(0, iv(1))
 	agg.add(0, iv(10)) // worker 0's second, before the others' first
@@ -77,7 +77,7 @@ func TestStatsSum(t *testing.T) {
 		t.Fatalf("emitted %+v, want the sums 7 and 70 in order", got)
 	}
 	var one []reflector.Counters
-	single := &statsSum{workers: 1, emit: func(s reflector.Counters) { one = append(one, s) }}
+	single := &statsSum{workers: 1, emit: func(s, _ reflector.Counters) { one = append(one, s) }}
 	single.add(0, iv(5))
 	if len(one) != 1 || one[0].PacketsIn != 5 {
 		t.Fatalf("one worker: emitted %+v, want its interval as it is", one)

@@ -7,25 +7,27 @@ import (
 )
 
 // statsSum adds up the workers' k-th intervals and emits each sum once
-// every worker has reported it.
+// every worker has reported it. With stamp set, the last worker is the
+// STAMP listener, whose counters are emitted apart.
 type statsSum struct {
 	mu      sync.Mutex
 	workers int
-	emit    func(reflector.Counters)
+	stamp   bool
+	emit    func(volley, stamp reflector.Counters)
 	ticks   map[int]int // worker: intervals reported
 	pending map[int]*pendingStats
 }
 
 type pendingStats struct {
-	s reflector.Counters
-	n int
+	s, stamp reflector.Counters
+	n        int
 }
 
 func (a *statsSum) add(worker int, s reflector.Counters) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.workers == 1 {
-		a.emit(s) // nothing to add up, nor to copy
+	if a.workers == 1 && !a.stamp {
+		a.emit(s, reflector.Counters{}) // nothing to add up, nor to copy
 		return
 	}
 	if a.ticks == nil {
@@ -38,10 +40,14 @@ func (a *statsSum) add(worker int, s reflector.Counters) {
 		p = &pendingStats{}
 		a.pending[k] = p
 	}
-	p.s = p.s.Add(s)
+	if a.stamp && worker == a.workers-1 {
+		p.stamp = s
+	} else {
+		p.s = p.s.Add(s)
+	}
 	p.n++
 	if p.n == a.workers {
 		delete(a.pending, k)
-		a.emit(p.s)
+		a.emit(p.s, p.stamp)
 	}
 }

@@ -193,6 +193,10 @@ func (p *PacketConn) SetReadDeadline(t time.Time) error {
 	return p.c.SetReadDeadline(t)
 }
 
+// SetWriteDeadline sets the deadline for WriteTo and WriteBatch: a send
+// that waits for room in the socket's buffer waits no longer.
+func (p *PacketConn) SetWriteDeadline(t time.Time) error { return p.c.SetWriteDeadline(t) }
+
 // LocalAddr returns the bound address.
 func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
 
