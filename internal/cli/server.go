@@ -112,7 +112,7 @@ type serverFlags struct {
 	dbusName       string
 	format         string
 	lim            limitFlags
-	stamp          stampFlags
+	stamp          stampServerFlags
 }
 
 // register defines the server's flags on cmd, in the order --help lists

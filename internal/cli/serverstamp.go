@@ -13,14 +13,14 @@ import (
 	"github.com/volley-net/volley/internal/stamp"
 )
 
-// stampFlags are the server's STAMP listener's flags.
-type stampFlags struct {
+// stampServerFlags are the server's STAMP listener's flags.
+type stampServerFlags struct {
 	addr      string
 	keyFile   string
 	stateless bool
 }
 
-func (s *stampFlags) register(cmd *cobra.Command) {
+func (s *stampServerFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&s.addr, "stamp", "", fmt.Sprintf("also answer STAMP (RFC 8762) Session-Sender packets on this UDP [ADDR:]PORT (%d is STAMP's; 0 picks a free one), within --allow, --max-rate, --max-total-rate, --max-sessions and --max-sessions-per-source", stamp.Port))
 	fl.StringVar(&s.keyFile, "stamp-key-file", "", "STAMP's authenticated mode: the HMAC key from this file (as --key-file's); packets without its HMAC are dropped")
@@ -29,7 +29,7 @@ func (s *stampFlags) register(cmd *cobra.Command) {
 
 // config checks the STAMP flags, fills sc, and returns the address to
 // listen on ("" without --stamp).
-func (s *stampFlags) config(cmd *cobra.Command, sc *server.STAMPConfig) (string, error) {
+func (s *stampServerFlags) config(cmd *cobra.Command, sc *server.STAMPConfig) (string, error) {
 	if s.addr == "" {
 		for _, name := range []string{"stamp-key-file", "stamp-stateless"} {
 			if cmd.Flags().Changed(name) {
