@@ -51,6 +51,8 @@ type run struct {
 	sameClock bool                // every session's reflector reads the client's clock
 	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
 	foreign   Foreign             // nil: a volley reflector (see foreign.go)
+	path      *pathRecorder       // nil: the run reads no path (see pathmark.go)
+	pathFlag  wire.Flags          // wire.FlagPath when path is not nil
 
 	// Sending, and the wind-down: once sending stops, the run waits for
 	// the probes in flight until drainBy, and closes the session by endBy

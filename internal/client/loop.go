@@ -73,7 +73,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		for i := range n {
 			m := &r.in[i]
-			if err := r.receive(m.Buf[:m.N], now, m.Stamp); err != nil {
+			if err := r.receive(m.Buf[:m.N], now, m.Stamp, m.Path); err != nil {
 				return err
 			}
 		}
@@ -208,14 +208,15 @@ func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool
 const recvBatch = 16
 
 // read reads what arrived into r.in: several messages where the
-// connection moves batches, one otherwise (and always in ping-pong, where
-// only one can be waiting and a plain read is the cheapest).
+// connection moves batches, one otherwise (and in ping-pong, where only
+// one can be waiting and a plain read is the cheapest, unless the run
+// wants the replies' stamps or path, which only batch reads bring).
 func (r *run) read() (int, error) {
 	if r.in == nil {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil) {
+		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil || r.path != nil) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
@@ -237,8 +238,9 @@ func (r *run) read() (int, error) {
 	return 1, nil
 }
 
-// receive handles the message msg received at now; an error ends the run.
-func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
+// receive handles the message msg received at now, whose IP header said
+// path (where the socket reads it); an error ends the run.
+func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp, path transport.Path) error {
 	var h wire.Header
 	if h.Decode(msg) != nil || !r.verified(&h, msg) {
 		r.countErrors(1)
@@ -270,6 +272,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 			r.drain() // the probe may have left since the last look
 		}
 		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
+		r.seePath(&h, path, now)
 		r.takeReply(&h, len(msg), now, seg, msg, rx)
 	}
 	return nil
