@@ -208,15 +208,14 @@ func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool
 const recvBatch = 16
 
 // read reads what arrived into r.in: several messages where the
-// connection moves batches, one otherwise (and in ping-pong, where only
-// one can be waiting and a plain read is the cheapest, unless the run
-// wants the replies' stamps or path, which only batch reads bring).
+// connection moves batches, one otherwise (and always in ping-pong, where
+// only one can be waiting and a plain read is the cheapest).
 func (r *run) read() (int, error) {
 	if r.in == nil {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil || r.path != nil) {
+		if bc, ok := r.conn.(transport.BatchConn); ok && r.readsBatches() {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
@@ -236,6 +235,13 @@ func (r *run) read() (int, error) {
 	}
 	r.in[0].N = n
 	return 1, nil
+}
+
+// readsBatches reports whether the run reads several messages a call
+// (where its connection moves batches): with more than one probe in
+// flight, or for the replies' kernel stamps, which only batch reads bring.
+func (r *run) readsBatches() bool {
+	return r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil
 }
 
 // receive handles the message msg received at now, whose IP header said

@@ -16,6 +16,10 @@ type Path struct {
 	// are kept, and EventsNotKept counts the rest.
 	Events        []PathEvent `json:"events,omitempty"`
 	EventsNotKept uint64      `json:"events_not_kept,omitempty"`
+	// UpNote and DownNote say why a direction's marks are not known
+	// (its Packets 0); empty when they are.
+	UpNote   string `json:"up_note,omitempty"`
+	DownNote string `json:"down_note,omitempty"`
 }
 
 // MaxPathEvents is the most path events a result keeps.

@@ -65,7 +65,6 @@ func Open(ctx context.Context, s Setup) (_ *Listeners, err error) {
 	if ss.UDP, ss.TCP, err = bindPort(s.Listen, openUDP, openTCP); err != nil {
 		return nil, err // a port in use is an error, not a usage error
 	}
-	ss.enablePath()
 	if s.UnixPath != "" {
 		if ss.Unix, err = transport.ListenStreamWith("unix", s.UnixPath, transport.ListenOptions{Limits: s.Stream.Limits}); err != nil {
 			return nil, fmt.Errorf("--unix %w", err)
