@@ -15,7 +15,7 @@ import (
 
 // jsonGoldens are the golden documents (--format json) and JSON lines.
 var (
-	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json"}
+	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json", "path.json", "path-unknown.json"}
 	jsonlGoldens = []string{"result.jsonl"}
 )
 
@@ -24,6 +24,7 @@ func fixtures() map[string]*result.Result {
 	return map[string]*result.Result{
 		"default": fixture(), "user stamps": userFixture(), "stamped": stampedFixture(),
 		"oneway": onewayFixture(), "tcp": tcpFixture(),
+		"path": pathFixtures()["path.json"],
 	}
 }
 
