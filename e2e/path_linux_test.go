@@ -70,9 +70,9 @@ func pathLine(out, prefix string) string {
 // classifier for pedit or skbedit to do it with. The report says which
 // direction was remarked and bleached, and that the other was not; over
 // IPv4 and IPv6. Up is rewritten from the first probe, which the report
-// compares with what was sent; down from the 21st reply, which the report
-// shows as an event (the reflector's own marks are not known to the
-// client, only their change).
+// compares with what was sent; down from the 21st datagram (the Cookie
+// the first), which the report shows as an event: the reflector's own
+// marks are not known to the client, only their change.
 func TestPathVeth(t *testing.T) {
 	nsA, nsB := pathNamespaces(t)
 	for _, fam := range []struct{ name, a, b, network string }{
