@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -29,11 +28,7 @@ func TestPathLoopback(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("client exit %d: %s", r.code, r.stderr)
 	}
-	var res result.Result
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("%v\n%s", err, r.stdout)
-	}
-	p := res.Path
+	p := parseResult(t, r.stdout).Path
 	if p == nil {
 		t.Fatalf("no path in the result:\n%s", r.stdout)
 	}
