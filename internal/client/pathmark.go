@@ -57,10 +57,15 @@ func (p *pathRecorder) see(dir int, ttl, tclass uint8, at time.Duration, seq uin
 		d.first, d.last = m, m
 		return
 	}
-	if m.tclass&3 == ecnCE && d.last.tclass&3 != ecnCE {
+	switch {
+	case m.tclass&3 == ecnCE:
 		// A CE mark is congestion on the way, counted, not a change
 		// of the marking: the ECN before it stays.
 		m.tclass = m.tclass&^3 | d.last.tclass&3
+	case d.last.tclass&3 == ecnCE:
+		// The first packet's CE hid the ECN it was sent with: the
+		// first without it shows it.
+		d.last.tclass = d.last.tclass&^3 | m.tclass&3
 	}
 	if m == d.last {
 		return

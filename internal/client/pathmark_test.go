@@ -83,3 +83,15 @@ func TestPathRecorderNoAlloc(t *testing.T) {
 		t.Fatalf("see allocates %.1f times per packet, want none", allocs)
 	}
 }
+
+// TestPathRecorderFirstCE: a first packet marked CE hides the ECN it was
+// sent with; the next shows it, which is no change.
+func TestPathRecorderFirstCE(t *testing.T) {
+	var p pathRecorder
+	p.see(pathUp, 64, 46<<2|3, 0, 1)
+	p.see(pathUp, 64, 46<<2|2, 1, 2)
+	got := p.result(64, 46<<2|2).Up
+	if got.Changes != 0 || got.CE != 1 || got.Last != (result.PathMark{TTL: 64, DSCP: 46, ECN: result.ECT0}) {
+		t.Fatalf("up = %+v; want 1 CE, no change, last ECT(0)", got)
+	}
+}
