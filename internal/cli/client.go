@@ -58,6 +58,7 @@ type clientFlags struct {
 	congestion     string
 	buffer         byteSize
 	tos, dscp, ttl int
+	ecn            string
 	bind, iface    string
 }
 
@@ -216,6 +217,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	optIntVar(fl, &f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")
 	optIntVar(fl, &f.dscp, "dscp", -1, "DSCP code point, 0 to 63 (the TOS byte's upper six bits)")
 	optIntVar(fl, &f.ttl, "ttl", 0, "IP time to live / IPv6 hop limit, 1 to 255")
+	addECNFlag(fl, &f.ecn)
 	fl.BoolVar(&f.df, "df", false, "UDP: set don't fragment (path MTU discovery); a probe larger than the path's MTU then fails to send")
 	fl.StringVar(&f.bind, "bind", "", "send from this local address (ADDR or ADDR:PORT)")
 	fl.StringVar(&f.iface, "interface", "", "send through this network interface only (SO_BINDTODEVICE; needs CAP_NET_RAW)")
@@ -409,7 +411,7 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 	o := transport.DialOptions{Bind: f.bind, Socket: sockopt.Options{TOS: f.tos, TTL: f.ttl, DF: f.df, Buffer: int(f.buffer),
 		Congestion: f.congestion, Interface: f.iface, NoDelayOff: !f.nodelay}}
 	var asked []string
-	for _, name := range []string{"nodelay", "quickack", "congestion", "buffer", "tos", "dscp", "ttl", "df", "bind", "interface", "ipv4", "ipv6"} {
+	for _, name := range []string{"nodelay", "quickack", "congestion", "buffer", "tos", "dscp", "ecn", "ttl", "df", "bind", "interface", "ipv4", "ipv6"} {
 		if fl := cmd.Flags().Lookup(name); fl.Changed {
 			asked = append(asked, "--"+name+"="+fl.Value.String())
 		}
@@ -430,6 +432,9 @@ func (f clientFlags) dialOptions(cmd *cobra.Command, t transport.Target) (transp
 	}
 	if f.dscp >= 0 {
 		o.Socket.TOS = f.dscp << 2
+	}
+	if err := applyECN(&o.Socket, f.ecn, f.tos >= 0, t.Scheme); err != nil {
+		return o, nil, err
 	}
 	return o, asked, nil
 }

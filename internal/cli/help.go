@@ -18,7 +18,7 @@ type flagGroup struct {
 var clientFlagGroups = []flagGroup{
 	{"Measurement", []string{"duration", "count", "warmup", "timeout", "threshold", "oneway", "reconnect", "key", "key-file", "stamp-stateful", "stamp-ssid"}},
 	{"Load shape", []string{"size", "reply-size", "hold", "workload", "window", "parallel", "rate", "send-interval", "poisson", "seed", "burst", "period"}},
-	{"Socket", []string{"bind", "interface", "ipv4", "ipv6", "buffer", "tos", "dscp", "ttl", "df", "nodelay", "quickack", "congestion"}},
+	{"Socket", []string{"bind", "interface", "ipv4", "ipv6", "buffer", "tos", "dscp", "ecn", "ttl", "df", "nodelay", "quickack", "congestion"}},
 	{"Timestamp", []string{"timestamps"}},
 	{"Output", []string{"report-interval", "percentiles", "format", "histogram", "quiet", "no-progress", "log", "plot"}},
 	{"Scheduling", []string{"cpu", "realtime", "nice", "mlock", "busy-poll"}},

@@ -53,6 +53,8 @@ type run struct {
 	foreign   Foreign             // nil: a volley reflector (see foreign.go)
 	answerer  Answerer            // the foreign peer's, when it answers without replies
 	answers   uint64              // its count at the last look
+	path      *pathRecorder       // nil: the run reads no path (see pathmark.go)
+	pathFlag  wire.Flags          // wire.FlagPath when path is not nil
 
 	// Sending, and the wind-down: once sending stops, the run waits for
 	// the probes in flight until drainBy, and closes the session by endBy

@@ -117,6 +117,7 @@ func (r *run) send() error {
 	if r.cfg.NoQuickAck {
 		h.Flags |= wire.FlagNoQuickAck
 	}
+	h.Flags |= r.pathFlag
 	buf, entry := r.buf, uint16(0)
 	if r.closedLoop.picker != nil {
 		entry = uint16(r.closedLoop.picker.Pick())

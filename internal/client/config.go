@@ -165,6 +165,9 @@ type Config struct {
 	// NoQuickAck asks a TCP reflector to leave delayed ACKs on (it sets
 	// TCP_QUICKACK after every read unless a message says not to).
 	NoQuickAck bool
+	// NoPath: the probes do not ask for their path (see wire.FlagPath),
+	// nor does the socket read the replies' IP headers.
+	NoPath bool
 	// Reconnect, when not zero, lets a run whose session is lost (the
 	// reflector restarted, went silent or went away) open a new one and
 	// carry on, trying for this long, a Hello every Timeout (at most

@@ -73,7 +73,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		for i := range n {
 			m := &r.in[i]
-			if err := r.receive(m.Buf[:m.N], now, m.Stamp); err != nil {
+			if err := r.receive(m.Buf[:m.N], now, m.Stamp, m.Path); err != nil {
 				return err
 			}
 		}
@@ -219,7 +219,7 @@ func (r *run) read() (int, error) {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if bc, ok := r.conn.(transport.BatchConn); ok && (r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil) {
+		if bc, ok := r.conn.(transport.BatchConn); ok && r.readsBatches() {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
@@ -241,8 +241,16 @@ func (r *run) read() (int, error) {
 	return 1, nil
 }
 
-// receive handles the message msg received at now; an error ends the run.
-func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
+// readsBatches reports whether the run reads several messages a call
+// (where its connection moves batches): with more than one probe in
+// flight, or for the replies' kernel stamps, which only batch reads bring.
+func (r *run) readsBatches() bool {
+	return r.openLoop != nil || r.cfg.Window > 1 || r.stamps != nil
+}
+
+// receive handles the message msg received at now, whose IP header said
+// path (where the socket reads it); an error ends the run.
+func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp, path transport.Path) error {
 	var h wire.Header
 	if h.Decode(msg) != nil || !r.verified(&h, msg) {
 		r.countErrors(1)
@@ -274,6 +282,7 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp) error {
 			r.drain() // the probe may have left since the last look
 		}
 		r.flushDue(now) // time moved on; the reply's figures go to its probe's interval
+		r.seePath(&h, path, now)
 		r.takeReply(&h, len(msg), now, seg, msg, rx)
 	}
 	return nil

@@ -90,6 +90,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
+	res.Path = runs[0].res.Path             // the first flow's, like Socket
 	// The flows' delays are measured when every flow's reflector reads
 	// the client's clock; estimates of one flow would not fit the
 	// merged delays.

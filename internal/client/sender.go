@@ -168,6 +168,7 @@ func (s *sender) probe(ctx context.Context, now, at int64, skipped uint64) bool 
 	if cfg.NoQuickAck {
 		h.Flags |= wire.FlagNoQuickAck
 	}
+	h.Flags |= r.pathFlag
 	out, entry := s.ob.next(), uint16(0)
 	if s.picker != nil {
 		entry = uint16(s.picker.Pick())

@@ -24,6 +24,7 @@ func (r *run) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.setupPath()
 	if f, ok := r.conn.(Foreign); ok {
 		if err := r.openForeign(f); err != nil {
 			return err
@@ -381,5 +382,6 @@ func (r *run) finish() error {
 	r.res.Distribution = distribution(&r.cfg, r.total)
 	r.res.ClockOffset = clockOffset(&r.offset, r.sameClock, sum.Up, sum.Down)
 	r.res.Timestamps = r.stampsResult()
+	r.finishPath()
 	return nil
 }

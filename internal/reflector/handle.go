@@ -20,6 +20,9 @@ type arrival struct {
 	t2   int64          // when it was read (Unix ns)
 	t2k  int64          // its kernel receive stamp (0: none)
 	tag  tagCheck       // in stream mode, what its connection found of its tag
+	// path is what its IP header said, where its socket reads it (see
+	// transport.PathReader; OK false otherwise).
+	path transport.Path
 }
 
 // outcome is what handle made of a message, for the caller that sends the
@@ -256,6 +259,7 @@ func (r *Reflector) answer(pkt []byte, h *wire.Header, s *session, in *arrival, 
 	if reordered {
 		h.Flags |= wire.FlagReordered
 	}
+	pathOf(h, in.path)
 	if dup {
 		r.st.Duplicates++
 		if r.signer != nil {

@@ -168,7 +168,7 @@ func (sv *server) answer(in []transport.Message, now int64) {
 	r := sv.r
 	for i := range in {
 		m := &in[i]
-		if o := r.handle(m.Buf[:m.N], arrival{addr: m.Addr, t2: now, t2k: m.Stamp.Best()}); o.reply != nil {
+		if o := r.handle(m.Buf[:m.N], arrival{addr: m.Addr, t2: now, t2k: m.Stamp.Best(), path: m.Path}); o.reply != nil {
 			sv.out = append(sv.out, transport.Message{Buf: o.reply, N: len(o.reply), Addr: m.Addr})
 			sv.reps = append(sv.reps, o.rep)
 		}

@@ -15,7 +15,7 @@ import (
 
 // jsonGoldens are the golden documents (--format json) and JSON lines.
 var (
-	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json", "peer-stamp.json", "peer-connect.json", "peer-echo.json"}
+	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json", "peer-stamp.json", "peer-connect.json", "peer-echo.json", "path.json", "path-unknown.json"}
 	jsonlGoldens = []string{"result.jsonl"}
 )
 
@@ -25,6 +25,7 @@ func fixtures() map[string]*result.Result {
 		"default": fixture(), "user stamps": userFixture(), "stamped": stampedFixture(),
 		"oneway": onewayFixture(), "tcp": tcpFixture(),
 		"stamp peer": stampPeerFixture(), "connect peer": connectFixture(), "echo peer": echoFixture(),
+		"path": pathFixtures()["path.json"],
 	}
 }
 

@@ -23,6 +23,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	if c := res.ClockOffset; c != nil {
 		writeClock(&b, c, oneWay)
 	}
+	writePath(&b, res.Path)
 	writeWorkload(&b, res.Workload)
 	writeFlows(&b, res)
 	// res.Error is not repeated here: the command line says it once, on

@@ -62,6 +62,9 @@ type Result struct {
 	// Threshold is the probe whose RTT first exceeded the threshold, when
 	// that ended the run.
 	Threshold *ThresholdHit `json:"threshold_hit,omitempty"`
+	// Path is what the probes' and replies' IP headers said on the way
+	// (UDP to a volley reflector; see Path).
+	Path *Path `json:"path,omitempty"`
 	// Workload breaks the run down by workload entry, when it had a mix.
 	Workload []WorkloadEntry `json:"workload,omitempty"`
 	// Flows holds each flow's own summary when the run had more than one;

@@ -87,7 +87,10 @@ func TestBindPort(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var udps [][]transport.PacketConn
 			var tcps []transport.PacketConn
-			first, try := 0, 0
+			// extra counts the tries a real port in use took: with tests
+			// of other packages running, the port UDP picked may be one a
+			// TCP connection holds, and bindPort rightly tries again.
+			first, try, extra := 0, 0, 0
 			openUDP := func(addr string) ([]transport.PacketConn, error) {
 				pcs, err := transport.ListenUDPWith(context.Background(), addr, 2, sockopt.Options{TOS: -1})
 				if err == nil {
@@ -108,12 +111,14 @@ func TestBindPort(t *testing.T) {
 				l, err := transport.ListenStream("tcp", addr)
 				if err == nil {
 					tcps = append(tcps, l)
+				} else if errors.Is(err, syscall.EADDRINUSE) {
+					extra++
 				}
 				return l, err
 			}
 			pcs, tl, err := bindPort(tt.listen, openUDP, openTCP)
-			if len(udps) != tt.tries {
-				t.Errorf("UDP opened %d times, want %d", len(udps), tt.tries)
+			if want := min(tt.tries+extra, portTries); len(udps) != want {
+				t.Errorf("UDP opened %d times, want %d (%d for ports really in use)", len(udps), want, extra)
 			}
 			for i, set := range udps {
 				for _, pc := range set {

@@ -26,6 +26,9 @@ func Loopback(ctx context.Context, stamps tstamp.Mode) (target string, stop func
 		sp, _ := pc.(transport.Stamper)
 		used, _, _ = tstamp.Use(tstamp.Auto, sp)
 	}
+	if p, ok := pc.(transport.PathReader); ok {
+		_ = p.EnablePath() // best effort, as a server's (see enablePath)
+	}
 	refl, err := reflector.New(reflector.Config{ReportInterval: -1, Stamps: used != tstamp.User})
 	if err != nil {
 		pc.Close()

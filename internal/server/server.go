@@ -108,6 +108,7 @@ func (ss *Listeners) listeners() []transport.PacketConn {
 // summed and their errors joined.
 func (ss *Listeners) Serve(ctx context.Context, cfg Config, h Handler) (reflector.Counters, error) {
 	pcs := ss.listeners()
+	ss.enablePath()
 	if ss.spinners > 0 {
 		// One P per spinning thread and no more: an idle P makes the
 		// runtime spin threads of its own, which steal the spinners'

@@ -129,6 +129,7 @@ var (
 	_ BusyPoller      = (*stream.Conn)(nil)
 	_ BusyPoller      = (*stream.Listener)(nil)
 	_ BusyPolled      = (*udp.PacketConn)(nil)
+	_ BusyPolled      = (*udp.Conn)(nil)
 	_ MaxMessager     = (*dbus.Conn)(nil)
 	_ MaxMessager     = (*dbus.Listener)(nil)
 	_ MaxMessager     = (*unixgram.PacketConn)(nil)

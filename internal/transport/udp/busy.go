@@ -33,6 +33,9 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	return nil
 }
 
+// BusyPolling is PacketConn.BusyPolling for the client's socket.
+func (c *Conn) BusyPolling() bool { return c.busy }
+
 // Read reads one datagram from the peer; with busy polling, spinning.
 func (c *Conn) Read(b []byte) (int, error) {
 	if !c.busy {
