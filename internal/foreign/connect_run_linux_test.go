@@ -99,6 +99,29 @@ func TestRunConnectRefused(t *testing.T) {
 	}
 }
 
+// TestRunConnectRefusedNotSilent: a service that refuses every handshake
+// answers, so a closed-loop run longer than the client's silence goes on
+// to its count (client.Answerer) instead of ending as a silent peer.
+func TestRunConnectRefusedNotSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	ln.Close()
+	// Each probe waits its timeout: 12 of them take 4 times the silence.
+	res := runConnect(t, addr, client.Config{Count: 12, Timeout: 50 * time.Millisecond, Silence: 150 * time.Millisecond})
+	if c := res.Summary.Counts; c.Sent != 12 || c.Lost != 12 {
+		t.Fatalf("counts %+v, want 12 sent and lost", c)
+	}
+	if res.Stopped != "count" {
+		t.Errorf("the run stopped for %q, want count", res.Stopped)
+	}
+	if p := res.Config.Peer.Connect; p.Refused != 12 {
+		t.Errorf("refused %d, want 12", p.Refused)
+	}
+}
+
 // TestConnectGranted: the options given are read back as on any socket
 // (transport.Granted), for the result's socket line.
 func TestConnectGranted(t *testing.T) {

@@ -46,7 +46,7 @@ func peerCountNote(p *result.Peer) string {
 // writePeer writes what a foreign peer said of itself: a STAMP
 // reflector's mode and error estimate, a connect:// run's handshakes
 // that did not complete.
-func writePeer(b *strings.Builder, p *result.Peer) {
+func writePeer(b *strings.Builder, p *result.Peer, sock *result.Socket) {
 	if p == nil {
 		return
 	}
@@ -69,10 +69,24 @@ func writePeer(b *strings.Builder, p *result.Peer) {
 			fmt.Fprintf(b, "; %d replies renumbered by the reflector", s.Renumbered)
 		}
 		b.WriteString("\n")
+		writeSenderTTL(b, s.SenderTTL, sock)
 	}
 	if c := p.Connect; c != nil {
 		fmt.Fprintf(b, "connect  refused %d, timed out %d, failed %d (handshakes that did not complete, all counted lost)\n", c.Refused, c.TimedOut, c.Failed)
 	}
+}
+
+// writeSenderTTL says the TTL (hop limit) the STAMP reflector saw on the
+// last probe, and the hops up where the socket's TTL is known.
+func writeSenderTTL(b *strings.Builder, ttl uint8, sock *result.Socket) {
+	if ttl == 0 {
+		return
+	}
+	fmt.Fprintf(b, "         probes arrived with TTL %d", ttl)
+	if sock != nil && sock.TTL >= int(ttl) {
+		fmt.Fprintf(b, " (%d sent: %d hops up)", sock.TTL, sock.TTL-int(ttl))
+	}
+	b.WriteString("\n")
 }
 
 // countsSplit renders n and its split by direction, "3(1/2)", or n

@@ -63,7 +63,7 @@ func pointers(ivs []result.Interval) []*result.Interval {
 // loss per direction.
 func stampPeerFixture() *result.Result {
 	return peerFixture("stamp://192.0.2.1:862", "udp", &result.Peer{Protocol: "stamp", OneWay: true, Note: stampNote,
-		STAMP: &result.STAMPPeer{Authenticated: true, SSID: 4242, Renumbered: 3,
+		STAMP: &result.STAMPPeer{Authenticated: true, SSID: 4242, Renumbered: 3, SenderTTL: 61,
 			ErrorEstimate: result.ErrorEstimate{Synchronized: true, Error: 3906 * time.Nanosecond, Raw: 0x8801}}})
 }
 

@@ -18,7 +18,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	if !noOneWay(res.Config) {
 		b.WriteString(delayNote(res.ClockOffset, oneWay))
 	}
-	writePeer(&b, res.Config.Peer)
+	writePeer(&b, res.Config.Peer, res.Config.Socket)
 	writeStamps(&b, res)
 	if c := res.ClockOffset; c != nil {
 		writeClock(&b, c, oneWay)
