@@ -71,8 +71,11 @@ func TestEchoService(t *testing.T) {
 		t.Errorf("up %d, down %d, response %d, ipdv up %d, down %d values: want none (an echo has no times of its own)",
 			s.Up.Count, s.Down.Count, s.Response.Count, s.IPDV.Up.Count, s.IPDV.Down.Count)
 	}
-	if p := res.Config.Peer; p == nil || p.Protocol != "echo" || p.OneWay || p.Directions || p.Note == "" {
-		t.Errorf("config.peer = %+v, want protocol echo, no one-way times, no directions, a note", p)
+	if p := res.Config.Peer; p == nil || p.Protocol != "echo" || p.OneWay || p.Directions {
+		t.Errorf("config.peer = %+v, want protocol echo, no one-way times, no directions", p)
+	}
+	if said := res.PeerResults; said == nil || said.Note == "" {
+		t.Errorf("peer_results = %+v, want a note", said)
 	}
 	if res.Config.Target != target || res.ClockOffset != nil {
 		t.Errorf("target %q, clock offset %+v: want %q and none", res.Config.Target, res.ClockOffset, target)

@@ -165,7 +165,7 @@ func (r *run) execute(ctx context.Context) error {
 		err = ferr
 	}
 	if r.foreign != nil {
-		r.res.Config.Peer = r.foreign.Peer() // with the adapter's counts
+		r.res.PeerResults = r.foreign.PeerResults()
 	}
 	if err != nil {
 		r.res.Error = err.Error()

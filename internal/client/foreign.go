@@ -18,11 +18,12 @@ import (
 // with such a peer and sends it no Close: the adapter speaks the peer's
 // protocol, and Run keeps its accounting.
 //
-// Peer is read as the run starts and again as it ends (for the adapter's
-// counts): the Result's Config.Peer.
+// Peer is read as the run opens: the Result's Config.Peer. PeerResults
+// is read as it ends: what the peer said, the Result's PeerResults.
 type Foreign interface {
 	transport.Conn
 	Peer() *result.Peer
+	PeerResults() *result.PeerResults
 }
 
 // Answerer is a Foreign peer that can answer a probe without a reply: a

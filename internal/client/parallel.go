@@ -91,6 +91,7 @@ func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
 	res.Path = runs[0].res.Path             // the first flow's, like Socket
+	res.PeerResults = peerResults(runs)
 	// The flows' delays are measured when every flow's reflector reads
 	// the client's clock; estimates of one flow would not fit the
 	// merged delays.
@@ -244,4 +245,24 @@ func (c *collector) finish() []result.Interval {
 		c.out = []result.Interval{}
 	}
 	return c.out
+}
+
+// peerResults is what a foreign peer said to the flows runs: the first
+// flow's, with every flow's handshakes that did not complete added up.
+func peerResults(runs []*run) *result.PeerResults {
+	first := runs[0].res.PeerResults
+	if first == nil || first.Connect == nil {
+		return first
+	}
+	sum := *first
+	c := *first.Connect
+	for _, r := range runs[1:] {
+		if o := r.res.PeerResults; o != nil && o.Connect != nil {
+			c.Refused += o.Connect.Refused
+			c.TimedOut += o.Connect.TimedOut
+			c.Failed += o.Connect.Failed
+		}
+	}
+	sum.Connect = &c
+	return &sum
 }

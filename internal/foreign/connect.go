@@ -134,15 +134,16 @@ func (c *Connect) RemoteAddr() net.Addr { return c.remote }
 // service that refuses is there, and the run goes on.
 func (c *Connect) Answers() uint64 { return c.refused.Load() }
 
-// Peer says what a connect:// run measures, with the counts of the
-// handshakes that did not complete so far. Handshakes past their timeout
-// are counted first; one the run gave up on sooner (at its end) is in no
-// count.
-func (c *Connect) Peer() *result.Peer {
+// Peer says what a connect:// run measures: handshake times only.
+func (c *Connect) Peer() *result.Peer { return &result.Peer{Protocol: "connect"} }
+
+// PeerResults gives the counts of the handshakes that did not complete so
+// far. Handshakes past their timeout are counted first; one the run gave
+// up on sooner (at its end) is in no count.
+func (c *Connect) PeerResults() *result.PeerResults {
 	c.expire()
-	return &result.Peer{
-		Protocol: "connect",
-		Note:     connectNote,
+	return &result.PeerResults{
+		Note: connectNote,
 		Connect: &result.ConnectPeer{
 			Refused:  c.refused.Load(),
 			TimedOut: c.timedOut.Load(),

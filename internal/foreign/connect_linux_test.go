@@ -128,7 +128,7 @@ func readReplies(t *testing.T, c *Connect, done func(replies []wire.Header) bool
 	buf := make([]byte, 2048)
 	for end := time.Now().Add(10 * time.Second); !done(replies); {
 		if time.Now().After(end) {
-			t.Fatalf("after 10s: %d replies, peer %+v", len(replies), *c.Peer().Connect)
+			t.Fatalf("after 10s: %d replies, peer %+v", len(replies), *c.PeerResults().Connect)
 		}
 		if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
 			t.Fatal(err)
@@ -168,7 +168,7 @@ func TestConnectCompletes(t *testing.T) {
 		}
 		seen[h.Seq] = true
 	}
-	if p := *c.Peer().Connect; p.Refused+p.TimedOut+p.Failed != 0 {
+	if p := *c.PeerResults().Connect; p.Refused+p.TimedOut+p.Failed != 0 {
 		t.Fatalf("Peer().Connect = %+v, want all 0", p)
 	}
 	c.Close()
@@ -194,7 +194,7 @@ func TestConnectRefused(t *testing.T) {
 	if len(replies) > 0 {
 		t.Fatalf("a closed port gave replies %+v", replies)
 	}
-	if p := *c.Peer().Connect; p.Refused != probes || p.TimedOut+p.Failed != 0 {
+	if p := *c.PeerResults().Connect; p.Refused != probes || p.TimedOut+p.Failed != 0 {
 		t.Fatalf("Peer().Connect = %+v, want %d refused", p, probes)
 	}
 }
@@ -213,7 +213,7 @@ func TestConnectTimesOut(t *testing.T) {
 	if len(replies) > 0 {
 		t.Fatalf("a full listener gave replies %+v", replies)
 	}
-	if p := *c.Peer().Connect; p.TimedOut != probes || p.Refused+p.Failed != 0 {
+	if p := *c.PeerResults().Connect; p.TimedOut != probes || p.Refused+p.Failed != 0 {
 		t.Fatalf("Peer().Connect = %+v, want %d timed out", p, probes)
 	}
 	if n := c.sys.table.open(); n != 0 {

@@ -69,9 +69,12 @@ func TestRunConnect(t *testing.T) {
 			if rtt := res.Summary.RTT; rtt.Count != int64(c.Sent) || rtt.Min <= 0 {
 				t.Fatalf("RTT %+v, want %d handshake times > 0", rtt, c.Sent)
 			}
-			p := res.Config.Peer
-			if p == nil || p.Protocol != "connect" || p.OneWay || p.Directions || p.Connect == nil || *p.Connect != (result.ConnectPeer{}) {
-				t.Fatalf("Config.Peer = %+v, want a connect peer with nothing refused, timed out or failed", p)
+			p, said := res.Config.Peer, res.PeerResults
+			if p == nil || p.Protocol != "connect" || p.OneWay || p.Directions {
+				t.Fatalf("Config.Peer = %+v, want a connect peer", p)
+			}
+			if said == nil || said.Connect == nil || *said.Connect != (result.ConnectPeer{}) {
+				t.Fatalf("PeerResults = %+v, want nothing refused, timed out or failed", said)
 			}
 			if res.Config.Transport != "connect" || res.Summary.Up.Count != 0 {
 				t.Fatalf("transport %q, up %+v: want connect, no one-way delays", res.Config.Transport, res.Summary.Up)
@@ -94,8 +97,8 @@ func TestRunConnectRefused(t *testing.T) {
 	if c.Sent != 50 || c.Lost != c.Sent || c.Received != 0 {
 		t.Fatalf("counts %+v, want 50 sent and lost", c)
 	}
-	if p := res.Config.Peer.Connect; p == nil || p.Refused != c.Sent || p.TimedOut+p.Failed != 0 {
-		t.Fatalf("Config.Peer.Connect = %+v, want %d refused", p, c.Sent)
+	if p := res.PeerResults.Connect; p == nil || p.Refused != c.Sent || p.TimedOut+p.Failed != 0 {
+		t.Fatalf("PeerResults.Connect = %+v, want %d refused", p, c.Sent)
 	}
 }
 
@@ -117,7 +120,7 @@ func TestRunConnectRefusedNotSilent(t *testing.T) {
 	if res.Stopped != "count" {
 		t.Errorf("the run stopped for %q, want count", res.Stopped)
 	}
-	if p := res.Config.Peer.Connect; p.Refused != 12 {
+	if p := res.PeerResults.Connect; p.Refused != 12 {
 		t.Errorf("refused %d, want 12", p.Refused)
 	}
 }

@@ -27,13 +27,12 @@ type Echo struct {
 	// token is the session token of the probes written (0: none yet):
 	// an echoed datagram with another is not this run's.
 	token atomic.Uint64
-	peer  result.Peer
 }
 
 // NewEcho returns conn, a connected UDP socket to an echo service, as an
 // Echo. Closing the Echo closes conn.
 func NewEcho(conn transport.Conn) *Echo {
-	return &Echo{conn: conn, peer: result.Peer{Protocol: "echo", Note: EchoNote}}
+	return &Echo{conn: conn}
 }
 
 // Write sends the probe b as it is: the service returns it verbatim.
@@ -82,8 +81,7 @@ func (e *Echo) RemoteAddr() net.Addr { return e.conn.RemoteAddr() }
 func (e *Echo) Close() error { return e.conn.Close() }
 
 // Peer says what an echo service's replies carry: the round trip only.
-// The Peer returned is a copy: the caller may keep it.
-func (e *Echo) Peer() *result.Peer {
-	p := e.peer
-	return &p
-}
+func (e *Echo) Peer() *result.Peer { return &result.Peer{Protocol: "echo"} }
+
+// PeerResults says why the run has nothing but round trips.
+func (e *Echo) PeerResults() *result.PeerResults { return &result.PeerResults{Note: EchoNote} }

@@ -139,9 +139,13 @@ func TestEchoNotAProbe(t *testing.T) {
 
 // TestEchoPeer: the round trip only, and why.
 func TestEchoPeer(t *testing.T) {
-	p := foreign.NewEcho(&mirror{}).Peer()
-	if p.Protocol != "echo" || p.OneWay || p.Directions || p.Note != foreign.EchoNote || p.STAMP != nil || p.Connect != nil {
-		t.Errorf("Peer() = %+v, want the echo protocol, no one-way times, no directions, the note", p)
+	e := foreign.NewEcho(&mirror{})
+	p := e.Peer()
+	if p.Protocol != "echo" || p.OneWay || p.Directions || p.STAMP != nil {
+		t.Errorf("Peer() = %+v, want the echo protocol, no one-way times, no directions", p)
+	}
+	if said := e.PeerResults(); said.Note != foreign.EchoNote || said.STAMP != nil || said.Connect != nil {
+		t.Errorf("PeerResults() = %+v, want the note alone", said)
 	}
 	p.Protocol = "changed"
 	if q := foreign.NewEcho(&mirror{}).Peer(); q.Protocol != "echo" {

@@ -207,10 +207,9 @@ const (
 	noteLooksFull = "; %d of %d replies carried the reflector's own numbers: it seems to be stateful"
 )
 
-// Peer says what a STAMP reflector's replies tell, and what it said so
-// far.
+// Peer says what a STAMP reflector's replies tell.
 func (s *STAMP) Peer() *result.Peer {
-	p := &result.Peer{
+	return &result.Peer{
 		Protocol:   "stamp",
 		OneWay:     true,
 		Directions: s.cfg.Stateful && !s.cfg.Warmup,
@@ -218,10 +217,17 @@ func (s *STAMP) Peer() *result.Peer {
 			Authenticated: s.cfg.Key != nil,
 			Stateful:      s.cfg.Stateful,
 			SSID:          s.cfg.SSID,
-			Renumbered:    s.renumbered.Load(),
-			SenderTTL:     uint8(s.lastTTL.Load()),
 		},
 	}
+}
+
+// PeerResults says what the reflector said so far, and what its replies
+// could not tell.
+func (s *STAMP) PeerResults() *result.PeerResults {
+	p := &result.PeerResults{STAMP: &result.STAMPResults{
+		Renumbered: s.renumbered.Load(),
+		SenderTTL:  uint8(s.lastTTL.Load()),
+	}}
 	switch {
 	case !s.cfg.Stateful:
 		p.Note = noteStateless

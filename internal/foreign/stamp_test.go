@@ -141,15 +141,17 @@ func TestSTAMPLoopback(t *testing.T) {
 					t.Errorf("reply to %d: Received %d, want %d", seq, h.Received, wantRecv)
 				}
 			}
-			p := s.Peer()
-			if p.Protocol != "stamp" || !p.OneWay || p.Directions != c.cfg.Stateful || (p.Note == "") == !c.cfg.Stateful {
-				t.Errorf("Peer() = %+v", p)
+			p, said := s.Peer(), s.PeerResults()
+			if p.Protocol != "stamp" || !p.OneWay || p.Directions != c.cfg.Stateful || (said.Note == "") == !c.cfg.Stateful {
+				t.Errorf("Peer() = %+v, PeerResults() = %+v", p, said)
 			}
-			st := p.STAMP
+			if st := p.STAMP; st.Authenticated != (c.cfg.Key != nil) || st.Stateful != c.cfg.Stateful || st.SSID != c.cfg.SSID {
+				t.Errorf("Peer().STAMP = %+v", st)
+			}
+			st := said.STAMP
 			wantRenum := map[bool]uint64{true: 4}[c.cfg.Stateful] // replies to 4, 5, 7, 8
-			if st.Authenticated != (c.cfg.Key != nil) || st.Stateful != c.cfg.Stateful || st.SSID != c.cfg.SSID ||
-				st.Renumbered != wantRenum || st.SenderTTL != 64 || !st.ErrorEstimate.Synchronized || st.ErrorEstimate.Error < time.Microsecond {
-				t.Errorf("Peer().STAMP = %+v, want renumbered %d", st, wantRenum)
+			if st.Renumbered != wantRenum || st.SenderTTL != 64 || !st.ErrorEstimate.Synchronized || st.ErrorEstimate.Error < time.Microsecond {
+				t.Errorf("PeerResults().STAMP = %+v, want renumbered %d", st, wantRenum)
 			}
 		})
 	}
@@ -226,8 +228,8 @@ func TestSTAMPRejects(t *testing.T) {
 		if err != nil || h.Decode(buf[:n]) == nil {
 			t.Errorf("%s: Read = %d, %v, decoding as a volley message; want bytes that do not", name, n, err)
 		}
-		if p := s.Peer(); p.STAMP.ErrorEstimate.Raw != 0 || p.STAMP.Renumbered != 0 {
-			t.Errorf("%s: Peer() %+v counts a rejected reply", name, p.STAMP)
+		if p := s.PeerResults(); p.STAMP.ErrorEstimate.Raw != 0 || p.STAMP.Renumbered != 0 {
+			t.Errorf("%s: PeerResults() %+v counts a rejected reply", name, p.STAMP)
 		}
 	}
 	s := NewSTAMP(&fakeConn{next: good}, STAMPConfig{Key: key, SSID: 5})
@@ -254,12 +256,13 @@ func TestSTAMPPeerNotes(t *testing.T) {
 		{STAMPConfig{Stateful: true, Warmup: true}, false, "--warmup 0"},
 		{STAMPConfig{Stateful: true}, true, ""},
 	} {
-		p := NewSTAMP(nil, c.cfg).Peer()
-		if p.Directions != c.dirs || (c.note == "") != (p.Note == "") || !strings.Contains(p.Note, c.note) {
-			t.Errorf("%+v: Peer() directions %v, note %q; want %v and a note with %q", c.cfg, p.Directions, p.Note, c.dirs, c.note)
+		s := NewSTAMP(nil, c.cfg)
+		p, said := s.Peer(), s.PeerResults()
+		if p.Directions != c.dirs || (c.note == "") != (said.Note == "") || !strings.Contains(said.Note, c.note) {
+			t.Errorf("%+v: Peer() directions %v, note %q; want %v and a note with %q", c.cfg, p.Directions, said.Note, c.dirs, c.note)
 		}
-		if p.STAMP.ErrorEstimate != (result.ErrorEstimate{}) {
-			t.Errorf("%+v: error estimate %+v before any reply, want zero", c.cfg, p.STAMP.ErrorEstimate)
+		if said.STAMP.ErrorEstimate != (result.ErrorEstimate{}) {
+			t.Errorf("%+v: error estimate %+v before any reply, want zero", c.cfg, said.STAMP.ErrorEstimate)
 		}
 	}
 	// A stateless run whose reflector numbers its replies says so.
@@ -274,8 +277,8 @@ func TestSTAMPPeerNotes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p := s.Peer(); p.STAMP.Renumbered != 1 || !strings.Contains(p.Note, "1 of 2 replies carried the reflector's own numbers") {
-		t.Errorf("Peer() renumbered %d, note %q; want 1 and a note saying the reflector seems stateful", p.STAMP.Renumbered, p.Note)
+	if p := s.PeerResults(); p.STAMP.Renumbered != 1 || !strings.Contains(p.Note, "1 of 2 replies carried the reflector's own numbers") {
+		t.Errorf("PeerResults() renumbered %d, note %q; want 1 and a note saying the reflector seems stateful", p.STAMP.Renumbered, p.Note)
 	}
 }
 
@@ -339,14 +342,14 @@ func TestSTAMPRun(t *testing.T) {
 			if !stateful && (c.LostUp != 0 || c.LostDown != 0) {
 				t.Errorf("stateless: lost up %d, down %d; want 0, 0 (not split)", c.LostUp, c.LostDown)
 			}
-			p := res.Config.Peer
-			if p == nil || p.STAMP == nil || p.Directions != stateful || p.STAMP.SenderTTL != 64 {
-				t.Fatalf("result's peer %+v", p)
+			p, said := res.Config.Peer, res.PeerResults
+			if p == nil || p.STAMP == nil || p.Directions != stateful || said == nil || said.STAMP == nil || said.STAMP.SenderTTL != 64 {
+				t.Fatalf("result's peer %+v, what it said %+v", p, said)
 			}
-			if !stateful && !strings.Contains(p.Note, "--stamp-stateful") {
-				t.Errorf("stateless note %q: want it to say --stamp-stateful", p.Note)
+			if !stateful && !strings.Contains(said.Note, "--stamp-stateful") {
+				t.Errorf("stateless note %q: want it to say --stamp-stateful", said.Note)
 			}
-			if stateful && p.STAMP.Renumbered == 0 {
+			if stateful && said.STAMP.Renumbered == 0 {
 				t.Errorf("stateful run: renumbered 0, want the replies after the first drop up")
 			}
 			if got := uint64(res.Summary.Up.Count); got != c.Received || res.Summary.RTT.Count != res.Summary.Up.Count || res.Summary.Down.Count != res.Summary.Up.Count {

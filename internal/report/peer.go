@@ -33,24 +33,25 @@ func noOneWay(c result.Config) bool { return c.Peer != nil && !c.Peer.OneWay }
 // peerCountNote is the line under the probes' counts of a run against a
 // foreign peer: what its answers cannot tell, or where the directions
 // came from.
-func peerCountNote(p *result.Peer) string {
+func peerCountNote(p *result.Peer, said *result.PeerResults) string {
 	switch {
-	case p.Note != "":
-		return "         " + p.Note + "\n"
+	case said != nil && said.Note != "":
+		return "         " + said.Note + "\n"
 	case p.Directions:
 		return "         loss per direction is from the " + PeerName(p) + "'s own count in its last reply\n"
 	}
 	return "         loss per direction is not known: the " + PeerName(p) + "'s answers do not say it\n"
 }
 
-// writePeer writes what a foreign peer said of itself: a STAMP
-// reflector's mode and error estimate, a connect:// run's handshakes
-// that did not complete.
-func writePeer(b *strings.Builder, p *result.Peer, sock *result.Socket) {
-	if p == nil {
+// writePeer writes how the run spoke to a foreign peer and what the peer
+// said: a STAMP reflector's mode and error estimate, a connect:// run's
+// handshakes that did not complete.
+func writePeer(b *strings.Builder, res *result.Result) {
+	p, said := res.Config.Peer, res.PeerResults
+	if p == nil || said == nil {
 		return
 	}
-	if s := p.STAMP; s != nil {
+	if s, r := p.STAMP, said.STAMP; s != nil && r != nil {
 		mode := "unauthenticated"
 		if s.Authenticated {
 			mode = "authenticated"
@@ -60,18 +61,18 @@ func writePeer(b *strings.Builder, p *result.Peer, sock *result.Socket) {
 			state = "stateful (--stamp-stateful)"
 		}
 		sync := "not synchronized to UTC"
-		if s.ErrorEstimate.Synchronized {
+		if r.ErrorEstimate.Synchronized {
 			sync = "synchronized to UTC"
 		}
 		fmt.Fprintf(b, "stamp    %s, %s, SSID %d; the reflector's clock error estimate ±%s, %s (raw %#04x)",
-			mode, state, s.SSID, Duration(s.ErrorEstimate.Error), sync, s.ErrorEstimate.Raw)
-		if s.Renumbered > 0 {
-			fmt.Fprintf(b, "; %d replies renumbered by the reflector", s.Renumbered)
+			mode, state, s.SSID, Duration(r.ErrorEstimate.Error), sync, r.ErrorEstimate.Raw)
+		if r.Renumbered > 0 {
+			fmt.Fprintf(b, "; %d replies renumbered by the reflector", r.Renumbered)
 		}
 		b.WriteString("\n")
-		writeSenderTTL(b, s.SenderTTL, sock)
+		writeSenderTTL(b, r.SenderTTL, res.Config.Socket)
 	}
-	if c := p.Connect; c != nil {
+	if c := said.Connect; c != nil {
 		fmt.Fprintf(b, "connect  refused %d, timed out %d, failed %d (handshakes that did not complete, all counted lost)\n", c.Refused, c.TimedOut, c.Failed)
 	}
 }

@@ -24,8 +24,9 @@ const (
 // offset to estimate), loss, duplicates and reorders not split without
 // p.Directions, no session (no reconnections, the count from the last
 // reply), nothing granted.
-func peerFixture(target, transport string, p *result.Peer) *result.Result {
+func peerFixture(target, transport string, p *result.Peer, said *result.PeerResults) *result.Result {
 	res := userFixture()
+	res.PeerResults = said
 	c := &res.Config
 	c.Target, c.Transport, c.RemoteAddr, c.Peer = target, transport, strings.TrimPrefix(target, p.Protocol+"://"), p
 	c.Granted, c.Threshold, c.WarmupCount = result.Grant{}, 0, 0
@@ -62,23 +63,24 @@ func pointers(ivs []result.Interval) []*result.Interval {
 // authenticated mode, whose clock is synchronized: one-way delays, no
 // loss per direction.
 func stampPeerFixture() *result.Result {
-	return peerFixture("stamp://192.0.2.1:862", "udp", &result.Peer{Protocol: "stamp", OneWay: true, Note: stampNote,
-		STAMP: &result.STAMPPeer{Authenticated: true, SSID: 4242, Renumbered: 3, SenderTTL: 61,
+	return peerFixture("stamp://192.0.2.1:862", "udp",
+		&result.Peer{Protocol: "stamp", OneWay: true, STAMP: &result.STAMPPeer{Authenticated: true, SSID: 4242}},
+		&result.PeerResults{Note: stampNote, STAMP: &result.STAMPResults{Renumbered: 3, SenderTTL: 61,
 			ErrorEstimate: result.ErrorEstimate{Synchronized: true, Error: 3906 * time.Nanosecond, Raw: 0x8801}}})
 }
 
 // connectFixture is a connect:// run, some of whose handshakes were
 // refused or timed out.
 func connectFixture() *result.Result {
-	res := peerFixture("connect://127.0.0.1:22", "tcp", &result.Peer{Protocol: "connect", Note: connectNote,
-		Connect: &result.ConnectPeer{Refused: 2, TimedOut: 1}})
+	res := peerFixture("connect://127.0.0.1:22", "tcp", &result.Peer{Protocol: "connect"},
+		&result.PeerResults{Note: connectNote, Connect: &result.ConnectPeer{Refused: 2, TimedOut: 1}})
 	res.Config.Size = 0
 	return res
 }
 
 // echoFixture is a run against a UDP echo service.
 func echoFixture() *result.Result {
-	return peerFixture("echo://127.0.0.1:7", "udp", &result.Peer{Protocol: "echo", Note: echoNote})
+	return peerFixture("echo://127.0.0.1:7", "udp", &result.Peer{Protocol: "echo"}, &result.PeerResults{Note: echoNote})
 }
 
 // TestGoldenPeers: the text and JSON of runs against foreign peers.

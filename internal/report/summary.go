@@ -18,7 +18,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	if !noOneWay(res.Config) {
 		b.WriteString(delayNote(res.ClockOffset, oneWay))
 	}
-	writePeer(&b, res.Config.Peer, res.Config.Socket)
+	writePeer(&b, res)
 	writeStamps(&b, res)
 	if c := res.ClockOffset; c != nil {
 		writeClock(&b, c, oneWay)
@@ -57,7 +57,7 @@ func writeSummaryCounts(b *strings.Builder, res *result.Result) {
 	}
 	switch {
 	case res.Config.Peer != nil:
-		b.WriteString(peerCountNote(res.Config.Peer))
+		b.WriteString(peerCountNote(res.Config.Peer, res.PeerResults))
 	case oneWay:
 		b.WriteString("         one-way: the reflector counted what arrived and measured the up delays; nothing came back down\n")
 	case res.ReflectorCount == "close":

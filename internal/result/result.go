@@ -40,6 +40,11 @@ type Result struct {
 	// last session's final count, exact for it; the lost sessions'
 	// estimated).
 	ReflectorCount string `json:"reflector_count"`
+	// PeerResults is what a peer that is not a volley reflector said over
+	// the run (Config.Peer says which peer); omitted for a volley
+	// reflector. It comes after the intervals, so that a document written
+	// as the run goes has the final counts.
+	PeerResults *PeerResults `json:"peer_results,omitempty"`
 	// Stopped says why the run ended: "duration", "count", "interrupted",
 	// "threshold", "reflector-silent", "reflector-gone",
 	// "reflector-restarted" (it no longer knew the session),
@@ -122,11 +127,13 @@ type Config struct {
 	Socket *Socket `json:"socket,omitempty"`
 	// Peer is what the run measured when it was not a volley reflector
 	// (stamp://, echo://, connect://); omitted for a volley reflector.
+	// What the peer said is the Result's PeerResults.
 	Peer *Peer `json:"peer,omitempty"`
 }
 
 // Peer is a peer that is not a volley reflector, and what its answers
-// carry: which of the result's figures it has.
+// carry: which of the result's figures it has. It is known as the run
+// opens; PeerResults holds what the peer said over the run.
 type Peer struct {
 	// Protocol is "stamp" (an RFC 8762 Session-Reflector, TWAMP-light
 	// too), "echo" (RFC 862) or "connect" (TCP handshakes).
@@ -137,16 +144,13 @@ type Peer struct {
 	OneWay bool `json:"one_way"`
 	// Directions: the answers carry the peer's count of probes received,
 	// so loss, duplicates and reorders are split by direction. Without
-	// it their _up and _down counts are 0, and Note says why.
+	// it their _up and _down counts are 0, and PeerResults.Note says why.
 	Directions bool `json:"directions"`
-	// Note says what the peer's answers cannot tell, in a sentence.
-	Note string `json:"note,omitempty"`
-	// STAMP is a STAMP peer's; Connect a connect:// run's counts.
-	STAMP   *STAMPPeer   `json:"stamp,omitempty"`
-	Connect *ConnectPeer `json:"connect,omitempty"`
+	// STAMP is how a STAMP run spoke to its reflector.
+	STAMP *STAMPPeer `json:"stamp,omitempty"`
 }
 
-// STAMPPeer is what a STAMP run used and what the Session-Reflector said.
+// STAMPPeer is how a STAMP run spoke to its Session-Reflector.
 type STAMPPeer struct {
 	// Authenticated: RFC 8762's authenticated mode (HMAC-SHA-256).
 	Authenticated bool `json:"authenticated"`
@@ -155,6 +159,21 @@ type STAMPPeer struct {
 	Stateful bool `json:"stateful"`
 	// SSID is the Session-Sender Identifier sent (RFC 8972).
 	SSID uint16 `json:"ssid"`
+}
+
+// PeerResults is what a peer that is not a volley reflector said over the
+// run (see Peer), as the run ended.
+type PeerResults struct {
+	// Note says what the peer's answers cannot tell, in a sentence.
+	Note string `json:"note,omitempty"`
+	// STAMP is what a STAMP reflector said; Connect a connect:// run's
+	// handshakes that did not complete.
+	STAMP   *STAMPResults `json:"stamp,omitempty"`
+	Connect *ConnectPeer  `json:"connect,omitempty"`
+}
+
+// STAMPResults is what a STAMP Session-Reflector said in its replies.
+type STAMPResults struct {
 	// ErrorEstimate is the last one the reflector sent (RFC 4656
 	// §4.1.2), 0 when no reply came.
 	ErrorEstimate ErrorEstimate `json:"error_estimate"`

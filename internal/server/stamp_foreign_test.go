@@ -48,12 +48,12 @@ func TestSTAMPForeignSender(t *testing.T) {
 		if err != nil {
 			t.Fatalf("keyed %v: %v", keyed, err)
 		}
-		cnt, p := res.Summary.Counts, res.Config.Peer
+		cnt, p, said := res.Summary.Counts, res.Config.Peer, res.PeerResults
 		if cnt.Sent != 200 || cnt.Received != 200 || cnt.LostUp != 0 || cnt.LostDown != 0 {
 			t.Errorf("keyed %v: counts %+v", keyed, cnt)
 		}
-		if p == nil || p.STAMP == nil || !p.Directions || p.STAMP.SenderTTL != 64 {
-			t.Errorf("keyed %v: peer %+v", keyed, p)
+		if p == nil || p.STAMP == nil || !p.Directions || said == nil || said.STAMP == nil || said.STAMP.SenderTTL != 64 {
+			t.Errorf("keyed %v: peer %+v, said %+v", keyed, p, said)
 		}
 	}
 }
