@@ -568,7 +568,7 @@ func TestBusyPoll(t *testing.T) {
 	if !res.Config.RateMax || res.Summary.Counts.Received == 0 || res.Summary.Counts.Skipped != 0 {
 		t.Errorf("--rate max: config %+v, counts %+v", res.Config, res.Summary.Counts)
 	}
-	if r := volleyRun(t, "client", "unixgram:///nonexistent", "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "--busy-poll is for udp://, tcp:// and unix://") {
+	if r := volleyRun(t, "client", "unixgram:///nonexistent", "--busy-poll"); r.code != 2 || !strings.Contains(r.stderr, "--busy-poll is for udp://, tcp://, unix://") {
 		t.Errorf("--busy-poll over unixgram: exit %d, %q", r.code, r.stderr)
 	}
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +58,8 @@ func startEcho(t *testing.T) int {
 // the text says why.
 func TestEchoService(t *testing.T) {
 	target := "echo://127.0.0.1:" + strconv.Itoa(startEcho(t))
-	r := volleyRun(t, "client", target, "-n", "200", "--format", "json")
+	log := filepath.Join(t.TempDir(), "echo.csv")
+	r := volleyRun(t, "client", target, "-n", "200", "--format", "json", "--log", log)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -79,6 +81,15 @@ func TestEchoService(t *testing.T) {
 	}
 	if res.Config.Target != target || res.ClockOffset != nil {
 		t.Errorf("target %q, clock offset %+v: want %q and none", res.Config.Target, res.ClockOffset, target)
+	}
+	// The probe log has the round trips alone, and volley report rebuilds
+	// them: no up or down made of the missing times.
+	r = volleyRun(t, "report", log, "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("volley report of the echo run's log: exit %d: %s", r.code, r.stderr)
+	}
+	if rb := parseResult(t, r.stdout).Summary; rb.RTT.Count != 200 || rb.Up.Count != 0 || rb.Down.Count != 0 || rb.RTT.Max != s.RTT.Max {
+		t.Errorf("rebuilt from the log: %d RTTs (max %v), %d up, %d down; want 200 (max %v), 0, 0", rb.RTT.Count, rb.RTT.Max, rb.Up.Count, rb.Down.Count, s.RTT.Max)
 	}
 
 	r = volleyRun(t, "client", target, "-n", "50")

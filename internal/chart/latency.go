@@ -170,10 +170,14 @@ func atLeastOne(pn *panel) {
 	}
 }
 
-// kinds are the delays a run has: no RTT nor down in a one-way run.
+// kinds are the delays a run has: no RTT nor down in a one-way run, RTT
+// alone against a peer whose answers carry no times (echo://, connect://).
 func kinds(res *result.Result) []string {
-	if res.Config.OneWay {
+	switch {
+	case res.Config.OneWay:
 		return []string{kindUp}
+	case res.Config.Peer != nil && !res.Config.Peer.OneWay:
+		return []string{kindRTT}
 	}
 	return []string{kindRTT, kindUp, kindDown}
 }

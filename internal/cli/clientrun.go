@@ -126,7 +126,8 @@ func (f clientFlags) dial(ctx context.Context, cmd *cobra.Command, t transport.T
 	var first transport.Conn // the first flow's socket, for the options granted
 	for range f.parallel {
 		// Every flow its own socket, and with a foreign peer its own
-		// adapter over it (raw: the socket; nil for connect://).
+		// adapter over it (raw: the socket, whose options are read
+		// back; connect://'s adapter stands for its sockets).
 		conn, raw, err := f.dialFlow(ctx, t, dopts, cfg)
 		if err != nil {
 			return conns, usageError{err}
@@ -134,9 +135,6 @@ func (f clientFlags) dial(ctx context.Context, cmd *cobra.Command, t transport.T
 		conns = append(conns, conn)
 		if first == nil {
 			first = raw
-		}
-		if raw == nil {
-			continue
 		}
 		if cfg.Stamps == tstamp.Hardware {
 			if err := prepareHardware(raw, f.iface); err != nil {

@@ -97,7 +97,9 @@ func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) erro
 // dialForeign opens a flow's connection to the foreign peer t: for
 // stamp:// and echo:// the UDP socket raw (dialed as udp:// is, with the
 // same options) wrapped in its adapter; for connect:// an adapter that
-// connects at every probe (raw is nil).
+// connects at every probe, raw itself (it reads back the options its
+// sockets take; hardware stamps and busy polling are refused for it
+// before this).
 func (f clientFlags) dialForeign(ctx context.Context, t transport.Target, o transport.DialOptions, cfg *client.Config) (conn, raw transport.Conn, err error) {
 	if t.Scheme == "connect" {
 		cc := foreign.ConnectConfig{Timeout: cfg.Timeout, Options: o.Socket}

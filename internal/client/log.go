@@ -62,12 +62,18 @@ func (l *probeLog) line(seq uint64, status string, s *slot, t2, t3, t4, holdNs i
 	for _, t := range [...]int64{t1, t2, t3, t4, sched} {
 		b.Int(t)
 	}
-	if t1 != 0 && t4 != 0 {
+	switch {
+	case t1 != 0 && t4 != 0 && t2 == 0 && t3 == 0:
+		// A peer whose answers carry no times (echo://, connect://):
+		// the round trip alone.
+		b.Int(t4 - t1)
+		b.String(",,")
+	case t1 != 0 && t4 != 0:
 		b.Int(t4 - t1)
 		b.Int(t3 - t2 - holdNs)
 		b.Int(t2 - t1)
 		b.Int(t4 - t3)
-	} else {
+	default:
 		b.String(",,,")
 	}
 	if t4 == 0 {

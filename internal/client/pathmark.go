@@ -168,7 +168,10 @@ func (r *run) seePath(h *wire.Header, p transport.Path, now int64) {
 		return
 	}
 	at, seq := time.Duration(now-r.origin), h.Seq-r.warmupLast
-	if h.Flags&wire.FlagPath != 0 {
+	// A reflector from before FlagPath sends the probe's flags back as
+	// they came, with bytes 6 and 7 zero; a packet that arrived had a TTL
+	// of at least 1, so TTL 0 is a reflector that did not say.
+	if h.Flags&wire.FlagPath != 0 && h.TTL != 0 {
 		r.path.see(pathUp, h.TTL, h.TClass, at, seq)
 	}
 	if p.OK {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/wire"
 )
 
 // TestPathRecorder: the first marks of each direction, every change as an
@@ -93,5 +95,20 @@ func TestPathRecorderFirstCE(t *testing.T) {
 	got := p.result(64, 46<<2|2).Up
 	if got.Changes != 0 || got.CE != 1 || got.Last != (result.PathMark{TTL: 64, DSCP: 46, ECN: result.ECT0}) {
 		t.Fatalf("up = %+v; want 1 CE, no change, last ECT(0)", got)
+	}
+}
+
+// TestSeePathOldReflector: a reflector from before FlagPath sends the
+// probe's flags back with bytes 6 and 7 zero; the up direction takes
+// nothing from such a reply (a TTL of 0 never arrives), and says why.
+func TestSeePathOldReflector(t *testing.T) {
+	r := &run{path: new(pathRecorder)}
+	r.seq = 3
+	for seq := uint64(1); seq <= 3; seq++ {
+		r.seePath(&wire.Header{Type: wire.TypeReply, Flags: wire.FlagPath, Seq: seq}, transport.Path{TTL: 64, OK: true}, int64(seq))
+	}
+	got := r.path.result(64, 0)
+	if got == nil || got.Up.Packets != 0 || got.Down.Packets != 3 || got.UpNote == "" {
+		t.Fatalf("path %+v: want nothing up (and why), 3 replies down", got)
 	}
 }

@@ -442,8 +442,10 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 		a.counts.ReorderedDown++
 	}
 	rtt = t4 - s.sent
-	up := h.T2 - s.sent
-	down := t4 - h.T3
+	var up, down int64 // 0 where the peer's answers carry no times (noOneWay)
+	if !rec.noOneWay {
+		up, down = h.T2-s.sent, t4-h.T3
+	}
 	a.d[distRTT].Record(rtt)
 	if !rec.noOneWay {
 		rec.offset.add(t4, up, down)

@@ -112,16 +112,18 @@ func TestRunConnectRefusedNotSilent(t *testing.T) {
 	}
 	addr := ln.Addr().(*net.TCPAddr).AddrPort()
 	ln.Close()
-	// Each probe waits its timeout: 12 of them take 4 times the silence.
-	res := runConnect(t, addr, client.Config{Count: 12, Timeout: 50 * time.Millisecond, Silence: 150 * time.Millisecond})
-	if c := res.Summary.Counts; c.Sent != 12 || c.Lost != 12 {
-		t.Fatalf("counts %+v, want 12 sent and lost", c)
+	// Each probe waits its timeout: 9 of them take 3 times the silence,
+	// and the silence is 3 timeouts, so that a stall of the loop shorter
+	// than two timeouts cannot look like one.
+	res := runConnect(t, addr, client.Config{Count: 9, Timeout: 200 * time.Millisecond, Silence: 600 * time.Millisecond})
+	if c := res.Summary.Counts; c.Sent != 9 || c.Lost != 9 {
+		t.Fatalf("counts %+v, want 9 sent and lost", c)
 	}
 	if res.Stopped != "count" {
 		t.Errorf("the run stopped for %q, want count", res.Stopped)
 	}
-	if p := res.PeerResults.Connect; p.Refused != 12 {
-		t.Errorf("refused %d, want 12", p.Refused)
+	if p := res.PeerResults.Connect; p.Refused != 9 {
+		t.Errorf("refused %d, want 9", p.Refused)
 	}
 }
 

@@ -17,3 +17,12 @@
 // no state beyond what their protocol needs: the client's accounting
 // (loss, duplicates, reordering, timeouts) stays the client's.
 package foreign
+
+import "time"
+
+// The datagram adapters pass the client's write deadline to their socket:
+// every write to a peer is bounded.
+var (
+	_ interface{ SetWriteDeadline(time.Time) error } = (*STAMP)(nil)
+	_ interface{ SetWriteDeadline(time.Time) error } = (*Echo)(nil)
+)

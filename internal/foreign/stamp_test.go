@@ -321,7 +321,7 @@ func TestSTAMPRun(t *testing.T) {
 			refl := stamp.NewReflector(stamp.ReflectorConfig{Stateful: stateful})
 			u := serveSTAMP(t, refl, 7, 11)
 			s := dialSTAMP(t, u.addr, STAMPConfig{Stateful: stateful, SSID: 1})
-			cfg := client.Config{Rate: 500, Count: 300, Timeout: 500 * time.Millisecond, ReportInterval: -1}
+			cfg := client.Config{Rate: 500, Count: 300, Timeout: 2 * time.Second, ReportInterval: -1}
 			res, err := client.Run(context.Background(), cfg, s)
 			if err != nil {
 				t.Fatal(err)

@@ -338,7 +338,10 @@ func (b *builder) patch(n int64, l *logLine) {
 func (b *builder) received(l *logLine, f *flowState, each func(func(*acc))) {
 	v := &l.v
 	t1, t3, t4 := v[colT1], v[colT3], v[colT4]
-	delays := l.ok(colRTT) && l.ok(colResponse) && l.ok(colUp) && l.ok(colDown)
+	// A foreign peer's line (echo://, connect://) has the round trip
+	// alone: no response, up or down.
+	delays := l.ok(colRTT)
+	oneWay := delays && l.ok(colResponse) && l.ok(colUp) && l.ok(colDown)
 	reordered := l.seq < f.highest
 	f.highest = max(f.highest, l.seq)
 	reorderedDown := t3 < f.maxT3
@@ -361,12 +364,16 @@ func (b *builder) received(l *logLine, f *flowState, each func(func(*acc))) {
 		}
 		if delays {
 			a.record(dRTT, v[colRTT])
+		}
+		if oneWay {
 			a.record(dResponse, v[colResponse])
 			a.record(dUp, v[colUp])
 			a.record(dDown, v[colDown])
 		}
 		if ipdv {
 			a.record(dIPDVRTT, abs(v[colRTT]-f.prevRTT))
+		}
+		if ipdv && oneWay {
 			a.record(dIPDVUp, abs(v[colUp]-f.prevUp))
 			a.record(dIPDVDown, abs(v[colDown]-f.prevDn))
 		}

@@ -60,6 +60,22 @@ type stampSession struct {
 	bucket   reflector.Bucket
 }
 
+// stampKey names a STAMP session as the stateful numbering does: the
+// sender's address and port, and its SSID. The limits count sessions by
+// the same key, so that one source cannot fill the numbering's table by
+// changing its SSID while its quota sees one session.
+type stampKey struct {
+	addr netip.AddrPort
+	ssid uint16
+}
+
+// A read error in a row past stampErrorsBeforeBackoff makes the loop
+// wait stampBackoff before the next read.
+const (
+	stampErrorsBeforeBackoff = 16
+	stampBackoff             = time.Millisecond
+)
+
 // stampServer is the STAMP listener's loop and its state; one goroutine
 // runs it.
 type stampServer struct {
@@ -70,7 +86,9 @@ type stampServer struct {
 	clk      clock.Clock
 	lim      reflector.Config // the limits, defaults filled in
 	stamped  bool             // kernel receive stamps are on
-	sessions map[netip.AddrPort]*stampSession
+	key      []byte           // the HMAC key of authenticated mode; nil: unauthenticated
+	sessions map[stampKey]*stampSession
+	readErrs int // read errors in a row, for a backoff
 	bySource *quota.Counter
 	all      reflector.Bucket // MaxTotalRate
 	iv       reflector.Counters
@@ -109,7 +127,8 @@ func newStampServer(conn transport.PacketConn, sc STAMPConfig, lim reflector.Con
 	sv := &stampServer{conn: conn, bc: bc, clk: lim.Clock, lim: lim, stamped: stamped,
 		refl: stamp.NewReflector(stamp.ReflectorConfig{Key: sc.Key, Stateful: !sc.Stateless, Err: sc.Err,
 			MaxSessions: lim.MaxSessions, Idle: int64(lim.IdleTimeout)}),
-		sessions: make(map[netip.AddrPort]*stampSession),
+		key:      sc.Key,
+		sessions: make(map[stampKey]*stampSession),
 		bySource: quota.NewCounter(lim.MaxSessions, lim.MaxSessionsPerSource),
 		in:       make([]transport.Message, batch),
 		out:      make([]transport.Message, 0, batch),
@@ -146,11 +165,16 @@ func (sv *stampServer) serve(ctx context.Context) (reflector.Counters, error) {
 		now := sv.clk.Now()
 		switch {
 		case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+			sv.readErrs = 0
 		case errors.Is(err, net.ErrClosed):
 			return sv.totals(start), nil
 		default:
-			// An earlier send's error (ICMP) stops no reflector.
+			// An earlier send's error (ICMP) stops no reflector; one
+			// that comes back at every read must not spin it either.
 			sv.iv.SendErrors++
+			if sv.readErrs++; sv.readErrs > stampErrorsBeforeBackoff {
+				time.Sleep(stampBackoff)
+			}
 		}
 		sv.answer(sv.in[:n], now)
 		if now >= next {
@@ -190,7 +214,12 @@ func (sv *stampServer) handle(m *transport.Message, now int64) bool {
 	if !reflector.Allowed(sv.lim.Allow, m.Addr) {
 		return sv.drop(reflector.DropRefused)
 	}
-	s := sv.sessions[m.Addr]
+	ssid, ok := stamp.SenderSSID(m.Buf[:m.N], sv.key)
+	if !ok {
+		return sv.drop(reflector.DropShort)
+	}
+	k := stampKey{m.Addr, ssid}
+	s := sv.sessions[k]
 	src := quota.Source(m.Addr)
 	if s == nil && (len(sv.sessions) >= sv.lim.MaxSessions || sv.bySource.Of(src) >= sv.lim.MaxSessionsPerSource) {
 		return sv.drop(reflector.DropSessions)
@@ -231,7 +260,7 @@ func (sv *stampServer) handle(m *transport.Message, now int64) bool {
 		}
 		s = &stampSession{src: src}
 		s.bucket.Take(sv.lim.MaxRate, now) // this packet's token
-		sv.sessions[m.Addr] = s
+		sv.sessions[k] = s
 		sv.iv.SessionsOpened++
 	}
 	s.lastSeen = now

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -186,6 +187,30 @@ func TestSTAMPSessionBounds(t *testing.T) {
 	sv.sweep(clk.Now())
 	if len(sv.sessions) != 0 || !try("192.0.2.3:1") || !try("192.0.2.1:3") {
 		t.Errorf("after the idle timeout: %d sessions left, or new ones refused", len(sv.sessions))
+	}
+}
+
+// TestSTAMPSessionSSIDs: a session is an address, a port and an SSID, as
+// the stateful numbering counts them; one source that changes its SSID
+// opens sessions within its own bound, and cannot fill the table for
+// the others.
+func TestSTAMPSessionSSIDs(t *testing.T) {
+	lim := reflector.Config{MaxSessions: 3, MaxSessionsPerSource: 1, IdleTimeout: time.Second}
+	sv, clk := newTestStamp(STAMPConfig{}, lim, false)
+	try := func(addr string, ssid uint16) bool {
+		m := senderMsg(t, nil, 0, clk.Now(), addr, 64, 0)
+		binary.BigEndian.PutUint16(m.Buf[14:], ssid) // the SSID's offset, unauthenticated
+		return sv.handle(&m, clk.Now())
+	}
+	got := []bool{try("192.0.2.1:1", 1), try("192.0.2.1:1", 2), try("192.0.2.1:1", 3), try("192.0.2.2:1", 1), try("192.0.2.3:1", 1)}
+	want := []bool{true, false, false, true, true} // one session per source, whatever its SSIDs
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("packet %d answered %v, want %v", i, got[i], want[i])
+		}
+	}
+	if len(sv.sessions) != 3 || sv.refl.Sessions() != 3 {
+		t.Errorf("%d sessions, the numbering's table %d: want 3 each", len(sv.sessions), sv.refl.Sessions())
 	}
 }
 

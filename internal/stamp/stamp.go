@@ -138,6 +138,20 @@ var (
 	reflAuth    = reflectedLayout{t3: 16, err: 24, ssid: 26, t2: 32, sseq: 48, st1: 64, serr: 72, ttl: 80}
 )
 
+// SenderSSID returns the SSID of the Session-Sender packet b in the mode
+// of key (nil: unauthenticated), without checking anything else; ok is
+// false when b is shorter than the mode's base.
+func SenderSSID(b []byte, key []byte) (ssid uint16, ok bool) {
+	if len(b) < BaseLength(key) {
+		return 0, false
+	}
+	l := senderPlain
+	if key != nil {
+		l = senderAuth
+	}
+	return binary.BigEndian.Uint16(b[l.ssid:]), true
+}
+
 // PutSender writes s into b's base packet (zeroing its MBZ octets) in the
 // mode of key (nil: unauthenticated), with the HMAC in authenticated mode.
 // Bytes of b after the base are left as they are (TLVs, padding); b must

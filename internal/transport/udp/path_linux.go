@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"golang.org/x/sys/unix"
@@ -53,24 +54,24 @@ func parsePath(oob []byte) Path {
 	tstamp.Cmsgs(oob, func(level, typ int32, data []byte) {
 		switch {
 		case level == unix.IPPROTO_IP && typ == unix.IP_TTL && len(data) >= 1:
-			p.TTL, ttl = uint8(int32le(data)), true
+			p.TTL, ttl = uint8(hostInt(data)), true
 		case level == unix.IPPROTO_IP && typ == unix.IP_TOS && len(data) >= 1:
 			p.TClass, tc = data[0], true
 		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_HOPLIMIT && len(data) >= 4:
-			p.TTL, ttl = uint8(int32le(data)), true
+			p.TTL, ttl = uint8(hostInt(data)), true
 		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_TCLASS && len(data) >= 4:
-			p.TClass, tc = uint8(int32le(data)), true
+			p.TClass, tc = uint8(hostInt(data)), true
 		}
 	})
 	p.OK = ttl && tc
 	return p
 }
 
-// int32le reads a control message's int (host order; every Linux volley
-// builds for is little-endian), or its first byte when shorter.
-func int32le(b []byte) int32 {
+// hostInt reads a control message's int (host order), or its first byte
+// when shorter.
+func hostInt(b []byte) int32 {
 	if len(b) < 4 {
 		return int32(b[0])
 	}
-	return int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+	return int32(binary.NativeEndian.Uint32(b))
 }
