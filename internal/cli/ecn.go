@@ -31,8 +31,8 @@ func applyECN(o *sockopt.Options, ecn string, tosGiven bool, scheme string) erro
 	switch {
 	case !ok:
 		return usagef("--ecn %q: want ect0, ect1 or ce", ecn)
-	case scheme != "udp":
-		return usagef("--ecn is for udp:// targets (TCP sets its own ECN bits)")
+	case scheme != "udp" && scheme != "stamp" && scheme != "echo":
+		return usagef("--ecn is for udp://, stamp:// and echo:// targets (TCP sets its own ECN bits)")
 	case tosGiven && o.TOS&3 != 0 && o.TOS&3 != bits:
 		return usagef("--tos %d sets the ECN bits to %s and --ecn %s to %s: give them in one of the two (--tos %d --ecn %s)", o.TOS, ecnNames[o.TOS&3], ecn, ecnNames[bits], o.TOS&^3, ecn)
 	}

@@ -26,7 +26,9 @@ func TestApplyECN(t *testing.T) {
 		{"ect1", 185, true, "udp", 185, ""},          // the same bits twice
 		{"ect1", 186, true, "udp", 0, "--tos 186 sets the ECN bits to ECT(0) and --ecn ect1 to ECT(1)"},
 		{"ect2", -1, false, "udp", 0, `--ecn "ect2": want ect0, ect1 or ce`},
-		{"ect0", -1, false, "tcp", 0, "--ecn is for udp:// targets"},
+		{"ect0", -1, false, "tcp", 0, "--ecn is for udp://, stamp:// and echo:// targets"},
+		{"ect1", -1, false, "stamp", 1, ""}, // a STAMP or echo peer gets the bits too
+		{"ce", -1, false, "echo", 3, ""},
 	}
 	for _, c := range cases {
 		o := sockopt.Options{TOS: c.tos}

@@ -137,11 +137,12 @@ func (c *Connect) Answers() uint64 { return c.refused.Load() }
 // Peer says what a connect:// run measures: handshake times only.
 func (c *Connect) Peer() *result.Peer { return &result.Peer{Protocol: "connect"} }
 
-// PeerResults gives the counts of the handshakes that did not complete so
-// far. Handshakes past their timeout are counted first; one the run gave
-// up on sooner (at its end) is in no count.
+// PeerResults gives the counts of the handshakes that did not complete.
+// The client reads it once, as the run ends: every handshake still open
+// then is closed and counted timed out (the client counted it lost), so
+// that refused, timed out and failed add up to the run's losses.
 func (c *Connect) PeerResults() *result.PeerResults {
-	c.expire()
+	c.giveUp()
 	return &result.PeerResults{
 		Note: connectNote,
 		Connect: &result.ConnectPeer{

@@ -179,7 +179,7 @@ func (c *Connect) Write(b []byte) (int, error) {
 	}
 	now := c.now()
 	s.mu.Lock()
-	c.expireLocked(now)
+	c.expireLocked(now, int64(c.cfg.Timeout))
 	full, closed := s.table.full(), s.closed.Load()
 	s.mu.Unlock()
 	switch {
@@ -331,14 +331,24 @@ func (c *Connect) settle(ev *unix.EpollEvent) bool {
 func (c *Connect) expire() {
 	now := c.now()
 	c.sys.mu.Lock()
-	c.expireLocked(now)
+	c.expireLocked(now, int64(c.cfg.Timeout))
 	c.sys.mu.Unlock()
 }
 
-// expireLocked is expire at now; under mu.
-func (c *Connect) expireLocked(now int64) {
+// giveUp closes every handshake still open, counted as timed out: the
+// run is over, and its client counted each of them lost (it waited its
+// timeout for them, or the run was cut short).
+func (c *Connect) giveUp() {
+	c.sys.mu.Lock()
+	c.expireLocked(c.now(), 0)
+	c.sys.mu.Unlock()
+}
+
+// expireLocked closes the handshakes older than timeout at now, counted
+// as timed out; under mu.
+func (c *Connect) expireLocked(now, timeout int64) {
 	for {
-		h, ok := c.sys.table.expired(now, int64(c.cfg.Timeout))
+		h, ok := c.sys.table.expired(now, timeout)
 		if !ok {
 			return
 		}

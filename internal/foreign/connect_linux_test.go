@@ -1,6 +1,7 @@
 package foreign
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/testenv"
 	"github.com/volley-net/volley/internal/wire"
@@ -196,6 +198,22 @@ func TestConnectRefused(t *testing.T) {
 	}
 	if p := *c.PeerResults().Connect; p.Refused != probes || p.TimedOut+p.Failed != 0 {
 		t.Fatalf("Peer().Connect = %+v, want %d refused", p, probes)
+	}
+}
+
+// TestConnectRunTimedOut: a run whose handshakes all go unanswered loses
+// every probe, and counts every one timed out, the last included (the
+// client declared it lost a moment before the adapter's own clock said
+// so).
+func TestConnectRunTimedOut(t *testing.T) {
+	c := testConnect(t, ConnectConfig{Addr: fullTCPListener(t), Timeout: 300 * time.Millisecond})
+	res, err := client.Run(context.Background(), client.Config{Count: 4, Timeout: 300 * time.Millisecond}, c)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	p := res.PeerResults.Connect
+	if c := res.Summary.Counts; c.Lost != 4 || p.TimedOut != c.Lost || p.Refused+p.Failed != 0 {
+		t.Fatalf("lost %d, peer %+v: want 4 lost, each timed out", c.Lost, *p)
 	}
 }
 

@@ -16,7 +16,7 @@ func (c *Connect) open() error {
 	return fmt.Errorf("connect:// needs Linux: %w", errors.ErrUnsupported)
 }
 
-func (c *Connect) expire() {}
+func (c *Connect) giveUp() {}
 
 // Read is Linux's.
 func (c *Connect) Read(b []byte) (int, error) { return 0, errors.ErrUnsupported }

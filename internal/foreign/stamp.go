@@ -3,6 +3,7 @@ package foreign
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ type STAMP struct {
 
 	replies    atomic.Uint64
 	renumbered atomic.Uint64
+	authFailed atomic.Uint64 // replies whose HMAC did not match
 	lastErr    atomic.Uint32 // the reflector's last error estimate
 	lastTTL    atomic.Uint32 // the last Session-Sender TTL reported
 }
@@ -151,6 +153,9 @@ func (s *STAMP) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	r, err := stamp.ParseReflected(s.rbuf[:n], s.cfg.Key)
+	if errors.Is(err, stamp.ErrAuth) {
+		s.authFailed.Add(1)
+	}
 	if err != nil || (r.SSID != s.cfg.SSID && r.SSID != 0) {
 		b[0] = 0
 		return notVolley, nil
@@ -205,6 +210,7 @@ const (
 	noteStateless = "a stateless reflector copies the sender's sequence numbers, so they do not say which way a probe was lost; rerun with --stamp-stateful if the reflector numbers its own"
 	noteWarmup    = "a stateful reflector counts the warm-up probes too, and which way those lost were lost is not known, so loss is not split by direction; rerun with --warmup 0 to split it"
 	noteLooksFull = "; %d of %d replies carried the reflector's own numbers: it seems to be stateful"
+	noteAuth      = "%d replies failed the HMAC check (counted as errors): the reflector's key is another, or it answers unauthenticated"
 )
 
 // Peer says what a STAMP reflector's replies tell.
@@ -236,6 +242,9 @@ func (s *STAMP) PeerResults() *result.PeerResults {
 		}
 	case s.cfg.Warmup:
 		p.Note = noteWarmup
+	}
+	if n := s.authFailed.Load(); n > 0 {
+		p.Note = strings.TrimPrefix(p.Note+"; ", "; ") + fmt.Sprintf(noteAuth, n)
 	}
 	if s.replies.Load() > 0 {
 		e := stamp.ErrorEstimate(s.lastErr.Load())

@@ -228,8 +228,12 @@ func TestSTAMPRejects(t *testing.T) {
 		if err != nil || h.Decode(buf[:n]) == nil {
 			t.Errorf("%s: Read = %d, %v, decoding as a volley message; want bytes that do not", name, n, err)
 		}
-		if p := s.PeerResults(); p.STAMP.ErrorEstimate.Raw != 0 || p.STAMP.Renumbered != 0 {
+		p := s.PeerResults()
+		if p.STAMP.ErrorEstimate.Raw != 0 || p.STAMP.Renumbered != 0 {
 			t.Errorf("%s: PeerResults() %+v counts a rejected reply", name, p.STAMP)
+		}
+		if hmac := strings.Contains(p.Note, "failed the HMAC check"); hmac != (name == "bad HMAC") {
+			t.Errorf("%s: note %q says the HMAC failed: %v", name, p.Note, hmac)
 		}
 	}
 	s := NewSTAMP(&fakeConn{next: good}, STAMPConfig{Key: key, SSID: 5})

@@ -60,12 +60,7 @@ func writePeer(b *strings.Builder, res *result.Result) {
 		if s.Stateful {
 			state = "stateful (--stamp-stateful)"
 		}
-		sync := "not synchronized to UTC"
-		if r.ErrorEstimate.Synchronized {
-			sync = "synchronized to UTC"
-		}
-		fmt.Fprintf(b, "stamp    %s, %s, SSID %d; the reflector's clock error estimate ±%s, %s (raw %#04x)",
-			mode, state, s.SSID, Duration(r.ErrorEstimate.Error), sync, r.ErrorEstimate.Raw)
+		fmt.Fprintf(b, "stamp    %s, %s, SSID %d; %s", mode, state, s.SSID, errorEstimate(r.ErrorEstimate))
 		if r.Renumbered > 0 {
 			fmt.Fprintf(b, "; %d replies renumbered by the reflector", r.Renumbered)
 		}
@@ -77,6 +72,19 @@ func writePeer(b *strings.Builder, res *result.Result) {
 	}
 }
 
+// errorEstimate says what a STAMP reflector's error estimate says of its
+// clock; a raw 0 (its multiplier may not be 0) is no reply having said one.
+func errorEstimate(e result.ErrorEstimate) string {
+	if e.Raw == 0 {
+		return "no reply carried the reflector's clock error estimate"
+	}
+	sync := "not synchronized to UTC"
+	if e.Synchronized {
+		sync = "synchronized to UTC"
+	}
+	return fmt.Sprintf("the reflector's clock error estimate ±%s, %s (raw %#04x)", Duration(e.Error), sync, e.Raw)
+}
+
 // writeSenderTTL says the TTL (hop limit) the STAMP reflector saw on the
 // last probe, and the hops up where the socket's TTL is known.
 func writeSenderTTL(b *strings.Builder, ttl uint8, sock *result.Socket) {
@@ -85,7 +93,7 @@ func writeSenderTTL(b *strings.Builder, ttl uint8, sock *result.Socket) {
 	}
 	fmt.Fprintf(b, "         probes arrived with TTL %d", ttl)
 	if sock != nil && sock.TTL >= int(ttl) {
-		fmt.Fprintf(b, " (%d sent: %d hops up)", sock.TTL, sock.TTL-int(ttl))
+		fmt.Fprintf(b, " (%d sent: %s up)", sock.TTL, hops(sock.TTL-int(ttl)))
 	}
 	b.WriteString("\n")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/stamp"
 	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
 )
 
 // The STAMP listener (--stamp): a Session-Reflector (package stamp) on a
@@ -79,14 +80,20 @@ const (
 // stampServer is the STAMP listener's loop and its state; one goroutine
 // runs it.
 type stampServer struct {
-	conn     transport.PacketConn
-	bc       transport.BatchPacketConn
-	wd       writeDeadliner // nil: the socket's writes take none
-	refl     *stamp.Reflector
-	clk      clock.Clock
-	lim      reflector.Config // the limits, defaults filled in
-	stamped  bool             // kernel receive stamps are on
-	key      []byte           // the HMAC key of authenticated mode; nil: unauthenticated
+	conn    transport.PacketConn
+	bc      transport.BatchPacketConn
+	wd      writeDeadliner // nil: the socket's writes take none
+	refl    *stamp.Reflector
+	clk     clock.Clock
+	lim     reflector.Config // the limits, defaults filled in
+	stamped bool             // kernel receive stamps are on
+	// tx is the socket when its kernel stamps are on: they stamp what it
+	// sends too, and those transmit stamps, which STAMP has no use for,
+	// are read and dropped after every send, or they fill the socket's
+	// receive buffer and it hears nothing more.
+	tx       transport.Stamper
+	txBuf    []tstamp.TxStamp
+	key      []byte // the HMAC key of authenticated mode; nil: unauthenticated
 	sessions map[stampKey]*stampSession
 	readErrs int // read errors in a row, for a backoff
 	bySource *quota.Counter
@@ -134,6 +141,9 @@ func newStampServer(conn transport.PacketConn, sc STAMPConfig, lim reflector.Con
 		out:      make([]transport.Message, 0, batch),
 	}
 	sv.wd, _ = conn.(writeDeadliner)
+	if st, ok := conn.(transport.Stamper); ok && stamped {
+		sv.tx, sv.txBuf = st, make([]tstamp.TxStamp, stampTxDrain)
+	}
 	for i := range sv.in {
 		sv.in[i].Buf = make([]byte, reflector.MaxMessage+1)
 	}
@@ -200,6 +210,24 @@ func (sv *stampServer) answer(in []transport.Message, now int64) {
 		sv.send(sv.out, now)
 	}
 	sv.out = sv.out[:0]
+	sv.drainTx()
+}
+
+// stampTxDrain is how many transmit stamps drainTx reads per call.
+const stampTxDrain = 64
+
+// drainTx reads and drops the transmit stamps waiting on the socket (see
+// stampServer.tx); it never waits.
+func (sv *stampServer) drainTx() {
+	if sv.tx == nil {
+		return
+	}
+	for {
+		n, err := sv.tx.ReadTxStamps(sv.txBuf)
+		if err != nil || n < len(sv.txBuf) {
+			return
+		}
+	}
 }
 
 // handle turns the request m, read at now, into its reply in place (m.N

@@ -380,6 +380,55 @@ func TestServeSTAMP(t *testing.T) {
 	}
 }
 
+// TestServeSTAMPKernelStamps: with kernel stamps on (the default), the
+// listener keeps answering past what its receive buffer would hold of the
+// transmit stamps its sends leave on the socket: it drains them. With a
+// 64 KiB buffer, a few hundred stamps filled it and the socket went deaf.
+func TestServeSTAMPKernelStamps(t *testing.T) {
+	ss, err := Open(context.Background(), Setup{Listen: "127.0.0.1:0", Workers: 1,
+		UDP: sockopt.Options{TOS: -1, Buffer: 64 << 10}, STAMP: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	if used, err := ss.EnableStamps(tstamp.Auto); err != nil || used == "user" {
+		t.Skipf("skipping: no kernel stamps on this socket (%q, %v)", used, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ss.Serve(ctx, Config{Reflector: reflector.Config{ReportInterval: -1}}, nil)
+		done <- err
+	}()
+	c, err := net.Dial("udp", ss.STAMP.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req, rep := make([]byte, stamp.BaseLen), make([]byte, 100)
+	const n = 3000
+	for i := range uint32(n) {
+		if err := stamp.PutSender(req, &stamp.Sender{Seq: i}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(rep); err != nil {
+			t.Fatalf("no reply to request %d of %d: %v", i+1, n, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if st := ss.STAMPCounters(); st.PacketsOut != n {
+		t.Errorf("answered %d, want %d", st.PacketsOut, n)
+	}
+}
+
 // TestSTAMPErrorEstimate: replies carry the host clock's error estimate,
 // whose multiplier is never 0 (RFC 4656), or the one configured.
 func TestSTAMPErrorEstimate(t *testing.T) {
