@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/sockopt"
 )
 
@@ -12,8 +13,6 @@ import (
 // ecnCodes are --ecn's values and their code points.
 var ecnCodes = map[string]int{"ect0": 2, "ect1": 1, "ce": 3}
 
-// ecnNames names the ECN code points, as the report does.
-var ecnNames = [4]string{"not-ECT", "ECT(1)", "ECT(0)", "CE"}
 
 // addECNFlag adds --ecn to the client's flags.
 func addECNFlag(fl *pflag.FlagSet, p *string) {
@@ -34,7 +33,7 @@ func applyECN(o *sockopt.Options, ecn string, tosGiven bool, scheme string) erro
 	case scheme != "udp" && scheme != "stamp" && scheme != "echo":
 		return usagef("--ecn is for udp://, stamp:// and echo:// targets (TCP sets its own ECN bits)")
 	case tosGiven && o.TOS&3 != 0 && o.TOS&3 != bits:
-		return usagef("--tos %d sets the ECN bits to %s and --ecn %s to %s: give them in one of the two (--tos %d --ecn %s)", o.TOS, ecnNames[o.TOS&3], ecn, ecnNames[bits], o.TOS&^3, ecn)
+		return usagef("--tos %d sets the ECN bits to %s and --ecn %s to %s: give them in one of the two (--tos %d --ecn %s)", o.TOS, report.ECNName(o.TOS), ecn, report.ECNName(bits), o.TOS&^3, ecn)
 	}
 	o.TOS = max(o.TOS, 0)&^3 | bits
 	return nil

@@ -120,6 +120,10 @@ var ecnNames = [4]string{"not-ECT", "ECT(1)", "ECT(0)", "CE"}
 
 func ecnName(e int) string { return ecnNames[e&3] }
 
+// ECNName names the ECN code point in the low two bits of e, as the
+// report does ("ECT(0)").
+func ECNName(e int) string { return ecnName(e) }
+
 // dscpNames names the DSCPs of RFC 4594's classes (and RFC 8622's LE).
 var dscpNames = map[int]string{
 	0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7",
