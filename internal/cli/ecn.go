@@ -13,7 +13,6 @@ import (
 // ecnCodes are --ecn's values and their code points.
 var ecnCodes = map[string]int{"ect0": 2, "ect1": 1, "ce": 3}
 
-
 // addECNFlag adds --ecn to the client's flags.
 func addECNFlag(fl *pflag.FlagSet, p *string) {
 	fl.StringVar(p, "ecn", "", "UDP: set the probes' ECN bits: ect0, ect1 or ce (with --tos's or --dscp's DSCP); the report says what the reflector saw")
