@@ -156,6 +156,9 @@ func TestSTAMPClient(t *testing.T) {
 				t.Errorf("sent %d, received %d, lost up %d, down %d; the reflector dropped %d up, %d down and sent %d",
 					c.Sent, c.Received, c.LostUp, c.LostDown, up, down, r.sent.Load())
 			}
+			if res.Config.Size != r.l.size {
+				t.Errorf("config.size %d, want the mode's base packet, %d bytes", res.Config.Size, r.l.size)
+			}
 			if up == 0 || down == 0 {
 				t.Errorf("the reflector dropped %d up and %d down: the test drops both", up, down)
 			}

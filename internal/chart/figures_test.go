@@ -288,3 +288,15 @@ func TestFiguresRebuiltLog(t *testing.T) {
 		t.Errorf("throughput title of a rebuilt log = %q, want it to say the log has no sizes", title)
 	}
 }
+
+// TestFiguresForeignPeer: a run against a peer whose answers do not say
+// which way a probe was lost (an echo service) draws its loss whole, and
+// its rates up and down; only its RTT is drawn over time.
+func TestFiguresForeignPeer(t *testing.T) {
+	run := makeRun(t, synth{probes: 1000, intervals: 10, base: 50 * time.Microsecond, lossEvery: 97})
+	run.Result.Config.Peer = &result.Peer{Protocol: "echo"}
+	got := seriesOf(figures([]Run{run}))
+	if !slices.Equal(got["fig-throughput/1"], []string{"lost (way not known)"}) || len(got["fig-throughput/0"]) != 2 {
+		t.Errorf("throughput and loss series against an echo service = %q, %q; want up and down, and loss whole", got["fig-throughput/0"], got["fig-throughput/1"])
+	}
+}

@@ -28,15 +28,19 @@ func throughputFigure(runs []Run) figure {
 	any, logs := false, 0
 	for i, r := range runs {
 		any = any || len(r.Result.Intervals) > 0
-		if rebuilt(r.Result.Config) {
-			// A probe log holds neither sizes nor the way a probe was lost.
-			logs++
+		peer := r.Result.Config.Peer
+		if rebuilt(r.Result.Config) || (peer != nil && !peer.Directions) {
+			// A probe log holds neither sizes nor the way a probe was
+			// lost; a peer's answers may not say the way either.
 			perInterval(loss, seriesName(runs, i, "lost (way not known)"), r.Result.Intervals, lookOf(i, len(runs), kindRTT), func(iv result.Interval) float64 {
 				if iv.Counts.Sent == 0 {
 					return 0
 				}
 				return 100 * float64(iv.Counts.Lost) / float64(iv.Counts.Sent)
 			})
+		}
+		if rebuilt(r.Result.Config) {
+			logs++
 			continue
 		}
 		for _, k := range []string{kindUp, kindDown} {
@@ -50,6 +54,9 @@ func throughputFigure(runs []Run) figure {
 				}
 				return iv.Throughput.BitsPerSecDown / u.ns
 			})
+			if peer != nil && !peer.Directions {
+				continue
+			}
 			perInterval(loss, seriesName(runs, i, "lost "+k), r.Result.Intervals, lk, func(iv result.Interval) float64 {
 				if iv.Counts.Sent == 0 {
 					return 0

@@ -294,7 +294,7 @@ func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Con
 	if err := f.readInputs(&cfg); err != nil {
 		return cfg, err
 	}
-	if err := f.foreignConfig(&cfg, t); err != nil {
+	if err := f.foreignConfig(&cfg, t, cmd.Flags().Changed("size")); err != nil {
 		return cfg, err
 	}
 	if err := cfg.Check(client.Command{Target: t, Given: changed}); err != nil {

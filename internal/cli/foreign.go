@@ -14,6 +14,7 @@ import (
 
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/foreign"
+	"github.com/volley-net/volley/internal/stamp"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -26,6 +27,8 @@ type stampFlags struct {
 	// key is the HMAC key read from --key or --key-file (nil: the
 	// unauthenticated mode), set by clientFlags.config.
 	key []byte
+	// size is the STAMP packet size: --size, or the mode's base length.
+	size int
 }
 
 func (s *stampFlags) register(fl *pflag.FlagSet) {
@@ -78,7 +81,7 @@ func (f clientFlags) checkForeign(cmd *cobra.Command, t transport.Target) error 
 // stamps through the adapter), and for stamp:// the key taken for
 // STAMP's authenticated mode, not volley's. (A --reply-size, the size
 // if any, is dropped once checked: see config.)
-func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) error {
+func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target, sizeGiven bool) error {
 	if !t.Foreign() {
 		return nil
 	}
@@ -90,6 +93,31 @@ func (f *clientFlags) foreignConfig(cfg *client.Config, t transport.Target) erro
 	cfg.Stamps = tstamp.User
 	if t.Scheme == "stamp" {
 		f.stamp.key, cfg.Key = cfg.Key, nil
+		return f.stampSize(cfg, sizeGiven)
+	}
+	return nil
+}
+
+// stampSize sets the STAMP packet size: --size when given (sizeGiven), at
+// least the mode's base length, else the base (44 bytes, 112
+// authenticated), as a plain RFC 8762 Session-Sender sends. The client's
+// probes stay at least a volley header; the throughput counts the packets.
+func (f *clientFlags) stampSize(cfg *client.Config, sizeGiven bool) error {
+	base := stamp.BaseLength(f.stamp.key)
+	f.stamp.size = base
+	if sizeGiven && cfg.Workload == nil {
+		if cfg.Size < base {
+			return usagef("--size %d: a STAMP packet is at least %d bytes in this mode (RFC 8762)", cfg.Size, base)
+		}
+		f.stamp.size = cfg.Size
+	}
+	if cfg.Workload != nil {
+		f.stamp.size = 0 // each probe's own size
+		return nil
+	}
+	cfg.Size = max(f.stamp.size, client.MinSize)
+	if f.stamp.size != cfg.Size {
+		cfg.WireSize = f.stamp.size
 	}
 	return nil
 }
@@ -120,7 +148,7 @@ func (f clientFlags) dialForeign(ctx context.Context, t transport.Target, o tran
 		return nil, nil, err
 	}
 	if t.Scheme == "stamp" {
-		sc := foreign.STAMPConfig{Key: f.stamp.key, SSID: uint16(f.stamp.ssid), Stateful: f.stamp.stateful,
+		sc := foreign.STAMPConfig{Key: f.stamp.key, SSID: uint16(f.stamp.ssid), Stateful: f.stamp.stateful, Size: f.stamp.size,
 			Warmup: cfg.WarmupCount > 0 || cfg.WarmupDuration > 0}
 		return foreign.NewSTAMP(raw, sc), raw, nil
 	}

@@ -30,6 +30,8 @@ func TestForeignRefused(t *testing.T) {
 		{[]string{"echo://127.0.0.1:9", "--key", "k"}, []string{"--key and --key-file", "an echo service takes no key"}},
 		{[]string{"connect://127.0.0.1:9", "--size", "100"}, []string{"--size and --workload", "TCP handshake"}},
 		{[]string{"connect://127.0.0.1:9", "--busy-poll"}, []string{"--busy-poll is for", "stamp:// and echo://"}},
+		{[]string{"stamp://127.0.0.1:9", "--size", "40"}, []string{"--size 40: a STAMP packet is at least 44 bytes"}},
+		{[]string{"stamp://127.0.0.1:9", "--size", "100", "--key", "k"}, []string{"--size 100: a STAMP packet is at least 112 bytes"}},
 		{[]string{"connect://127.0.0.1:9", "--df"}, []string{"--df is for UDP"}},
 		{[]string{"echo://127.0.0.1:9", "--congestion", "bbr"}, []string{"--congestion", "tcp:// targets"}},
 		{[]string{"echo://127.0.0.1:9", "--stamp-ssid", "5"}, []string{"--stamp-ssid is for stamp:// targets"}},

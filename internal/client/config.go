@@ -101,6 +101,11 @@ type Config struct {
 	WarmupCount    uint64
 	// Size is the request size in bytes, header included.
 	Size int
+	// WireSize is the size of every probe and reply on the wire when a
+	// foreign peer's packets are not the client's messages (a plain
+	// STAMP packet is 44 bytes, a volley probe at least 64): throughput
+	// and the result's size count it. 0: the messages' own sizes.
+	WireSize int
 	// ReplySize asks the reflector for replies of this size (0: the size
 	// of the request), and Hold asks it to wait this long (at most
 	// MaxHold) before each reply. The reflector grants them within its

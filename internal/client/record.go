@@ -212,7 +212,7 @@ func (rec *recorder) sent(seq uint64, now int64, entry uint16, size int, txID ui
 	}
 	if !rec.warm {
 		rec.cur.counts.Sent++
-		rec.cur.bytesUp += uint64(size)
+		rec.cur.bytesUp += rec.wire(size)
 	}
 }
 
@@ -240,7 +240,7 @@ func (rec *recorder) sentScheduled(sr *sentRecord) {
 	if measured {
 		rec.cur.counts.Sent++
 		rec.cur.counts.Skipped += sr.skipped
-		rec.cur.bytesUp += uint64(sr.size)
+		rec.cur.bytesUp += rec.wire(sr.size)
 		rec.cur.d[distSendError].Record(sr.sent - sr.sched)
 	}
 }
@@ -429,7 +429,7 @@ func (rec *recorder) firstReply(s *slot, p *pending, h *wire.Header, t4, hold in
 func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold int64, reorderedDown bool) (rtt int64) {
 	seq := s.seq
 	a.counts.Received++
-	a.bytesDown += uint64(n)
+	a.bytesDown += rec.wire(n)
 	if seq < rec.highestRecv {
 		a.counts.Reordered++
 	} else {
@@ -565,4 +565,13 @@ func histogram(cfg *Config, a *acc) *result.Histogram {
 		return a.d[distUp].Histogram("up", cfg.Histogram)
 	}
 	return a.d[distRTT].Histogram("rtt", cfg.Histogram)
+}
+
+// wire is the bytes a message of n bytes took on the wire: n, or the
+// foreign peer's packet size (Config.WireSize).
+func (rec *recorder) wire(n int) uint64 {
+	if rec.cfg.WireSize > 0 {
+		return uint64(rec.cfg.WireSize)
+	}
+	return uint64(n)
 }

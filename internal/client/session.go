@@ -74,6 +74,9 @@ func (r *run) start(ctx context.Context) error {
 	if r.foreign != nil {
 		r.res.Config.Peer = r.foreign.Peer()
 	}
+	if cfg.WireSize > 0 {
+		r.res.Config.Size = cfg.WireSize
+	}
 	if tc, ok := r.conn.(transport.TCPConn); ok {
 		if ti, err := tc.TCPInfo(); err == nil {
 			r.tcp, r.tcpRetrans = tc, ti.TotalRetrans

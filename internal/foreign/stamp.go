@@ -24,6 +24,11 @@ type STAMPConfig struct {
 	// (RFC 8762 §4.2's stateful mode): its number, plus one, is then the
 	// count of probes it received, which splits loss by direction.
 	Stateful bool
+	// Size is the size of every packet sent, at least the mode's base
+	// length (0: each probe's own size, at least the base); the client's
+	// probes are at least a volley header, 64 bytes, and a plain RFC 8762
+	// packet is 44.
+	Size int
 	// Warmup: the run sends warm-up probes. A stateful reflector counts
 	// them too, and which way the lost ones were lost is not known, so
 	// its counts cannot be made the measured probes' (no directions).
@@ -91,6 +96,9 @@ var ErrNotProbe = errors.New("foreign: only probes go to a STAMP reflector")
 // n, but at least the base length, and never 1 to 3 bytes past it (no
 // TLV fits there: it gets an empty Extra Padding TLV).
 func (s *STAMP) packetSize(n int) int {
+	if s.cfg.Size > 0 {
+		n = s.cfg.Size
+	}
 	switch extra := n - s.base; {
 	case extra <= 0:
 		return s.base

@@ -288,13 +288,14 @@ func TestSTAMPPeerNotes(t *testing.T) {
 
 func TestSTAMPPacketSize(t *testing.T) {
 	for _, c := range []struct {
-		key        []byte
-		probe, out int
+		key              []byte
+		size, probe, out int
 	}{
-		{nil, 64, 64}, {nil, 44, 44}, {nil, 45, 48}, {nil, 47, 48}, {nil, 48, 48},
-		{[]byte("k"), 64, 112}, {[]byte("k"), 113, 116}, {[]byte("k"), 1500, 1500},
+		{nil, 0, 64, 64}, {nil, 0, 44, 44}, {nil, 0, 45, 48}, {nil, 0, 47, 48}, {nil, 0, 48, 48},
+		{[]byte("k"), 0, 64, 112}, {[]byte("k"), 0, 113, 116}, {[]byte("k"), 0, 1500, 1500},
+		{nil, 44, 64, 44}, {nil, 100, 64, 100}, {[]byte("k"), 112, 200, 112}, // Size set: every packet its size
 	} {
-		s := NewSTAMP(nil, STAMPConfig{Key: c.key})
+		s := NewSTAMP(nil, STAMPConfig{Key: c.key, Size: c.size})
 		if got := s.packetSize(c.probe); got != c.out {
 			t.Errorf("packetSize(%d, key %q) = %d, want %d", c.probe, c.key, got, c.out)
 		}

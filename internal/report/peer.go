@@ -38,7 +38,7 @@ func peerCountNote(p *result.Peer, said *result.PeerResults) string {
 	case said != nil && said.Note != "":
 		return "         " + said.Note + "\n"
 	case p.Directions:
-		return "         loss per direction is from the " + PeerName(p) + "'s own count in its last reply\n"
+		return "         loss per direction is from the " + PeerName(p) + "'s own count in its replies; probes lost after its last reply are counted up (an estimate: nothing came back to say)\n"
 	}
 	return "         loss per direction is not known: the " + PeerName(p) + "'s answers do not say it\n"
 }

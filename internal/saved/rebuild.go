@@ -288,12 +288,16 @@ func (b *builder) add(l *logLine) error {
 	case statusLate:
 		each(func(a *acc) { a.counts.Late++ })
 	case statusDuplicate:
-		up := f.duplicate(l.seq, l.v[colT3])
+		// A peer with no times of its own (echo://) leaves T3 out: the
+		// way of its duplicates is not known, and neither is counted.
+		known := l.v[colT3] != 0
+		up := known && f.duplicate(l.seq, l.v[colT3])
 		each(func(a *acc) {
 			a.counts.Duplicates++
-			if up {
+			switch {
+			case up:
 				a.counts.DuplicatesUp++
-			} else {
+			case known:
 				a.counts.DuplicatesDown++
 			}
 		})
