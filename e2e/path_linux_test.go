@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -121,42 +120,8 @@ func TestPathVeth(t *testing.T) {
 
 // pathNamespaces makes two network namespaces joined by a veth pair, with
 // 10.214.0.1 and fd14::1 in the first, 10.214.0.2 and fd14::2 in the
-// second, and returns their names; the test skips (or, where netns is
-// required, fails) where it cannot.
-func pathNamespaces(t *testing.T) (string, string) {
-	var missing error
-	if os.Geteuid() != 0 {
-		missing = fmt.Errorf("not root")
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		missing = err
-	}
-	require(t, "netns", missing)
-	suffix := fmt.Sprint(os.Getpid() % 100000)
-	nsA, nsB := "vlp-a"+suffix, "vlp-b"+suffix
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if out, err := exec.Command("ip", "netns", "add", nsA).CombinedOutput(); err != nil {
-		require(t, "netns", fmt.Errorf("ip netns add: %v: %s", err, strings.TrimSpace(string(out))))
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
-	ip("netns", "add", nsB)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
-	ip("link", "add", "vlpA"+suffix, "netns", nsA, "type", "veth", "peer", "name", "vlpB"+suffix, "netns", nsB)
-	ip("-n", nsA, "addr", "add", "10.214.0.1/30", "dev", "vlpA"+suffix)
-	ip("-n", nsB, "addr", "add", "10.214.0.2/30", "dev", "vlpB"+suffix)
-	ip("-n", nsA, "-6", "addr", "add", "fd14::1/64", "dev", "vlpA"+suffix, "nodad")
-	ip("-n", nsB, "-6", "addr", "add", "fd14::2/64", "dev", "vlpB"+suffix, "nodad")
-	for _, ns := range []string{nsA, nsB} {
-		ip("-n", ns, "link", "set", "lo", "up")
-	}
-	ip("-n", nsA, "link", "set", "vlpA"+suffix, "up")
-	ip("-n", nsB, "link", "set", "vlpB"+suffix, "up")
-	return nsA, nsB
-}
+// second (see vethNamespaces).
+func pathNamespaces(t *testing.T) (string, string) { return vethNamespaces(t, "vlp", 214) }
 
 // startMarkRelay starts a UDP relay in namespace ns, on addr, to the
 // reflector at server, and returns its address. It forwards each datagram

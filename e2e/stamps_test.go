@@ -150,38 +150,7 @@ func TestKernelTimestamps(t *testing.T) {
 // TestTimestampsVeth: the same between two network namespaces joined by
 // a veth pair, which the test creates (as root, with ip(8)).
 func TestTimestampsVeth(t *testing.T) {
-	var missing error
-	if os.Geteuid() != 0 {
-		missing = fmt.Errorf("not root")
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		missing = err
-	}
-	require(t, "netns", missing)
-	suffix := fmt.Sprint(os.Getpid() % 100000)
-	nsA, nsB := "vly-a"+suffix, "vly-b"+suffix
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	// A root without the right to make namespaces (a container) lacks
-	// them as much as a user does.
-	if out, err := exec.Command("ip", "netns", "add", nsA).CombinedOutput(); err != nil {
-		require(t, "netns", fmt.Errorf("ip netns add: %v: %s", err, strings.TrimSpace(string(out))))
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
-	ip("netns", "add", nsB)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
-	ip("link", "add", "vlyA"+suffix, "netns", nsA, "type", "veth", "peer", "name", "vlyB"+suffix, "netns", nsB)
-	ip("-n", nsA, "addr", "add", "10.213.0.1/30", "dev", "vlyA"+suffix)
-	ip("-n", nsB, "addr", "add", "10.213.0.2/30", "dev", "vlyB"+suffix)
-	for _, ns := range []string{nsA, nsB} {
-		ip("-n", ns, "link", "set", "lo", "up")
-	}
-	ip("-n", nsA, "link", "set", "vlyA"+suffix, "up")
-	ip("-n", nsB, "link", "set", "vlyB"+suffix, "up")
-
+	nsA, nsB := vethNamespaces(t, "vly", 213)
 	srvLog := filepath.Join(t.TempDir(), "server.csv")
 	srv := startServerCmd(t, exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog))
 	checkStamps(t, nsA, srv.addr, func() string {
