@@ -142,6 +142,8 @@ func (ss *Listeners) Serve(ctx context.Context, cfg Config, h Handler) (reflecto
 			}
 			h.Interval(iv)
 		}
+		agg.start()
+		defer agg.stop() // after the workers: they add no more
 	}
 	// Every reflector is made before any worker starts, so that none is
 	// left running when one cannot be made (New fails only without a

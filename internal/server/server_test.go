@@ -84,6 +84,45 @@ func TestStatsSum(t *testing.T) {
 	}
 }
 
+// TestStatsSumBlockedOutput: while the output blocks (a terminal or pipe
+// nobody reads), the workers' adds return at once; once it flows, every
+// count comes out, in order, the sums the emitter had no room for merged
+// into lines over longer spans.
+func TestStatsSumBlockedOutput(t *testing.T) {
+	gate := make(chan struct{})
+	var got []reflector.Counters
+	agg := &statsSum{workers: 2, emit: func(s, _ reflector.Counters) {
+		<-gate
+		got = append(got, s)
+	}}
+	agg.start()
+	const n = 200 // far more than the emitter's queue
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		for k := range uint64(n) {
+			for w := range 2 {
+				agg.add(w, reflector.Counters{Elapsed: time.Second, PacketsIn: k + 1, Sessions: int(k)})
+			}
+		}
+	}()
+	<-added // returns although nothing was emitted: no add waited
+	close(gate)
+	agg.stop()
+	var span time.Duration
+	var in uint64
+	var last int
+	for _, s := range got {
+		span, in, last = span+s.Elapsed, in+s.PacketsIn, s.Sessions
+	}
+	if want := uint64(n * (n + 1)); in != want || span != n*time.Second || last != 2*(n-1) {
+		t.Fatalf("emitted %d lines: %d packets over %v, last open %d; want %d over %v, %d", len(got), in, span, last, want, n*time.Second, 2*(n-1))
+	}
+	if len(got) >= n {
+		t.Errorf("emitted %d lines for %d intervals: none merged while the output was blocked", len(got), n)
+	}
+}
+
 // intervals is a Handler that passes the intervals on.
 type intervals chan Interval
 
