@@ -12,9 +12,9 @@ import (
 
 // TestServerStalledOutput: a server whose stdout nobody reads (a pipe left
 // full, a terminal scrolled back and paused) keeps answering: its interval
-// lines wait or merge, its workers do not. Before, the first interval line
-// the pipe had no room for froze every worker, and clients saw the
-// reflector go silent.
+// lines wait or merge, its one-way reports wait or are counted, its
+// workers do not. Before, the first line the pipe had no room for froze
+// every worker, and clients saw the reflector go silent.
 func TestServerStalledOutput(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -49,6 +49,12 @@ func TestServerStalledOutput(t *testing.T) {
 	load := volleyRun(t, "client", m[1], "-t", "3s", "--rate", "500", "-q", "--format", "json")
 	if load.code != 0 {
 		t.Fatalf("the load's client: exit %d: %s", load.code, load.stderr)
+	}
+	// A one-way session's report line is told by a worker: it must not
+	// wait on the pipe either, and the session's results still come.
+	oneway := volleyRun(t, "client", m[1], "--oneway", "-t", "1s", "--rate", "200", "-q", "--format", "json")
+	if oneway.code != 0 {
+		t.Fatalf("a one-way client after the pipe filled: exit %d: %s", oneway.code, oneway.stderr)
 	}
 	after := volleyRun(t, "client", m[1], "-n", "100", "-q", "--format", "json")
 	if after.code != 0 {

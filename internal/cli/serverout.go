@@ -23,20 +23,60 @@ func reflectorCounts(s reflector.Counters) report.ReflectorCounts {
 		Response: s.Response, ResponseKernel: s.ResponseKernel}
 }
 
-// serverOut writes the server's lines to stdout as the workers tell them,
-// from goroutines of their own, one at a time: the interval lines, the
-// one-way reports, a listener lost, and the totals. It is the server's
+// serverOut writes the server's lines to stdout, one at a time: the
+// interval lines (from the server's emitter goroutine, which no worker
+// waits on), the one-way reports and a listener lost (told by the
+// workers, and written by a goroutine of serverOut's own, so that a
+// stdout nobody reads stops no worker: past eventQueue lines waiting, the
+// next are counted and not written), and the totals. It is the server's
 // Handler.
 type serverOut struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // one line at a time on w
 	w     io.Writer
 	lines *report.ReflectorIntervals
+
+	evMu    sync.Mutex // guards closed, so that no event is sent after totals
+	closed  bool
+	events  chan string // lines for writeEvents
+	dropped uint64      // lines events had no room for; under evMu
+	done    chan struct{}
 }
+
+// eventQueue is how many one-way and lost-listener lines may wait for a
+// stdout that is not read.
+const eventQueue = 256
 
 // newServerOut returns a serverOut writing to w; iface is --interface
 // ("" for none), and nic its counters at the start.
 func newServerOut(w io.Writer, iface string, nic ifstats.Counters) *serverOut {
-	return &serverOut{w: w, lines: report.NewReflectorIntervals(w, iface, nic)}
+	o := &serverOut{w: w, lines: report.NewReflectorIntervals(w, iface, nic),
+		events: make(chan string, eventQueue), done: make(chan struct{})}
+	go o.writeEvents()
+	return o
+}
+
+// writeEvents writes the lines event hands over, until totals.
+func (o *serverOut) writeEvents() {
+	defer close(o.done)
+	for line := range o.events {
+		o.mu.Lock()
+		io.WriteString(o.w, line)
+		o.mu.Unlock()
+	}
+}
+
+// event hands line to writeEvents without waiting: a worker tells it.
+func (o *serverOut) event(line string) {
+	o.evMu.Lock()
+	defer o.evMu.Unlock()
+	if o.closed {
+		return
+	}
+	select {
+	case o.events <- line:
+	default:
+		o.dropped++
+	}
 }
 
 // Interval writes the interval's line, if it has one.
@@ -49,9 +89,7 @@ func (o *serverOut) Interval(iv server.Interval) {
 
 // Lost says that a listener no longer answers.
 func (o *serverOut) Lost(err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	fmt.Fprintf(o.w, "volley: %v: no longer answering there\n", err)
+	o.event(fmt.Sprintf("volley: %v: no longer answering there\n", err))
 }
 
 // oneWay returns the reflectors' OnOneWay for --format: a line per
@@ -64,15 +102,23 @@ func (o *serverOut) oneWay(format string) func(reflector.OneWayReport) {
 		} else {
 			line = report.OneWayLine(r.Addr.String(), r.Received, r.Lost, r.Min, r.Avg, r.Max)
 		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		fmt.Fprintf(o.w, "%s\n", line)
+		o.event(line + "\n")
 	}
 }
 
-// totals writes the lines the server ends with.
+// totals writes the lines the server ends with, after the events still
+// waiting, and says how many were not written.
 func (o *serverOut) totals(total reflector.Counters) {
+	o.evMu.Lock()
+	o.closed = true
+	dropped := o.dropped
+	close(o.events)
+	o.evMu.Unlock()
+	<-o.done
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if dropped > 0 {
+		fmt.Fprintf(o.w, "volley: %d one-way report lines not written: stdout was not read\n", dropped)
+	}
 	report.WriteReflectorTotals(o.w, reflectorCounts(total))
 }
