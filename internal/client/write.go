@@ -29,16 +29,10 @@ import (
 // A write cut by its deadline ends the run with ErrStalled. On a stream it
 // may have sent part of a message, so nothing more is written (no close).
 
-// writeDeadliner is a connection whose writes take a deadline: every
-// socket. A D-Bus connection has none: its library writes for it.
-type writeDeadliner interface {
-	SetWriteDeadline(t time.Time) error
-}
-
 // writeGuard sets the deadlines of one goroutine's writes (the receiver's
 // and, open loop, the sender's each have one).
 type writeGuard struct {
-	conn  writeDeadliner // nil: writes take no deadline
+	conn  transport.WriteDeadliner // nil: writes take no deadline
 	clk   clock.Clock
 	limit int64         // the longest a probe's write may take
 	grace int64         // how long a write may go on after the end of sending
@@ -48,7 +42,7 @@ type writeGuard struct {
 
 func newWriteGuard(r *run) *writeGuard {
 	g := &writeGuard{clk: r.clk, limit: int64(r.cfg.Silence), grace: endGrace(&r.cfg), endBy: &r.writeEndBy}
-	g.conn, _ = r.conn.(writeDeadliner)
+	g.conn, _ = r.conn.(transport.WriteDeadliner)
 	return g
 }
 
@@ -121,9 +115,7 @@ func (r *run) endWrites(at int64) {
 			break
 		}
 	}
-	if c, ok := r.conn.(writeDeadliner); ok {
-		_ = c.SetWriteDeadline(r.clk.Time(at))
-	}
+	_ = transport.SetWriteDeadline(r.conn, r.clk.Time(at))
 }
 
 // interrupt is what a done ctx does to a run: a read waiting now returns

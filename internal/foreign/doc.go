@@ -18,11 +18,11 @@
 // (loss, duplicates, reordering, timeouts) stays the client's.
 package foreign
 
-import "time"
+import "github.com/volley-net/volley/internal/transport"
 
 // The datagram adapters pass the client's write deadline to their socket:
 // every write to a peer is bounded.
 var (
-	_ interface{ SetWriteDeadline(time.Time) error } = (*STAMP)(nil)
-	_ interface{ SetWriteDeadline(time.Time) error } = (*Echo)(nil)
+	_ transport.WriteDeadliner = (*STAMP)(nil)
+	_ transport.WriteDeadliner = (*Echo)(nil)
 )

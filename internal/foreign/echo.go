@@ -82,12 +82,7 @@ func (e *Echo) Close() error { return e.conn.Close() }
 
 // SetWriteDeadline sets the write deadline of the socket, when it has one
 // (the client bounds every write).
-func (e *Echo) SetWriteDeadline(t time.Time) error {
-	if wd, ok := e.conn.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		return wd.SetWriteDeadline(t)
-	}
-	return nil
-}
+func (e *Echo) SetWriteDeadline(t time.Time) error { return transport.SetWriteDeadline(e.conn, t) }
 
 // Peer says what an echo service's replies carry: the round trip only.
 func (e *Echo) Peer() *result.Peer { return &result.Peer{Protocol: "echo"} }

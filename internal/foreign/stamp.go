@@ -206,12 +206,7 @@ func unwrap(near uint64, v uint32) uint64 {
 
 // SetWriteDeadline sets the write deadline of the socket, when it has one
 // (the client bounds every write).
-func (s *STAMP) SetWriteDeadline(t time.Time) error {
-	if wd, ok := s.Conn.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		return wd.SetWriteDeadline(t)
-	}
-	return nil
-}
+func (s *STAMP) SetWriteDeadline(t time.Time) error { return transport.SetWriteDeadline(s.Conn, t) }
 
 // Notes of a STAMP run whose loss is not split by direction.
 const (

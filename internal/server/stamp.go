@@ -49,11 +49,6 @@ type STAMPConfig struct {
 // room in the socket's send buffer.
 const stampWriteTimeout = int64(time.Second)
 
-// writeDeadliner is a socket whose writes take a deadline.
-type writeDeadliner interface {
-	SetWriteDeadline(t time.Time) error
-}
-
 // stampSession is what the listener keeps of a sender.
 type stampSession struct {
 	src      netip.Prefix
@@ -82,7 +77,7 @@ const (
 type stampServer struct {
 	conn    transport.PacketConn
 	bc      transport.BatchPacketConn
-	wd      writeDeadliner // nil: the socket's writes take none
+	wd      transport.WriteDeadliner // nil: the socket's writes take none
 	refl    *stamp.Reflector
 	clk     clock.Clock
 	lim     reflector.Config // the limits, defaults filled in
@@ -140,7 +135,7 @@ func newStampServer(conn transport.PacketConn, sc STAMPConfig, lim reflector.Con
 		in:       make([]transport.Message, batch),
 		out:      make([]transport.Message, 0, batch),
 	}
-	sv.wd, _ = conn.(writeDeadliner)
+	sv.wd, _ = conn.(transport.WriteDeadliner)
 	if st, ok := conn.(transport.Stamper); ok && stamped {
 		sv.tx, sv.txBuf = st, make([]tstamp.TxStamp, stampTxDrain)
 	}

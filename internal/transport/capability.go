@@ -64,6 +64,13 @@ type PathReader interface {
 	EnablePath() error
 }
 
+// WriteDeadliner is a connection or listener whose writes take a
+// deadline: every socket. A D-Bus connection has none: its library writes
+// for it.
+type WriteDeadliner interface {
+	SetWriteDeadline(t time.Time) error
+}
+
 // StreamServer is a listener whose peers' messages are answered on each
 // connection's own goroutine by a Handler, instead of being read with
 // ReadFrom: TCP and Unix streams.
@@ -122,6 +129,9 @@ var (
 	_ BatchPacketConn = (*udp.PacketConn)(nil)
 	_ StreamServer    = (*stream.Listener)(nil)
 	_ CallServer      = (*dbus.Listener)(nil)
+	_ WriteDeadliner  = (*udp.Conn)(nil)
+	_ WriteDeadliner  = (*udp.PacketConn)(nil)
+	_ WriteDeadliner  = (*stream.Conn)(nil)
 	_ PathReader      = (*udp.Conn)(nil)
 	_ PathReader      = (*udp.PacketConn)(nil)
 	_ BusyPoller      = (*udp.Conn)(nil)
@@ -232,4 +242,14 @@ func SetBusyPoll(c any) error {
 		}
 	}
 	return ErrNoBusyPoll
+}
+
+// SetWriteDeadline sets c's write deadline where its writes take one, and
+// does nothing where they do not (D-Bus): for an adapter over c that
+// passes its caller's deadline on.
+func SetWriteDeadline(c any, t time.Time) error {
+	if wd, ok := c.(WriteDeadliner); ok {
+		return wd.SetWriteDeadline(t)
+	}
+	return nil
 }
