@@ -104,8 +104,26 @@ const (
 )
 
 // withDefaults returns cfg with the defaults filled in and the limits
-// clamped, and a random cookie secret when it has none.
+// clamped (WithLimits), and a random cookie secret and a sessions-per-
+// source quota of its own when it has none.
 func (cfg Config) withDefaults() (Config, error) {
+	cfg = cfg.WithLimits()
+	if cfg.Secret == nil {
+		cfg.Secret = make([]byte, 32)
+		if _, err := rand.Read(cfg.Secret); err != nil {
+			return cfg, fmt.Errorf("make cookie secret: %w", err)
+		}
+	}
+	if cfg.SourceSessions == nil {
+		cfg.SourceSessions = quota.NewCounter(0, cfg.MaxSessionsPerSource)
+	}
+	return cfg, nil
+}
+
+// WithLimits returns cfg with the defaults of its times, clock and limits
+// filled in and the limits clamped: what a listener that answers within a
+// reflector's limits (the STAMP listener) shares with it.
+func (cfg Config) WithLimits() Config {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Second
 	}
@@ -144,14 +162,5 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxDuration <= 0 {
 		cfg.MaxDuration = DefaultMaxDuration
 	}
-	if cfg.Secret == nil {
-		cfg.Secret = make([]byte, 32)
-		if _, err := rand.Read(cfg.Secret); err != nil {
-			return cfg, fmt.Errorf("make cookie secret: %w", err)
-		}
-	}
-	if cfg.SourceSessions == nil {
-		cfg.SourceSessions = quota.NewCounter(0, cfg.MaxSessionsPerSource)
-	}
-	return cfg, nil
+	return cfg
 }

@@ -104,24 +104,7 @@ type stampServer struct {
 // newStampServer returns the loop for conn, answering as sc says within
 // lim's limits (zero ones get the reflector's defaults).
 func newStampServer(conn transport.PacketConn, sc STAMPConfig, lim reflector.Config, stamped bool) *stampServer {
-	if lim.IdleTimeout <= 0 {
-		lim.IdleTimeout = 30 * time.Second
-	}
-	if lim.ReportInterval == 0 {
-		lim.ReportInterval = time.Second
-	}
-	if lim.Clock == nil {
-		lim.Clock = clock.NewSystem()
-	}
-	if lim.MaxRate <= 0 {
-		lim.MaxRate = reflector.DefaultMaxRate
-	}
-	if lim.MaxSessions <= 0 {
-		lim.MaxSessions = reflector.DefaultMaxSessions
-	}
-	if lim.MaxSessionsPerSource <= 0 {
-		lim.MaxSessionsPerSource = reflector.DefaultMaxSessionsPerSource
-	}
+	lim = lim.WithLimits()
 	if sc.Err == 0 {
 		sc.Err = clockError()
 	}
