@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/volley-net/volley/internal/report"
+	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/sockopt"
 )
 
@@ -11,7 +12,7 @@ import (
 // byte's lower two (RFC 3168), beside --tos's or --dscp's DSCP.
 
 // ecnCodes are --ecn's values and their code points.
-var ecnCodes = map[string]int{"ect0": 2, "ect1": 1, "ce": 3}
+var ecnCodes = map[string]int{"ect0": result.ECT0, "ect1": result.ECT1, "ce": result.CE}
 
 // addECNFlag adds --ecn to the client's flags.
 func addECNFlag(fl *pflag.FlagSet, p *string) {

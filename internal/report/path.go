@@ -54,9 +54,9 @@ func pathUp(sent result.PathMark, d result.PathDirection) string {
 		ecn = sent.ECN // a CE mark, counted below, is not a rewrite
 	}
 	if ecn == sent.ECN {
-		parts = append(parts, fmt.Sprintf("ECN %s kept", ecnName(sent.ECN)))
+		parts = append(parts, fmt.Sprintf("ECN %s kept", ECNName(sent.ECN)))
 	} else {
-		parts = append(parts, fmt.Sprintf("ECN %s → %s (%s)", ecnName(sent.ECN), ecnName(ecn), ecnChange(sent.ECN, ecn)))
+		parts = append(parts, fmt.Sprintf("ECN %s → %s (%s)", ECNName(sent.ECN), ECNName(ecn), ecnChange(sent.ECN, ecn)))
 	}
 	parts = append(parts, fmt.Sprintf("TTL %d → %d (%s)", d.InitialTTL, f.TTL, hops(d.Hops)))
 	return strings.Join(parts, ", ")
@@ -71,7 +71,7 @@ func pathDown(d result.PathDirection) string {
 	if d.InitialInferred {
 		ttl = fmt.Sprintf("TTL %d (%s from an initial %d, inferred)", f.TTL, hops(d.Hops), d.InitialTTL)
 	}
-	return fmt.Sprintf("DSCP %s, ECN %s, %s", dscpName(f.DSCP), ecnName(f.ECN), ttl)
+	return fmt.Sprintf("DSCP %s, ECN %s, %s", dscpName(f.DSCP), ECNName(f.ECN), ttl)
 }
 
 // pathTail ends a direction's line: its CE marks and its changes.
@@ -98,7 +98,7 @@ func markChange(from, to result.PathMark) string {
 		parts = append(parts, fmt.Sprintf("DSCP %s → %s (remarked)", dscpName(from.DSCP), dscpName(to.DSCP)))
 	}
 	if from.ECN != to.ECN {
-		parts = append(parts, fmt.Sprintf("ECN %s → %s (%s)", ecnName(from.ECN), ecnName(to.ECN), ecnChange(from.ECN, to.ECN)))
+		parts = append(parts, fmt.Sprintf("ECN %s → %s (%s)", ECNName(from.ECN), ECNName(to.ECN), ecnChange(from.ECN, to.ECN)))
 	}
 	if from.TTL != to.TTL {
 		parts = append(parts, fmt.Sprintf("TTL %d → %d (%+d %s)", from.TTL, to.TTL, from.TTL-to.TTL, hopNoun(from.TTL-to.TTL)))
@@ -118,11 +118,9 @@ func ecnChange(from, to int) string {
 // ecnNames are the ECN code points' names (RFC 3168).
 var ecnNames = [4]string{"not-ECT", "ECT(1)", "ECT(0)", "CE"}
 
-func ecnName(e int) string { return ecnNames[e&3] }
-
 // ECNName names the ECN code point in the low two bits of e, as the
 // report does ("ECT(0)").
-func ECNName(e int) string { return ecnName(e) }
+func ECNName(e int) string { return ecnNames[e&3] }
 
 // dscpNames names the DSCPs of RFC 4594's classes (and RFC 8622's LE).
 var dscpNames = map[int]string{
