@@ -442,12 +442,10 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 		a.counts.ReorderedDown++
 	}
 	rtt = t4 - s.sent
+	a.d[distRTT].Record(rtt)
 	var up, down int64 // 0 where the peer's answers carry no times (noOneWay)
 	if !rec.noOneWay {
 		up, down = h.T2-s.sent, t4-h.T3
-	}
-	a.d[distRTT].Record(rtt)
-	if !rec.noOneWay {
 		rec.offset.add(t4, up, down)
 		// The hold the reflector applied is not its response time.
 		a.d[distResponse].Record(h.T3 - h.T2 - hold)
