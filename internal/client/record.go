@@ -462,7 +462,9 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 		e := rec.entries[s.entry]
 		e.received++
 		e.rtt.Record(rtt)
-		e.response.Record(h.T3 - h.T2 - hold)
+		if !rec.noOneWay {
+			e.response.Record(h.T3 - h.T2 - hold)
+		}
 	}
 	if rec.prev.seq != 0 && seq == rec.prev.seq+1 {
 		a.d[distIPDVRTT].Record(abs(rtt - rec.prev.rtt))
