@@ -204,6 +204,17 @@ type Config struct {
 	Log *LogWriter
 	// Samples, when set, keeps the measured probes for a plot (--plot).
 	Samples *Samples
+	// Observer, when set, hears the figures of every measured probe's
+	// first reply as the run records it (see Observer): a monitor's
+	// histograms.
+	Observer Observer
+	// Shared: the run shares its process with many others (volley
+	// monitor). An open-loop sender then neither locks an OS thread nor
+	// spins before a probe: it sleeps on the runtime's timers, so that a
+	// hundred runs take no hundred threads, and a probe may leave up to
+	// about a millisecond late (the send error reports it; delays are
+	// measured from when it left).
+	Shared bool
 	// Thread, when set, is called on each measuring thread as it starts,
 	// locked to it: a flow's receiver ("receiver") and, open loop, its
 	// sender ("sender"); flows number from 1. A receiver whose call fails

@@ -1,6 +1,10 @@
 package client
 
-import "github.com/volley-net/volley/internal/result"
+import (
+	"time"
+
+	"github.com/volley-net/volley/internal/result"
+)
 
 // Handler hears what a run has to say while it runs: that it started, each
 // interval as it ends, each session lost and taken over, and that it ended.
@@ -82,4 +86,25 @@ func (f Funcs) End(res *result.Result) {
 	if f.OnEnd != nil {
 		f.OnEnd(res)
 	}
+}
+
+// Observer hears each measured probe's first reply as the run records it,
+// from the goroutine that receives the flow's replies (in a parallel run,
+// from several at once). It is on the per-probe path: Reply must not
+// block and should allocate nothing. Lost, late and duplicated probes are
+// counted in the intervals, not heard here.
+type Observer interface {
+	Reply(r Reply)
+}
+
+// Reply is what an Observer hears of one reply: its round trip and, where
+// the peer's answers carry its times (OneWay), each direction's delay
+// (raw: the clocks' offset is in them) and the reflector's response time
+// less any hold. IPDV is the RTT's change from the previous probe's, when
+// that probe's reply came (HasIPDV).
+type Reply struct {
+	RTT, Up, Down, Response time.Duration
+	OneWay                  bool
+	IPDV                    time.Duration
+	HasIPDV                 bool
 }

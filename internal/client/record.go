@@ -41,11 +41,12 @@ type recorder struct {
 	}
 	lostN uint64 // measured probes declared lost
 
-	log     *probeLog    // nil without --log
-	samples *flowSamples // nil without --plot
-	stamps  *stamping    // nil without kernel stamps
-	entries []*entryAcc  // per workload entry; nil without a workload
-	offset  offsetEst    // the smallest delays of each window, for the clock offset
+	log      *probeLog    // nil without --log
+	samples  *flowSamples // nil without --plot
+	observer Observer     // nil unless Config.Observer
+	stamps   *stamping    // nil without kernel stamps
+	entries  []*entryAcc  // per workload entry; nil without a workload
+	offset   offsetEst    // the smallest delays of each window, for the clock offset
 
 	// A foreign peer's replies may carry no T2 and T3 (noOneWay: no up,
 	// down or response time) or no count of probes received
@@ -81,6 +82,7 @@ func (rec *recorder) init(cfg *Config) {
 	ringSize := uint64(historySize(*cfg))
 	rec.cfg = cfg
 	rec.handler = handlerOf(cfg)
+	rec.observer = cfg.Observer
 	rec.ring, rec.mask = make([]slot, ringSize), ringSize-1
 	rec.total = newAcc()
 	rec.pendLimit = pendingLimit(cfg)
@@ -454,6 +456,16 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 	}
 	if rec.samples != nil {
 		rec.sample(s, false, rtt, up, down)
+	}
+	if rec.observer != nil {
+		f := Reply{RTT: time.Duration(rtt), OneWay: !rec.noOneWay}
+		if f.OneWay {
+			f.Up, f.Down, f.Response = time.Duration(up), time.Duration(down), time.Duration(h.T3-h.T2-hold)
+		}
+		if rec.prev.seq != 0 && seq == rec.prev.seq+1 {
+			f.IPDV, f.HasIPDV = time.Duration(abs(rtt-rec.prev.rtt)), true
+		}
+		rec.observer.Reply(f)
 	}
 	if s.sched != 0 {
 		a.d[distRTTSched].Record(t4 - s.sched)

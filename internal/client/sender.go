@@ -52,9 +52,11 @@ func (r *run) sender(ctx context.Context, start int64) {
 		s.ol.end = s.end
 		s.ol.done.Store(true) // publishes stop
 	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	_ = pace.PrepareThread() // best effort: without it sleeps are coarser
+	if !r.cfg.Shared {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		_ = pace.PrepareThread() // best effort: without it sleeps are coarser
+	}
 	if r.cfg.Thread != nil {
 		_ = r.cfg.Thread(r.flow, "sender") // checked before the run
 	}
@@ -81,6 +83,9 @@ func (s *sender) init(start int64) {
 	// CPU to the receiver and, on one machine, the reflector. The send
 	// error this costs is measured and reported.
 	s.w = pace.Waiter{Clock: r.clk, Sleep: cfg.sleep, SpinFor: min(pace.DefaultSpinFor, r.meanGap()/10)}
+	if cfg.Shared && cfg.sleep == nil {
+		s.w.Sleep = time.Sleep // the runtime's timers: no thread held, no spin
+	}
 	s.ob = newOutBatch(r.conn, cfg.Size)
 	s.h = wire.Header{Type: wire.TypeProbe,
 		ReplySize: uint32(r.grant.ReplySize), HoldMicro: uint32(r.grant.Hold / time.Microsecond)}

@@ -1,0 +1,45 @@
+// Package exporter publishes what the monitor measures as Prometheus
+// metrics: a Sink for the monitor's targets, the agent's own health, and
+// an HTTP server for /metrics and /probe with a deadline on every read and
+// write and a bound on connections per source. Only this package imports
+// the Prometheus client library.
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The metrics' names, in base units with the volley_ prefix. Every series
+// of a target carries the labels "target" (its name) and the user's
+// labels; those with a direction carry "direction" ("up": client to
+// reflector, "down": back).
+const (
+	// Counters per target.
+	ProbesSent       = "volley_probes_sent_total"
+	ProbesReceived   = "volley_probes_received_total"
+	ProbesLost       = "volley_probes_lost_total"       // direction
+	ProbesDuplicated = "volley_probes_duplicated_total" // direction
+	ProbesReordered  = "volley_probes_reordered_total"  // direction
+	ProbesLate       = "volley_probes_late_total"
+	ProbesSkipped    = "volley_probes_skipped_total"
+	Reconnects       = "volley_reconnects_total"
+	// Histograms per target: classic buckets from 10µs to 10s, and native
+	// buckets for scrapers that negotiate them.
+	RTT      = "volley_rtt_seconds"
+	Delay    = "volley_delay_seconds" // direction; one way, as the two clocks read it
+	Response = "volley_response_seconds"
+	IPDV     = "volley_ipdv_seconds"
+	// Gauges per target.
+	ClockOffset = "volley_clock_offset_seconds"
+	TargetUp    = "volley_target_up"
+	// The monitor's health.
+	MonitorTargets       = "volley_monitor_targets"
+	MonitorTargetsUp     = "volley_monitor_targets_up"
+	MonitorScheduleLag   = "volley_monitor_schedule_lag_seconds"
+	MonitorReloads       = "volley_monitor_reloads_total"       // source, result
+	MonitorReloadSuccess = "volley_monitor_last_reload_success" // source
+	MonitorRateScale     = "volley_monitor_rate_scale"
+	BuildInfo            = "volley_build_info"
+)
+
+// Buckets are the classic histograms' upper bounds in seconds: 10µs to
+// 10s, four per decade (1, 1.8, 3.2, 5.6 of each power of ten).
+var Buckets = prometheus.ExponentialBucketsRange(10e-6, 10, 25)
