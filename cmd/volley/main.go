@@ -24,9 +24,11 @@ const exitInterrupted = 130
 func main() {
 	// SIGINT, SIGTERM and SIGHUP (the terminal went away) each end a run
 	// with its report. SIGHUP only where it is not ignored: a volley
-	// started with nohup goes on when its terminal closes.
+	// started with nohup goes on when its terminal closes; and not for
+	// the commands that run as daemons, which read their files again on
+	// SIGHUP (volley monitor, volley agent).
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
-	if !signal.Ignored(syscall.SIGHUP) {
+	if !signal.Ignored(syscall.SIGHUP) && !cli.ReloadsOnHangup(os.Args[1:]) {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
 	ch := make(chan os.Signal, 2)

@@ -114,6 +114,19 @@ between a client and a reflector.
 	return code
 }
 
+// ReloadsOnHangup reports whether the command args run (without the
+// program name) reads its files again on SIGHUP instead of ending:
+// volley monitor and volley agent, which run as daemons.
+func ReloadsOnHangup(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue // a flag before the command (there are none today)
+		}
+		return a == "monitor" || a == "agent"
+	}
+	return false
+}
+
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 			return cobra.NoArgs(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServer(cmd, f, stdout)
+			return runServer(cmd.Context(), cmd, f, stdout)
 		},
 	}
 	f.register(cmd)
@@ -172,10 +173,10 @@ type serverConfig struct {
 	nic       ifstats.Counters // --interface's counters before the start
 }
 
-// runServer runs the server the flags ask for until cmd's context is
-// done. Its stdout begins with the addresses it listens on, once all is
-// open; its error joins the workers' and the log's.
-func runServer(cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
+// runServer runs the server the flags ask for until ctx is done. Its
+// stdout begins with the addresses it listens on, once all is open; its
+// error joins the workers' and the log's.
+func runServer(ctx context.Context, cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
 	c, err := f.config(cmd)
 	if err != nil {
 		return err
@@ -187,7 +188,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ss, err := server.Open(cmd.Context(), c.setup)
+	ss, err := server.Open(ctx, c.setup)
 	if err != nil {
 		return serverUsage(err) // a port in use is an error, not a usage error
 	}
@@ -213,7 +214,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
 	if !f.quiet {
 		c.reflector.OnOneWay = out.oneWay(f.format)
 	}
-	total, err := ss.Serve(cmd.Context(), server.Config{Reflector: c.reflector, Intervals: !f.quiet, Interface: f.iface, Thread: thread, STAMP: c.stamp}, out)
+	total, err := ss.Serve(ctx, server.Config{Reflector: c.reflector, Intervals: !f.quiet, Interface: f.iface, Thread: thread, STAMP: c.stamp}, out)
 	out.totals(total)
 	if ss.STAMP != nil {
 		out.stampTotals(ss.STAMPCounters())

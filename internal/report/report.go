@@ -36,6 +36,18 @@ func WriteJSONLInterval(w io.Writer, iv result.Interval) error {
 	}{"interval", iv})
 }
 
+// WriteJSONLTarget writes one interval of a monitored target as a JSON
+// line with "type": "interval", the target's name and its labels (volley
+// monitor --format jsonl).
+func WriteJSONLTarget(w io.Writer, target string, labels map[string]string, iv result.Interval) error {
+	return json.NewEncoder(w).Encode(struct {
+		Type   string            `json:"type"`
+		Target string            `json:"target"`
+		Labels map[string]string `json:"labels,omitempty"`
+		result.Interval
+	}{"interval", target, labels, iv})
+}
+
 // WriteJSONLResult writes the final JSON line: the whole result with
 // "type": "result" and without the intervals, which came before it.
 func WriteJSONLResult(w io.Writer, res *result.Result) error {
