@@ -24,7 +24,8 @@ var ErrSelf = errors.New("monitor: self not found among the peers")
 // node-2 apart). When the other peers are at most all, the agent probes
 // every one of them. Otherwise it probes every peer of its own zone, and
 // of the other peers the next k after itself on the ring: without zones,
-// every agent probes k peers and is probed by k. zone is self's zone when
+// every agent probes k peers and is probed by k (with zones, a peer may
+// be probed by more or fewer agents of other zones). zone is self's zone when
 // its own entry has none. Self is never a target, and need not be among
 // peers (it is then placed on the ring by its name). When any zone is
 // set, every target carries the labels source_zone (self's zone) and
@@ -41,7 +42,7 @@ func Mesh(self, zone string, peers []Peer, k, all int) []Target {
 		}
 		others = append(others, p)
 	}
-	sortRing(others)
+	places := sortRing(others)
 	var pick []Peer
 	switch {
 	case len(others) <= all:
@@ -55,8 +56,8 @@ func Mesh(self, zone string, peers []Peer, k, all int) []Target {
 			rest = append(rest, i)
 		}
 		// The first peer after self on the ring, then the next ones.
-		start, _ := slices.BinarySearchFunc(rest, self, func(i int, s string) int {
-			return compareRing(others[i].Name, s)
+		start, _ := slices.BinarySearchFunc(rest, placeOf(self), func(i int, s ringPlace) int {
+			return places[i].compare(s)
 		})
 		chosen := map[int]bool{}
 		for j := 0; j < k && j < len(rest); j++ {
@@ -91,14 +92,34 @@ func ringHash(name string) uint64 {
 	return binary.BigEndian.Uint64(h[:8])
 }
 
-// compareRing orders names on the ring: by hash, then by name.
-func compareRing(a, b string) int {
-	return cmp.Or(cmp.Compare(ringHash(a), ringHash(b)), strings.Compare(a, b))
+// ringPlace is a name's place on the ring: by hash, then by name.
+type ringPlace struct {
+	hash uint64
+	name string
 }
 
-// sortRing sorts ps in ring order.
-func sortRing(ps []Peer) {
-	slices.SortFunc(ps, func(a, b Peer) int { return compareRing(a.Name, b.Name) })
+// compare orders places on the ring.
+func (a ringPlace) compare(b ringPlace) int {
+	return cmp.Or(cmp.Compare(a.hash, b.hash), strings.Compare(a.name, b.name))
+}
+
+// placeOf returns name's place on the ring.
+func placeOf(name string) ringPlace { return ringPlace{ringHash(name), name} }
+
+// sortRing sorts ps in ring order and returns their places.
+func sortRing(ps []Peer) []ringPlace {
+	idx := make([]int, len(ps))
+	places := make([]ringPlace, len(ps))
+	for i, p := range ps {
+		idx[i], places[i] = i, placeOf(p.Name)
+	}
+	slices.SortFunc(idx, func(a, b int) int { return places[a].compare(places[b]) })
+	sorted, sortedPlaces := make([]Peer, len(ps)), make([]ringPlace, len(ps))
+	for i, j := range idx {
+		sorted[i], sortedPlaces[i] = ps[j], places[j]
+	}
+	copy(ps, sorted)
+	return sortedPlaces
 }
 
 // peerAddr returns the IP address in p's URL, if it has one.
@@ -117,7 +138,10 @@ func peerAddr(p Peer) (netip.Addr, bool) {
 // local (this host's interface addresses: LocalAddrs). Two peers at one
 // address (agents on one host, different ports) need self by name.
 func FindSelf(self string, peers []Peer, local []netip.Addr) (string, error) {
-	want := local
+	want := make([]netip.Addr, len(local))
+	for i, a := range local {
+		want[i] = a.Unmap()
+	}
 	if self != "" {
 		for _, p := range peers {
 			if p.Name == self {

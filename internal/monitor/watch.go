@@ -149,6 +149,12 @@ func (w *Watcher) update(ctx context.Context, force bool) error {
 	if err != nil && w.cfg.Log != nil {
 		w.cfg.Log("%s: %v (keeping the last good set)", w.source(), err)
 	}
+	if err != nil && !w.set {
+		// No good set yet: the fixed targets run meanwhile.
+		if err := w.apply(ctx, nil); err != nil && w.cfg.Log != nil {
+			w.cfg.Log("targets: %v", err)
+		}
+	}
 	return err
 }
 
