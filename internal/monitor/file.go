@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -30,10 +29,11 @@ const (
 	MaxFileBytes = 4 << 20
 	// MaxFileTargets is the most targets (or peers) one file may list.
 	MaxFileTargets = 10000
-	// MaxLabels is the most labels a target may carry, and
-	// MaxLabelValue the longest value, in bytes.
-	MaxLabels     = 16
-	MaxLabelValue = 128
+	// fileMaxLabels is the most labels a target may carry, and
+	// fileMaxLabelValue the longest value, in bytes (as Monitor.Set
+	// takes them).
+	fileMaxLabels     = 16
+	fileMaxLabelValue = 128
 )
 
 // Peer is a target as a targets or peers file lists it: the target, and
@@ -66,40 +66,32 @@ var (
 	fileEntryFields    = []string{"name", "url", "labels", "zone"}
 )
 
+// fileSchemes are the transports a target may use.
+var fileSchemes = []string{"udp", "tcp", "unix", "unixgram", "dbus"}
+
 // fileLabelName is what a Prometheus label name may be.
 var fileLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// reservedLabels are the label names volley's series or Prometheus use
-// themselves: a user's label of that name would clash.
-var reservedLabels = []string{"target", "direction", "le", "quantile", "instance", "job", "source", "source_zone", "target_zone"}
+// fileReservedLabels are the label names volley's series or Prometheus use
+// themselves: a user's label of that name would clash. source_zone and
+// target_zone are the mesh's (see Mesh).
+var fileReservedLabels = []string{"target", "direction", "le", "quantile", "instance", "job", "source", "source_zone", "target_zone"}
 
-// CheckLabels returns an error when a label's name is not a Prometheus
-// label name, starts with "__" or is one volley or Prometheus uses
-// (reservedLabels), when a value is longer than MaxLabelValue bytes, or
-// when there are more than MaxLabels.
-func CheckLabels(labels map[string]string) error {
-	if len(labels) > MaxLabels {
-		return fmt.Errorf("%d labels, at most %d", len(labels), MaxLabels)
-	}
-	for _, name := range slices.Sorted(maps.Keys(labels)) {
-		if err := checkLabel(name, labels[name]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkLabel checks one label.
-func checkLabel(name, value string) error {
+// checkFileLabel checks one label: its name must be a Prometheus label
+// name, not start with "__" and not be one volley or Prometheus uses
+// (fileReservedLabels); its value at most fileMaxLabelValue bytes.
+// Monitor.Set checks the same, but allows the mesh's source_zone and
+// target_zone.
+func checkFileLabel(name, value string) error {
 	switch {
 	case !fileLabelName.MatchString(name):
 		return fmt.Errorf("label name %q: want letters, digits and _, not starting with a digit", name)
 	case strings.HasPrefix(name, "__"):
 		return fmt.Errorf("label name %q: names starting with __ are Prometheus' own", name)
-	case slices.Contains(reservedLabels, name):
-		return fmt.Errorf("label name %q is volley's or Prometheus' own (reserved: %s)", name, strings.Join(reservedLabels, ", "))
-	case len(value) > MaxLabelValue:
-		return fmt.Errorf("label %s: value of %d bytes, at most %d", name, len(value), MaxLabelValue)
+	case slices.Contains(fileReservedLabels, name):
+		return fmt.Errorf("label name %q is volley's or Prometheus' own (reserved: %s)", name, strings.Join(fileReservedLabels, ", "))
+	case len(value) > fileMaxLabelValue:
+		return fmt.Errorf("label %s: value of %d bytes, at most %d", name, len(value), fileMaxLabelValue)
 	}
 	return nil
 }
@@ -230,20 +222,25 @@ func parseEntry(n *yaml.Node, i int, sched Schedule, opt FileOptions) (Peer, err
 	if u == nil || u.Value == "" {
 		return Peer{}, fmt.Errorf("line %d: %s: no url (want url: udp://HOST:PORT, tcp://, unix:///PATH or dbus://session)", n.Line, what)
 	}
-	if _, err := transport.ParseTarget(u.Value); err != nil {
+	if t, err := transport.ParseTarget(u.Value); err != nil {
 		return Peer{}, fmt.Errorf("line %d: %s: url: %v", u.Line, what, err)
+	} else if !slices.Contains(fileSchemes, t.Scheme) {
+		return Peer{}, fmt.Errorf("line %d: %s: url %s: a monitor measures %s:// targets, not %s://", u.Line, what, u.Value, strings.Join(fileSchemes, "://, "), t.Scheme)
 	}
 	p.URL, p.Name = u.Value, u.Value
 	if v := fs["name"]; v != nil && v.Value != "" {
 		p.Name = v.Value
+	}
+	if len(p.Name) > fileMaxLabelValue {
+		return Peer{}, fmt.Errorf("line %d: %s: name of %d bytes, at most %d (it is the target label's value)", n.Line, what, len(p.Name), fileMaxLabelValue)
 	}
 	what = fmt.Sprintf("target %q", p.Name)
 	if v := fs["zone"]; v != nil {
 		if !opt.Zones {
 			return Peer{}, fmt.Errorf("line %d: %s: zone is for an agent's peer list (--peers), not a targets file", v.Line, what)
 		}
-		if len(v.Value) > MaxLabelValue {
-			return Peer{}, fmt.Errorf("line %d: %s: zone of %d bytes, at most %d", v.Line, what, len(v.Value), MaxLabelValue)
+		if len(v.Value) > fileMaxLabelValue {
+			return Peer{}, fmt.Errorf("line %d: %s: zone of %d bytes, at most %d", v.Line, what, len(v.Value), fileMaxLabelValue)
 		}
 		p.Zone = v.Value
 	}
@@ -265,8 +262,8 @@ func parseLabels(n *yaml.Node, what string) (map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: %s: labels: want a mapping such as {rack: r12}, got %s", n.Line, what, nodeKind(n))
 	}
-	if len(n.Content)/2 > MaxLabels {
-		return nil, fmt.Errorf("line %d: %s: %d labels, at most %d", n.Line, what, len(n.Content)/2, MaxLabels)
+	if len(n.Content)/2 > fileMaxLabels {
+		return nil, fmt.Errorf("line %d: %s: %d labels, at most %d", n.Line, what, len(n.Content)/2, fileMaxLabels)
 	}
 	labels := make(map[string]string, len(n.Content)/2)
 	for k := 0; k+1 < len(n.Content); k += 2 {
@@ -277,7 +274,7 @@ func parseLabels(n *yaml.Node, what string) (map[string]string, error) {
 		if _, ok := labels[key.Value]; ok {
 			return nil, fmt.Errorf("line %d: %s: label %s given twice", key.Line, what, key.Value)
 		}
-		if err := checkLabel(key.Value, val.Value); err != nil {
+		if err := checkFileLabel(key.Value, val.Value); err != nil {
 			return nil, fmt.Errorf("line %d: %s: %v", key.Line, what, err)
 		}
 		labels[key.Value] = val.Value
@@ -352,7 +349,7 @@ func applyField(s *Schedule, f, v string) error {
 		}
 		*durationField(s, f) = d
 	case "poisson":
-		switch v {
+		switch strings.ToLower(v) {
 		case "true", "yes", "on":
 			s.Poisson = true
 		case "false", "no", "off":

@@ -74,9 +74,9 @@ func TestParseFileEmpty(t *testing.T) {
 }
 
 func TestParseFileErrors(t *testing.T) {
-	long := strings.Repeat("x", MaxLabelValue+1)
+	long := strings.Repeat("x", fileMaxLabelValue+1)
 	var many strings.Builder
-	for i := range MaxLabels + 1 {
+	for i := range fileMaxLabels + 1 {
 		many.WriteString("l" + string(rune('a'+i)) + ": v\n      ")
 	}
 	for _, c := range []struct{ doc, want string }{
@@ -100,7 +100,9 @@ func TestParseFileErrors(t *testing.T) {
 		{"targets:\n  - url: udp://a\n    labels:\n      " + many.String() + "\n", "line 4: target \"udp://a\": 17 labels, at most 16"},
 		{"targets:\n  - url: udp://a\n    labels: [a, b]\n", "line 3: target \"udp://a\": labels: want a mapping"},
 		{"targets:\n  - name: x\n", "line 2: target 1: no url"},
+		{"targets:\n  - name: " + long + "\n    url: udp://a\n", "line 2: target 1: name of 129 bytes"},
 		{"targets:\n  - url: ftp://x\n", "line 2: target 1: url:"},
+		{"targets:\n  - url: stamp://x\n", "line 2: target 1: url stamp://x: a monitor measures udp://, tcp://, unix://, unixgram://, dbus:// targets, not stamp://"},
 		{"targets:\n  - url: udp://a\n    rate: [1]\n", "line 3: target \"udp://a\": rate: want a single value"},
 		{"targets: {a: 1}\n", "line 1: targets: want a list"},
 		{"targets:\n  - url: udp://a\n    key_file: /nonexistent/key\n", "line 3: target \"udp://a\": key_file"},
@@ -114,13 +116,15 @@ func TestParseFileErrors(t *testing.T) {
 	}
 }
 
-func TestCheckLabels(t *testing.T) {
-	if err := CheckLabels(map[string]string{"rack": "r1", "zone": "eu", "_x": ""}); err != nil {
-		t.Errorf("CheckLabels(good) = %v, want nil", err)
+func TestCheckFileLabel(t *testing.T) {
+	for _, name := range []string{"rack", "zone", "_x", "A9"} {
+		if err := checkFileLabel(name, "v"); err != nil {
+			t.Errorf("checkFileLabel(%q) = %v, want nil", name, err)
+		}
 	}
-	for _, name := range []string{"le", "quantile", "instance", "target_zone", "a-b", "", "__x"} {
-		if err := CheckLabels(map[string]string{name: "v"}); err == nil {
-			t.Errorf("CheckLabels(%q) = nil, want an error", name)
+	for _, name := range []string{"le", "quantile", "instance", "job", "source", "target_zone", "a-b", "", "__x"} {
+		if err := checkFileLabel(name, "v"); err == nil {
+			t.Errorf("checkFileLabel(%q) = nil, want an error", name)
 		}
 	}
 }

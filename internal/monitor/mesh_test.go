@@ -74,11 +74,11 @@ func TestMeshDeterministic(t *testing.T) {
 	for range 5 {
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		if got := Mesh("node-7", "", shuffled, 5, 0); !reflect.DeepEqual(got, want) {
-			t.Fatalf("Mesh(shuffled) = %v, want %v (the same, whatever the order)", names(got), names(want))
+			t.Fatalf("Mesh(shuffled) = %v, want %v (the same, whatever the order)", targetNames(got), targetNames(want))
 		}
 	}
-	if slices.Equal(names(want), []string{"node-8", "node-9", "node-10", "node-11", "node-12"}) {
-		t.Errorf("Mesh = %v: the next by name, want the ring's hashed order", names(want))
+	if slices.Equal(targetNames(want), []string{"node-8", "node-9", "node-10", "node-11", "node-12"}) {
+		t.Errorf("Mesh = %v: the next by name, want the ring's hashed order", targetNames(want))
 	}
 	// An outsider (not in the list) still gets k peers.
 	if got := Mesh("node-999", "", ps, 5, 0); len(got) != 5 {
@@ -86,7 +86,7 @@ func TestMeshDeterministic(t *testing.T) {
 	}
 }
 
-func names(ts []Target) []string {
+func targetNames(ts []Target) []string {
 	var s []string
 	for _, t := range ts {
 		s = append(s, t.Name)

@@ -62,7 +62,7 @@ func (h *watchHealth) last() ([]string, int) {
 	if len(h.sets) == 0 {
 		return nil, 0
 	}
-	return names(h.sets[len(h.sets)-1]), len(h.sets)
+	return targetNames(h.sets[len(h.sets)-1]), len(h.sets)
 }
 
 // reloadsOf returns the reloads reported for source.
@@ -110,7 +110,7 @@ func newFakeDNS() *fakeDNS {
 	return &fakeDNS{addrs: map[string][]netip.Addr{}, err: map[string]error{}}
 }
 
-func writeFile(t *testing.T, path, s string) {
+func writeTargets(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func runWatcher(w *Watcher) func() {
 func TestWatchReloadKeepsLastGood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "targets.yaml")
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
 		h := &watchHealth{}
 		hup := make(chan os.Signal, 1)
 		w := NewWatcher(WatchConfig{
@@ -148,13 +148,13 @@ func TestWatchReloadKeepsLastGood(t *testing.T) {
 		if got, _ := h.last(); !slices.Equal(got, []string{"flag", "a"}) {
 			t.Fatalf("first set %v, want [flag a]", got)
 		}
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n  - {name: b, url: udp://10.0.0.2, colour: red}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n  - {name: b, url: udp://10.0.0.2, colour: red}\n")
 		hup <- syscall.SIGHUP
 		synctest.Wait()
 		if got, n := h.last(); n != 1 || !slices.Equal(got, []string{"flag", "a"}) {
 			t.Errorf("after a bad file: %d sets, last %v; want 1, [flag a] kept", n, got)
 		}
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n  - {name: b, url: udp://10.0.0.2}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n  - {name: b, url: udp://10.0.0.2}\n")
 		hup <- syscall.SIGHUP
 		synctest.Wait()
 		if got, n := h.last(); n != 2 || !slices.Equal(got, []string{"flag", "a", "b"}) {
@@ -172,7 +172,7 @@ func TestWatchReloadKeepsLastGood(t *testing.T) {
 func TestWatchSetRefusedKeepsLastGood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "targets.yaml")
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
 		h := &watchHealth{}
 		hup := make(chan os.Signal, 1)
 		w := NewWatcher(WatchConfig{File: path, Reload: hup, Set: h.set, Health: h, Log: h.log})
@@ -181,7 +181,7 @@ func TestWatchSetRefusedKeepsLastGood(t *testing.T) {
 		h.mu.Lock()
 		h.refuse = errors.New("target b: bad schedule")
 		h.mu.Unlock()
-		writeFile(t, path, "targets:\n  - {name: b, url: udp://10.0.0.2}\n")
+		writeTargets(t, path, "targets:\n  - {name: b, url: udp://10.0.0.2}\n")
 		time.Sleep(DefaultPoll)
 		synctest.Wait()
 		if got := h.reloadsOf("file:" + path); !slices.Equal(got, []string{"ok", "error"}) {
@@ -209,7 +209,7 @@ func TestWatchContentChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "targets.yaml")
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1}\n")
 		h := &watchHealth{}
 		w := NewWatcher(WatchConfig{File: path, Set: h.set, Health: h, Log: h.log, Poll: 5 * time.Second})
 		stop := runWatcher(w)
@@ -221,7 +221,7 @@ func TestWatchContentChange(t *testing.T) {
 			t.Fatalf("unchanged file: %d sets (last %v), %d reloads; want 1 and 1", n, got, len(h.reloadsOf("file:"+path)))
 		}
 		// Written in place: seen at the next poll, not before.
-		writeFile(t, path, "targets:\n  - {name: b, url: udp://10.0.0.2}\n")
+		writeTargets(t, path, "targets:\n  - {name: b, url: udp://10.0.0.2}\n")
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
 		if _, n := h.last(); n != 1 {
@@ -234,7 +234,7 @@ func TestWatchContentChange(t *testing.T) {
 		}
 		// Replaced by a rename.
 		tmp := filepath.Join(dir, "new.yaml")
-		writeFile(t, tmp, "targets:\n  - {name: c, url: udp://10.0.0.3}\n")
+		writeTargets(t, tmp, "targets:\n  - {name: c, url: udp://10.0.0.3}\n")
 		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestWatchConfigMapSwap(t *testing.T) {
 			if err := os.Mkdir(d, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(d, "targets.yaml"), body)
+			writeTargets(t, filepath.Join(d, "targets.yaml"), body)
 			if err := os.Symlink(name, filepath.Join(dir, "..data_tmp")); err != nil {
 				t.Fatal(err)
 			}
@@ -423,7 +423,7 @@ func TestWatchMeshSelect(t *testing.T) {
 func TestWatchBadFileAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "targets.yaml")
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1, rate: fast}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1, rate: fast}\n")
 		h := &watchHealth{}
 		w := NewWatcher(WatchConfig{Targets: []Target{{Name: "flag", URL: "udp://10.0.0.9"}}, File: path, Set: h.set, Health: h, Log: h.log})
 		err := w.Load(context.Background())
@@ -435,7 +435,7 @@ func TestWatchBadFileAtStart(t *testing.T) {
 		if got, n := h.last(); n != 1 || !slices.Equal(got, []string{"flag"}) {
 			t.Errorf("with a bad file at start: %d sets, last %v; want the flags' [flag]", n, got)
 		}
-		writeFile(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1, rate: 5}\n")
+		writeTargets(t, path, "targets:\n  - {name: a, url: udp://10.0.0.1, rate: 5}\n")
 		time.Sleep(DefaultPoll)
 		synctest.Wait()
 		if got, _ := h.last(); !slices.Equal(got, []string{"flag", "a"}) {
