@@ -138,3 +138,17 @@ func TestLoadFileTooLarge(t *testing.T) {
 		t.Errorf("LoadFile(too large) = %v, want an error saying so", err)
 	}
 }
+
+func TestParseFileOverrides(t *testing.T) {
+	doc := "defaults: {poisson: true, duration: 5}\ntargets:\n  - {url: udp://a, poisson: false, duration: 0}\n  - {url: udp://b}\n"
+	got, err := ParseFile("t.yaml", []byte(doc), FileOptions{Base: Schedule{Rate: 3}})
+	if err != nil {
+		t.Fatalf("ParseFile = %v", err)
+	}
+	want := []Schedule{{Rate: 3}, {Rate: 3, Poisson: true, Duration: 5 * time.Second}}
+	for i, p := range got {
+		if !reflect.DeepEqual(p.Schedule, want[i]) {
+			t.Errorf("target %d schedule %+v, want %+v (an entry's false and 0 override the defaults)", i+1, p.Schedule, want[i])
+		}
+	}
+}

@@ -133,7 +133,8 @@ func peerAddr(p Peer) (netip.Addr, bool) {
 }
 
 // FindSelf returns the name of the agent's own peer among peers: the
-// peer named self; else, when self is an IP address, the peer at that
+// peer named self, or self/ADDRESS when self's URL has a DNS name of one
+// address; else, when self is an IP address, the peer at that
 // address; and when self is empty, the peer whose address is one of
 // local (this host's interface addresses: LocalAddrs). Two peers at one
 // address (agents on one host, different ports) need self by name.
@@ -143,10 +144,17 @@ func FindSelf(self string, peers []Peer, local []netip.Addr) (string, error) {
 		want[i] = a.Unmap()
 	}
 	if self != "" {
+		var expanded []string // self's DNS name's peers: self/ADDRESS
 		for _, p := range peers {
 			if p.Name == self {
 				return self, nil
 			}
+			if strings.HasPrefix(p.Name, self+"/") {
+				expanded = append(expanded, p.Name)
+			}
+		}
+		if len(expanded) == 1 {
+			return expanded[0], nil
 		}
 		a, err := netip.ParseAddr(self)
 		if err != nil {

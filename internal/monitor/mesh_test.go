@@ -179,6 +179,10 @@ func TestFindSelf(t *testing.T) {
 			t.Errorf("FindSelf(%q, %v) = %q, want an error", c.self, c.local, got)
 		}
 	}
+	dns := []Peer{{Target: Target{Name: "node-a/10.0.0.1", URL: "udp://10.0.0.1"}}, {Target: Target{Name: "node-b/10.0.0.2", URL: "udp://10.0.0.2"}}}
+	if got, err := FindSelf("node-b", dns, nil); got != "node-b/10.0.0.2" || err != nil {
+		t.Errorf("FindSelf(node-b) = %q, %v; want its one address's peer node-b/10.0.0.2", got, err)
+	}
 	if got, err := FindSelf("again", two, nil); got != "again" || err != nil {
 		t.Errorf("FindSelf(again) = %q, %v; want it by name", got, err)
 	}

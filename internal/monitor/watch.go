@@ -74,9 +74,11 @@ func NewWatcher(cfg WatchConfig) *Watcher {
 }
 
 // Load reads the file, resolves the DNS names and sets the first set. It
-// returns the file's or the set's error (a caller may stop there); DNS
-// names that do not resolve are not errors. Run calls it when it was not
-// called before.
+// returns the file's, Select's or Set's error (a caller may stop there;
+// with a bad file the fixed targets are set meanwhile); DNS names that do
+// not resolve are not errors, but Select may fail for want of their
+// addresses (an agent not yet among its Service's). Load must not run at
+// the same time as Run, which calls it when it was not called before.
 func (w *Watcher) Load(ctx context.Context) error {
 	w.loaded = true
 	return w.update(ctx, true)
