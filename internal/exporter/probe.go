@@ -235,7 +235,8 @@ func parseProbe(r *http.Request) (*probeRequest, error) {
 		return nil, bad("count, rate: %d probes at %g/s take %v, over the limit of %v", req.count, req.rate, req.send, MaxProbeTime)
 	}
 	req.budget = MaxProbeTime + probeReplyWait
-	if h := r.Header.Get(scrapeTimeoutHeader); h != "" {
+	h := r.Header.Get(scrapeTimeoutHeader)
+	if h != "" {
 		s, err := strconv.ParseFloat(h, 64)
 		if err != nil || !(s > 0 && s < 1e6) {
 			return nil, bad("%s: %q: want seconds above 0", scrapeTimeoutHeader, h)
@@ -243,8 +244,8 @@ func parseProbe(r *http.Request) (*probeRequest, error) {
 		req.budget = min(req.budget, time.Duration(s*float64(time.Second))-scrapeMargin)
 	}
 	if need := req.send + probeReplyWait; need > req.budget {
-		return nil, bad("count, rate: %d probes at %g/s and %v for the last replies take %v, over the scrape timeout (%s less %v)",
-			req.count, req.rate, probeReplyWait, need, scrapeTimeoutHeader, scrapeMargin)
+		return nil, bad("count, rate: %d probes at %g/s and %v for the last replies take %v, over the scraper's timeout (%s: %s) less %v",
+			req.count, req.rate, probeReplyWait, need, scrapeTimeoutHeader, h, scrapeMargin)
 	}
 	return req, nil
 }
