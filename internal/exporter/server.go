@@ -126,9 +126,10 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 `)
 }
 
-// Serve serves on ln until ctx is done, then closes ln and every
-// connection (a measurement under way in /probe is cancelled) and returns
-// nil; or returns the error that stopped it.
+// Serve serves on ln until ctx is done, then closes ln, waits a little
+// for the requests under way (a measurement under way in /probe is
+// cancelled), closes every connection and returns nil; or returns the
+// error that stopped it.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	l := s.Limits.orDefault()
 	hs := &http.Server{
@@ -148,12 +149,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	hs.Close()
+	// Handlers see ctx done (a probe stops); Shutdown waits for them, and
+	// Close cuts what a slow peer still holds.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if hs.Shutdown(sctx) != nil {
+		hs.Close()
+	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
+
+// shutdownWait is how long Serve waits, once its context is done, for the
+// requests under way to end.
+const shutdownWait = 5 * time.Second
 
 // LimitListener returns ln with its connections bounded: at most max
 // open at once (0: no bound), perSource of one source (see quota.Source;
