@@ -91,6 +91,9 @@ var rules = []rule{
 	{"internal/chart", nil, module + "internal/client", true, "plots are made from a result.Result and its probes alone (a run's or a saved one)"},
 	{"...", []string{"internal/chart"}, "gonum.org/", false, "the plotting library stays in the one package that draws"},
 
+	// exporter: the Prometheus client library stays behind it.
+	{"...", []string{"internal/exporter"}, "github.com/prometheus/", false, "only exporter imports prometheus: the Prometheus client library stays in the one package that exports metrics"},
+
 	// cli: flags to a Config, and the choice of writers.
 	{"internal/cli", nil, module + "internal/wire", false, "cli turns flags into Configs: the packet format is the client's and the reflector's business"},
 	{"internal/cli", nil, module + "internal/stats", false, "cli reports through internal/report: the statistics are the client's and report's business"},

@@ -40,6 +40,19 @@ const (
 	BuildInfo            = "volley_build_info"
 )
 
+// The metrics of one /probe answer: gauges of that probe's figures, and
+// summaries (quantiles 0.5, 0.9, 0.99) of its delays. They carry no
+// target label: the scraper adds its own.
+const (
+	ProbeSuccess  = "volley_probe_success"
+	ProbeDuration = "volley_probe_duration_seconds"
+	ProbeSent     = "volley_probe_sent"
+	ProbeReceived = "volley_probe_received"
+	ProbeLost     = "volley_probe_lost"          // direction
+	ProbeRTT      = "volley_probe_rtt_seconds"   // summary
+	ProbeDelay    = "volley_probe_delay_seconds" // summary; direction
+)
+
 // Buckets are the classic histograms' upper bounds in seconds: 10µs to
 // 10s, four per decade (1, 1.8, 3.2, 5.6 of each power of ten).
 var Buckets = prometheus.ExponentialBucketsRange(10e-6, 10, 25)
