@@ -73,7 +73,7 @@ func newServerCmd(stdout io.Writer) *cobra.Command {
 			return cobra.NoArgs(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServer(cmd.Context(), cmd, f, stdout)
+			return runServer(cmd.Context(), cmd, f, stdout, nil)
 		},
 	}
 	f.register(cmd)
@@ -174,9 +174,10 @@ type serverConfig struct {
 }
 
 // runServer runs the server the flags ask for until ctx is done. Its
-// stdout begins with the addresses it listens on, once all is open; its
-// error joins the workers' and the log's.
-func runServer(ctx context.Context, cmd *cobra.Command, f *serverFlags, stdout io.Writer) error {
+// stdout begins with the addresses it listens on, once all is open, and
+// then ready (when not nil) is called; its error joins the workers' and
+// the log's.
+func runServer(ctx context.Context, cmd *cobra.Command, f *serverFlags, stdout io.Writer, ready func()) error {
 	c, err := f.config(cmd)
 	if err != nil {
 		return err
@@ -210,6 +211,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, f *serverFlags, stdout i
 		return err
 	}
 	c.reflector.Log = plog
+	if ready != nil {
+		ready()
+	}
 	out := newServerOut(stdout, f.iface, c.nic)
 	if !f.quiet {
 		c.reflector.OnOneWay = out.oneWay(f.format)
