@@ -1,16 +1,17 @@
 // Package kubernetes holds the tests of the Kubernetes manifests, the
 // Prometheus rules and scrape configurations, and the Grafana dashboard
-// in this directory: promtool checks and unit-tests the rules; the
-// PrometheusRule carries the same groups as rules.yml; every metric name
-// they use is one the exporter exports; the manifests hang together (the
-// Service selects the DaemonSet's pods, ports match, the agent's flags
-// name the Service).
+// in this directory (README.md says how to apply them): promtool checks
+// and unit-tests the rules (this file), and parses the dashboard's queries
+// (dashboard_test.go); the PrometheusRule carries the same groups as
+// rules.yml; every metric name they use is one the exporter exports
+// (names_test.go); the manifests hang together (the Service selects the
+// DaemonSet's pods, ports match, the agent's flags name the Service).
+// The directory has no Go code but its tests.
 package kubernetes
 
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +28,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/volley-net/volley/internal/exporter"
 	"github.com/volley-net/volley/internal/testenv"
 )
 
@@ -46,13 +46,11 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// runPromtool runs promtool with args in dir and fails t with its output
-// if it fails.
-func runPromtool(t *testing.T, dir string, args ...string) string {
+// runPromtool runs promtool with args and fails t with its output if it
+// fails.
+func runPromtool(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(promtool(t), args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := exec.Command(promtool(t), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -60,14 +58,14 @@ func runPromtool(t *testing.T, dir string, args ...string) string {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
-	out := runPromtool(t, ".", "check", "rules", "rules.yml")
+	out := runPromtool(t, "check", "rules", "rules.yml")
 	if !strings.Contains(out, "SUCCESS") {
 		t.Fatalf("promtool check rules rules.yml said no SUCCESS:\n%s", out)
 	}
 }
 
 func TestPromtoolTestRules(t *testing.T) {
-	out := runPromtool(t, ".", "test", "rules", "rules_test.yml")
+	out := runPromtool(t, "test", "rules", "rules_test.yml")
 	if !strings.Contains(out, "SUCCESS") {
 		t.Fatalf("promtool test rules rules_test.yml said no SUCCESS:\n%s", out)
 	}
@@ -209,466 +207,6 @@ func TestManifests(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("no %s among %v", k, files)
 		}
-	}
-}
-
-// histograms are the exporter's histograms: they are scraped as series
-// with these suffixes.
-var histograms = []string{exporter.RTT, exporter.Delay, exporter.Response, exporter.IPDV}
-
-// exported returns the names of the series the exporter exports.
-func exported() map[string]bool {
-	names := map[string]bool{}
-	for _, n := range []string{
-		exporter.ProbesSent, exporter.ProbesReceived, exporter.ProbesLost,
-		exporter.ProbesDuplicated, exporter.ProbesReordered, exporter.ProbesLate,
-		exporter.ProbesSkipped, exporter.Reconnects,
-		exporter.ClockOffset, exporter.TargetUp,
-		exporter.MonitorTargets, exporter.MonitorTargetsUp, exporter.MonitorScheduleLag,
-		exporter.MonitorReloads, exporter.MonitorReloadSuccess, exporter.MonitorRateScale,
-		exporter.BuildInfo,
-	} {
-		names[n] = true
-	}
-	for _, h := range histograms {
-		for _, s := range []string{"_bucket", "_sum", "_count"} {
-			names[h+s] = true
-		}
-	}
-	return names
-}
-
-// rules is what TestMetricNames reads of rules.yml.
-type rules struct {
-	Groups []struct {
-		Name  string `yaml:"name"`
-		Rules []struct {
-			Record string `yaml:"record"`
-			Alert  string `yaml:"alert"`
-			Expr   string `yaml:"expr"`
-		} `yaml:"rules"`
-	} `yaml:"groups"`
-}
-
-// recorded returns the names rules.yml records.
-func recorded(t *testing.T) map[string]bool {
-	var r rules
-	readYAML(t, "rules.yml", &r)
-	names := map[string]bool{}
-	for _, g := range r.Groups {
-		for _, rule := range g.Rules {
-			if rule.Record != "" {
-				names[rule.Record] = true
-			}
-		}
-	}
-	return names
-}
-
-// checkNames fails t for each name in names that is neither exported
-// nor recorded, saying where it was used, and returns how many of names
-// the exporter exports.
-func checkNames(t *testing.T, where string, names []string, recorded map[string]bool) int {
-	t.Helper()
-	known := exported()
-	n := 0
-	for _, name := range names {
-		switch {
-		case known[name]:
-			n++
-		case recorded[name]:
-		default:
-			t.Errorf("%s uses %s, which internal/exporter does not export and rules.yml does not record", where, name)
-		}
-	}
-	return n
-}
-
-// TestMetricNames: every metric name rules.yml, the dashboard and the
-// scrape configurations use is one internal/exporter exports (histograms
-// with their _bucket, _sum and _count suffixes), or one rules.yml records.
-func TestMetricNames(t *testing.T) {
-	rec := recorded(t)
-	var r rules
-	readYAML(t, "rules.yml", &r)
-	n := 0
-	for _, g := range r.Groups {
-		for _, rule := range g.Rules {
-			n += checkNames(t, "rules.yml: "+rule.Record+rule.Alert, metricNames(rule.Expr), rec)
-		}
-	}
-	if n < 6 {
-		t.Errorf("rules.yml uses exported names %d times; the check saw too little", n)
-	}
-	n = 0
-	for _, q := range dashboardQueries(t, readDashboard(t)) {
-		n += checkNames(t, "grafana-dashboard.json: "+q.where, metricNames(q.expr), rec)
-	}
-	if n < 5 {
-		t.Errorf("grafana-dashboard.json uses exported names %d times; the check saw too little", n)
-	}
-	var sc scrapeConfig
-	readYAML(t, "scrape-config.yml", &sc)
-	var sm serviceMonitor
-	readYAML(t, "servicemonitor.yaml", &sm)
-	for _, job := range sc.ScrapeConfigs {
-		checkNames(t, "scrape-config.yml: "+job.JobName, relabelNames(t, job.MetricRelabelConfigs), rec)
-	}
-	for _, e := range sm.Spec.Endpoints {
-		checkNames(t, "servicemonitor.yaml: port "+e.Port, relabelNames(t, e.MetricRelabelings), rec)
-	}
-}
-
-// relabelNames returns the metric names that relabellings on __name__
-// match: their regexes must be lists of names (a|b|c) for the test to
-// read them.
-func relabelNames(t *testing.T, rs []map[string]any) []string {
-	t.Helper()
-	var names []string
-	for _, r := range rs {
-		src := fmt.Sprint(r["source_labels"], r["sourceLabels"])
-		if !strings.Contains(src, "__name__") {
-			continue
-		}
-		re, _ := r["regex"].(string)
-		for _, name := range strings.Split(re, "|") {
-			if !isName(name) {
-				t.Errorf("relabelling regex %q on __name__ is not a list of names: the test cannot check them", re)
-				break
-			}
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// isName reports whether s is a metric name.
-func isName(s string) bool {
-	if s == "" || isDigit(s[0]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isIdent(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func isIdent(c byte) bool {
-	return c == '_' || c == ':' || isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-
-// PromQL's words that are not metric names: keywords and aggregations
-// (which "by (...)" may part from their parenthesis), and the ones
-// followed by a list of label names.
-var (
-	keywords = map[string]bool{
-		"and": true, "or": true, "unless": true, "bool": true, "offset": true, "atan2": true, "inf": true, "nan": true,
-		"sum": true, "min": true, "max": true, "avg": true, "group": true, "stddev": true, "stdvar": true, "count": true,
-		"count_values": true, "bottomk": true, "topk": true, "quantile": true, "limitk": true, "limit_ratio": true,
-	}
-	grouping = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true}
-)
-
-// metricNames returns the metric names that the PromQL expression expr
-// selects: its words that are not in strings, label matchers ({...}),
-// ranges ([...]), label lists (by (...)), Grafana variables ($x), nor
-// numbers, keywords or functions. It is a lexer, not a parser: enough
-// for the expressions of this directory, which promtool parses too.
-func metricNames(expr string) []string {
-	var names []string
-	s := expr
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\'' || c == '`':
-			i = skipString(s, i)
-		case c == '{':
-			i = skipTo(s, i, '}')
-		case c == '[':
-			i = skipTo(s, i, ']')
-		case c == '#':
-			i = skipTo(s, i, '\n')
-		case c == '$':
-			i++
-			if i < len(s) && s[i] == '{' {
-				i = skipTo(s, i, '}')
-			}
-			for i < len(s) && isIdent(s[i]) {
-				i++
-			}
-		case isDigit(c) || c == '.':
-			for i++; i < len(s) && (isIdent(s[i]) || s[i] == '.' || (s[i] == '-' || s[i] == '+') && (s[i-1] == 'e' || s[i-1] == 'E')); i++ {
-			}
-		case isIdent(c):
-			j := i
-			for j < len(s) && isIdent(s[j]) {
-				j++
-			}
-			word := s[i:j]
-			k := j
-			for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n') {
-				k++
-			}
-			paren := k < len(s) && s[k] == '('
-			switch {
-			case grouping[word] && paren:
-				j = skipTo(s, k, ')')
-			case grouping[word], keywords[strings.ToLower(word)], paren:
-			default:
-				names = append(names, word)
-			}
-			i = j
-		default:
-			i++
-		}
-	}
-	return names
-}
-
-// skipString returns the index just after the string that starts at
-// s[i].
-func skipString(s string, i int) int {
-	q := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			if q != '`' {
-				j++
-			}
-		case q:
-			return j + 1
-		}
-	}
-	return len(s)
-}
-
-// skipTo returns the index just after the first close at or after s[i+1]
-// that is not in a string.
-func skipTo(s string, i int, close byte) int {
-	for j := i + 1; j < len(s); {
-		switch s[j] {
-		case '"', '\'', '`':
-			j = skipString(s, j)
-		case close:
-			return j + 1
-		default:
-			j++
-		}
-	}
-	return len(s)
-}
-
-func TestMetricNamesLexer(t *testing.T) {
-	for _, tt := range []struct {
-		expr string
-		want []string
-	}{
-		{`sum by (le) (rate(volley_rtt_seconds_bucket{target=~"a}b", le!="x"}[5m]))`, []string{"volley_rtt_seconds_bucket"}},
-		{"rate(a[5m])\n/ ignoring (direction) group_left ()\n(rate(b[5m]) > 0)", []string{"a", "b"}},
-		{`histogram_quantile(0.99, x) offset 5m and on(instance) y unless z > bool 1e-3`, []string{"x", "y", "z"}},
-		{`sum(rate(a{i=~"$instance"}[$__rate_interval])) without (target) / ${x} + Inf`, []string{"a"}},
-		{`target:volley_probes_lost:ratio_rate5m{direction='up'} > 0.01`, []string{"target:volley_probes_lost:ratio_rate5m"}},
-		{`max by (instance, node, target) (r:x:y) or vector(1)`, []string{"r:x:y"}},
-	} {
-		if got := metricNames(tt.expr); !slices.Equal(got, tt.want) {
-			t.Errorf("metricNames(%q) = %q, want %q", tt.expr, got, tt.want)
-		}
-	}
-}
-
-// dsRef is a Grafana data source reference.
-type dsRef struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
-}
-
-// panel is what the tests read of a Grafana panel.
-type panel struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Datasource *dsRef `json:"datasource"`
-	Targets    []struct {
-		RefID      string `json:"refId"`
-		Expr       string `json:"expr"`
-		Format     string `json:"format"`
-		Datasource *dsRef `json:"datasource"`
-	} `json:"targets"`
-	Panels []panel `json:"panels"` // a row's
-}
-
-// dashboard is what the tests read of grafana-dashboard.json.
-type dashboard struct {
-	UID        string `json:"uid"`
-	Title      string `json:"title"`
-	Templating struct {
-		List []struct {
-			Name       string `json:"name"`
-			Type       string `json:"type"`
-			Query      any    `json:"query"` // a string, or {"query": ...}
-			Datasource *dsRef `json:"datasource"`
-		} `json:"list"`
-	} `json:"templating"`
-	Panels []panel `json:"panels"`
-}
-
-func readDashboard(t *testing.T) *dashboard {
-	t.Helper()
-	b, err := os.ReadFile("grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dashboard
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("grafana-dashboard.json: %v", err)
-	}
-	return &d
-}
-
-// allPanels returns ps and the panels of their rows.
-func allPanels(ps []panel) []panel {
-	var all []panel
-	for _, p := range ps {
-		all = append(all, p)
-		all = append(all, allPanels(p.Panels)...)
-	}
-	return all
-}
-
-// query is a PromQL expression of the dashboard, and where it is.
-type query struct {
-	where, expr string
-}
-
-// dashboardQueries returns the dashboard's panel expressions, and the
-// series selectors of its variables' label_values(SELECTOR, LABEL).
-func dashboardQueries(t *testing.T, d *dashboard) []query {
-	t.Helper()
-	var qs []query
-	for _, p := range allPanels(d.Panels) {
-		for _, tg := range p.Targets {
-			qs = append(qs, query{fmt.Sprintf("panel %q, query %s", p.Title, tg.RefID), tg.Expr})
-		}
-	}
-	for _, v := range d.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		q, _ := v.Query.(string)
-		if m, ok := v.Query.(map[string]any); ok {
-			q, _ = m["query"].(string)
-		}
-		args, ok := strings.CutPrefix(q, "label_values(")
-		i := strings.LastIndex(args, ",")
-		if !ok || i < 0 {
-			t.Errorf("variable %s: query %q; want label_values(SELECTOR, LABEL), which the test reads", v.Name, q)
-			continue
-		}
-		qs = append(qs, query{"variable " + v.Name, args[:i]})
-	}
-	return qs
-}
-
-// TestDashboard: the data source is a variable that every panel and query
-// uses; the panels the issue asks for are there: an RTT heatmap from the
-// histogram's buckets, loss up and loss down, a per-pair table.
-func TestDashboard(t *testing.T) {
-	d := readDashboard(t)
-	if d.UID == "" || d.Title == "" {
-		t.Errorf("dashboard uid %q, title %q; want both", d.UID, d.Title)
-	}
-	ds := ""
-	for _, v := range d.Templating.List {
-		if v.Type == "datasource" && v.Query == "prometheus" {
-			ds = "${" + v.Name + "}"
-		}
-	}
-	if ds == "" {
-		t.Fatal("no variable of type datasource for prometheus: the data source is not templated")
-	}
-	for _, v := range d.Templating.List {
-		if v.Type == "query" && (v.Datasource == nil || v.Datasource.UID != ds) {
-			t.Errorf("variable %s's data source is %v; want %s", v.Name, v.Datasource, ds)
-		}
-	}
-	want := map[string]bool{"heatmap": false, "loss up": false, "loss down": false, "table": false}
-	for _, p := range allPanels(d.Panels) {
-		if p.Type != "row" && (p.Datasource == nil || p.Datasource.UID != ds) {
-			t.Errorf("panel %q's data source is %v; want %s", p.Title, p.Datasource, ds)
-		}
-		for _, tg := range p.Targets {
-			if tg.Datasource == nil || tg.Datasource.UID != ds {
-				t.Errorf("panel %q, query %s: data source %v; want %s", p.Title, tg.RefID, tg.Datasource, ds)
-			}
-			switch {
-			case p.Type == "heatmap" && tg.Format == "heatmap" && slices.Contains(metricNames(tg.Expr), exporter.RTT+"_bucket"):
-				want["heatmap"] = true
-			case p.Type == "timeseries" && strings.Contains(tg.Expr, exporter.ProbesLost+`{direction="up"`):
-				want["loss up"] = true
-			case p.Type == "timeseries" && strings.Contains(tg.Expr, exporter.ProbesLost+`{direction="down"`):
-				want["loss down"] = true
-			case p.Type == "table" && tg.Format == "table":
-				want["table"] = true
-			}
-		}
-	}
-	for k, ok := range want {
-		if !ok {
-			t.Errorf("the dashboard has no %s panel", k)
-		}
-	}
-}
-
-// grafanaVar is a Grafana variable in an expression: $x, ${x}, ${x:fmt}.
-var grafanaVar = regexp.MustCompile(`\$\{?(\w+)(:\w+)?\}?`)
-
-// TestDashboardPromQL: every expression of the dashboard parses, with its
-// variables replaced (intervals by 5m, the rest by .*): promtool checks
-// them as the expressions of recording rules.
-func TestDashboardPromQL(t *testing.T) {
-	tool := promtool(t)
-	type rule struct {
-		Record string `yaml:"record"`
-		Expr   string `yaml:"expr"`
-	}
-	var file struct {
-		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []rule `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	file.Groups = make([]struct {
-		Name  string `yaml:"name"`
-		Rules []rule `yaml:"rules"`
-	}, 1)
-	file.Groups[0].Name = "dashboard"
-	qs := dashboardQueries(t, readDashboard(t))
-	for i, q := range qs {
-		expr := grafanaVar.ReplaceAllStringFunc(q.expr, func(v string) string {
-			if strings.HasPrefix(strings.TrimLeft(v, "${"), "__") {
-				return "5m"
-			}
-			return ".*"
-		})
-		file.Groups[0].Rules = append(file.Groups[0].Rules, rule{fmt.Sprintf("dashboard_query_%d", i), expr})
-	}
-	b, err := yaml.Marshal(&file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "dashboard-rules.yml")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(tool, "check", "rules", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check rules on the dashboard's %d queries: %v\n%s\n%s", len(qs), err, out, b)
-	}
-	if !strings.Contains(string(out), fmt.Sprintf("SUCCESS: %d rules found", len(qs))) {
-		t.Fatalf("promtool check rules on the dashboard's %d queries:\n%s", len(qs), out)
 	}
 }
 
