@@ -1,0 +1,62 @@
+// One bounded measurement of a target, for /probe and --once.
+
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/volley-net/volley/internal/client"
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/transport"
+)
+
+// Probe bounds: a probe lasts its schedule's Duration (DefaultProbeDuration
+// when zero), at most MaxProbeDuration.
+const (
+	DefaultProbeDuration = time.Second
+	MaxProbeDuration     = 10 * time.Second
+)
+
+// Probe measures t once, for its Schedule.Duration (DefaultProbeDuration
+// when zero, at most MaxProbeDuration) at its rate, and returns the
+// result: one interval's figures in its summary. rec, when not nil, hears
+// the replies, the interval and the session as a monitored target's
+// Recorder does. The process's rate cap does not apply: the caller bounds
+// how many probes run at once.
+func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) {
+	t, addr, err := checkTarget(t)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		rec = discard{}
+	}
+	d := t.Schedule.Duration
+	if d == 0 {
+		d = DefaultProbeDuration
+	}
+	d = min(d, MaxProbeDuration)
+	conn, err := transport.DialWith(ctx, addr, transport.DialOptions{Socket: sockopt.Options{TOS: -1}})
+	if err != nil {
+		rec.Session(false, err)
+		return nil, fmt.Errorf("target %q: %w", t.Name, err)
+	}
+	defer conn.Close()
+	h := client.Funcs{
+		OnStart:    func(*result.Result) { rec.Session(true, nil) },
+		OnInterval: rec.Interval,
+	}
+	t.Schedule.Duration = 0 // a continuous target's configuration, bounded below
+	cfg := clientConfig(&t, addr, t.Schedule.Rate, 0, rec, h)
+	cfg.Duration, cfg.Reconnect = d, 0
+	cfg.ReportInterval = d // one interval: the whole probe
+	res, err := client.Run(ctx, cfg, conn)
+	if err != nil {
+		rec.Session(false, err)
+		return res, fmt.Errorf("target %q: %w", t.Name, err)
+	}
+	return res, nil
+}
