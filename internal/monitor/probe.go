@@ -34,11 +34,7 @@ func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) 
 	if rec == nil {
 		rec = discard{}
 	}
-	d := t.Schedule.Duration
-	if d == 0 {
-		d = DefaultProbeDuration
-	}
-	d = min(d, MaxProbeDuration)
+	d := probeDuration(t.Schedule)
 	conn, err := transport.DialWith(ctx, addr, transport.DialOptions{Socket: sockopt.Options{TOS: -1}})
 	if err != nil {
 		rec.Session(false, err)
@@ -59,4 +55,12 @@ func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) 
 		return res, fmt.Errorf("target %q: %w", t.Name, err)
 	}
 	return res, nil
+}
+
+// probeDuration is how long a probe of s lasts.
+func probeDuration(s Schedule) time.Duration {
+	if s.Duration == 0 {
+		return DefaultProbeDuration
+	}
+	return min(s.Duration, MaxProbeDuration)
 }

@@ -53,6 +53,8 @@ type Monitor struct {
 	// backoff bounds the wait before a target that could not be reached
 	// is tried again (tests shorten them).
 	backoffMin, backoffMax time.Duration
+	// lagEvery is how often Health hears the lag.
+	lagEvery time.Duration
 }
 
 // New returns a Monitor with no targets.
@@ -67,7 +69,7 @@ func New(cfg Config) *Monitor {
 		cfg.Health = noHealth{}
 	}
 	return &Monitor{cfg: cfg, runners: map[string]*runner{}, scale: 1,
-		backoffMin: time.Second, backoffMax: 30 * time.Second}
+		backoffMin: time.Second, backoffMax: 30 * time.Second, lagEvery: time.Second}
 }
 
 // logf logs one line, when there is a Log.
@@ -233,7 +235,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	m.mu.Unlock()
 	m.setMu.Unlock()
 
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(m.lagEvery)
 	defer tick.Stop()
 	for done := false; !done; {
 		select {

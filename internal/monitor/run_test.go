@@ -117,12 +117,13 @@ type fakeHealth struct {
 	n, up    int
 	scale    float64
 	lagCalls int
+	lag      time.Duration
 }
 
-func (h *fakeHealth) Targets(n, up int) { h.mu.Lock(); h.n, h.up = n, up; h.mu.Unlock() }
-func (h *fakeHealth) Lag(time.Duration) { h.mu.Lock(); h.lagCalls++; h.mu.Unlock() }
+func (h *fakeHealth) Targets(n, up int)    { h.mu.Lock(); h.n, h.up = n, up; h.mu.Unlock() }
+func (h *fakeHealth) Lag(d time.Duration)  { h.mu.Lock(); h.lagCalls++; h.lag = d; h.mu.Unlock() }
 func (h *fakeHealth) Reload(string, error) {}
-func (h *fakeHealth) RateScale(f float64) { h.mu.Lock(); h.scale = f; h.mu.Unlock() }
+func (h *fakeHealth) RateScale(f float64)  { h.mu.Lock(); h.scale = f; h.mu.Unlock() }
 
 func (h *fakeHealth) targets() (int, int) {
 	h.mu.Lock()
@@ -130,8 +131,8 @@ func (h *fakeHealth) targets() (int, int) {
 	return h.n, h.up
 }
 
-// reflector starts an in-process reflector for the test.
-func reflector(t *testing.T) string {
+// loopback starts an in-process reflector for the test.
+func loopback(t *testing.T) string {
 	t.Helper()
 	addr, stop, err := server.Loopback(t.Context(), tstamp.Auto)
 	if err != nil {
@@ -190,7 +191,7 @@ func intervalsAtLeast(t *testing.T, s *fakeSink, n int, names ...string) {
 }
 
 func TestRunMeasures(t *testing.T) {
-	addr := reflector(t)
+	addr := loopback(t)
 	sink, health := newFakeSink(), &fakeHealth{}
 	m := New(Config{Sink: sink, Health: health})
 	names := []string{"a", "b", "c"}
@@ -227,7 +228,7 @@ func TestRunMeasures(t *testing.T) {
 }
 
 func TestSetInvalidChangesNothing(t *testing.T) {
-	addr := reflector(t)
+	addr := loopback(t)
 	sink := newFakeSink()
 	m := New(Config{Sink: sink})
 	good := []Target{{Name: "a", URL: addr, Schedule: fast}, {Name: "b", URL: addr, Schedule: fast}}
@@ -284,7 +285,7 @@ func TestSetInvalidChangesNothing(t *testing.T) {
 }
 
 func TestSetRemovesOnlyThatOne(t *testing.T) {
-	addr := reflector(t)
+	addr := loopback(t)
 	sink := newFakeSink()
 	m := New(Config{Sink: sink})
 	a := Target{Name: "a", URL: addr, Schedule: fast}
@@ -419,7 +420,7 @@ func threads(t *testing.T) int {
 // TestManyTargetsFewThreads: 50 continuous targets do not take a thread
 // each (a sender locked to one, or a receiver blocked in a system call).
 func TestManyTargetsFewThreads(t *testing.T) {
-	addr := reflector(t)
+	addr := loopback(t)
 	sink, health := newFakeSink(), &fakeHealth{}
 	m := New(Config{Sink: sink, Health: health})
 	const n = 50
@@ -439,6 +440,7 @@ func TestManyTargetsFewThreads(t *testing.T) {
 	intervalsAtLeast(t, sink, 3, names...)
 	during := threads(t)
 	stop()
+	t.Logf("threads: %d before, %d with %d targets running", before, during, n)
 	if during-before >= n/2 {
 		t.Errorf("%d threads with %d targets running, %d before: want far fewer than one a target", during, n, before)
 	}
