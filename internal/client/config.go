@@ -179,8 +179,7 @@ type Config struct {
 	// 100ms). Probes in flight then are lost; an open-loop sender keeps to
 	// its schedule through the gap, and its probes are lost until the new
 	// session opens. Each gap is listed in Result.Reconnects (the latest
-	// MaxReconnectsKept). Without it
-	// the run ends at the loss.
+	// MaxReconnectsKept). Without it the run ends at the loss.
 	Reconnect time.Duration
 	// Percentiles to report, 0 to 100.
 	Percentiles []float64
