@@ -144,6 +144,11 @@ func checkTarget(t Target) (Target, transport.Target, error) {
 	if err := checkSchedule(t.Schedule); err != nil {
 		return fail(err)
 	}
+	// The client's own rules, as its command line would apply them
+	// (their errors name its flags).
+	if err := clientConfig(&t, addr, t.Schedule.Rate, 0, nil, nil).Check(client.Command{Target: addr}); err != nil {
+		return fail(err)
+	}
 	t.Labels = maps.Clone(t.Labels)
 	t.Schedule.Key = bytes.Clone(t.Schedule.Key)
 	return t, addr, nil
