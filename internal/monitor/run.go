@@ -47,7 +47,6 @@ type Monitor struct {
 	mu      sync.Mutex
 	runners map[string]*runner
 	up      int
-	scale   float64
 	// spawn starts a runner's goroutine, while Run runs (else nil).
 	spawn func(r *runner)
 	// backoff bounds the wait before a target that could not be reached
@@ -68,7 +67,7 @@ func New(cfg Config) *Monitor {
 	if cfg.Health == nil {
 		cfg.Health = noHealth{}
 	}
-	return &Monitor{cfg: cfg, runners: map[string]*runner{}, scale: 1,
+	return &Monitor{cfg: cfg, runners: map[string]*runner{},
 		backoffMin: time.Second, backoffMax: 30 * time.Second, lagEvery: time.Second}
 }
 
@@ -158,7 +157,6 @@ func (m *Monitor) Set(ts []Target) error {
 		fresh = append(fresh, m.newRunner(*t, t.Schedule.Rate*scale))
 	}
 	m.place(fresh)
-	m.scale = scale
 	m.cfg.Health.RateScale(scale)
 	m.cfg.Health.Targets(len(m.runners), m.up)
 	return nil

@@ -404,7 +404,7 @@ func threads(t *testing.T) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		t.Skipf("skipping: no /proc/self/status: %v", err)
 	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
@@ -415,7 +415,7 @@ func threads(t *testing.T) int {
 			return n
 		}
 	}
-	t.Skip("no Threads line in /proc/self/status")
+	t.Skip("skipping: no Threads line in /proc/self/status")
 	return 0
 }
 
@@ -425,7 +425,7 @@ func threads(t *testing.T) int {
 // slowly for the test to be sure of its figures: it runs without.
 func TestManyTargetsFewThreads(t *testing.T) {
 	if raceOn {
-		t.Skip("the race detector makes 50 sessions too slow to open reliably; the threads do not depend on it")
+		t.Skip("skipping: the race detector makes 50 sessions too slow to open reliably; the threads do not depend on it")
 	}
 	addr := loopback(t)
 	sink, health := newFakeSink(), &fakeHealth{}
