@@ -5,6 +5,7 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/volley-net/volley/internal/client"
@@ -21,12 +22,16 @@ const (
 )
 
 // Probe measures t once, for its Schedule.Duration (DefaultProbeDuration
-// when zero, at most MaxProbeDuration) at its rate, and returns the
+// when zero, at most MaxProbeDuration; any length, unlike a round's) at
+// its rate, Rate×Duration probes (at least one), and returns the
 // result: one interval's figures in its summary. rec, when not nil, hears
 // the replies, the interval and the session as a monitored target's
 // Recorder does. The process's rate cap does not apply: the caller bounds
 // how many probes run at once.
 func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) {
+	// The duration is the probe's, not a round's: any length will do.
+	d := probeDuration(t.Schedule)
+	t.Schedule.Duration, t.Schedule.Every = 0, 0
 	t, addr, err := checkTarget(t)
 	if err != nil {
 		return nil, err
@@ -34,7 +39,6 @@ func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) 
 	if rec == nil {
 		rec = discard{}
 	}
-	d := probeDuration(t.Schedule)
 	conn, err := transport.DialWith(ctx, addr, transport.DialOptions{Socket: sockopt.Options{TOS: -1}})
 	if err != nil {
 		rec.Session(false, err)
@@ -45,9 +49,11 @@ func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) 
 		OnStart:    func(*result.Result) { rec.Session(true, nil) },
 		OnInterval: rec.Interval,
 	}
-	t.Schedule.Duration = 0 // a continuous target's configuration, bounded below
 	cfg := clientConfig(&t, addr, t.Schedule.Rate, 0, rec, h)
+	// As many probes as the schedule has slots in d (count/rate makes
+	// count), and no slot more.
 	cfg.Duration, cfg.Reconnect = d, 0
+	cfg.Count = uint64(max(1, math.Round(t.Schedule.Rate*d.Seconds())))
 	cfg.ReportInterval = d // one interval: the whole probe
 	res, err := client.Run(ctx, cfg, conn)
 	if err != nil {
