@@ -54,6 +54,8 @@ type Monitor struct {
 	backoffMin, backoffMax time.Duration
 	// lagEvery is how often Health hears the lag.
 	lagEvery time.Duration
+	// renewAfter is renewAfter, but for tests.
+	renewAfter int
 }
 
 // New returns a Monitor with no targets.
@@ -68,7 +70,7 @@ func New(cfg Config) *Monitor {
 		cfg.Health = noHealth{}
 	}
 	return &Monitor{cfg: cfg, runners: map[string]*runner{},
-		backoffMin: time.Second, backoffMax: 30 * time.Second, lagEvery: time.Second}
+		backoffMin: time.Second, backoffMax: 30 * time.Second, lagEvery: time.Second, renewAfter: renewAfter}
 }
 
 // logf logs one line, when there is a Log.

@@ -72,6 +72,9 @@ func (r *runner) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errRenew) {
+			continue // a fresh run, at once
+		}
 		if opened {
 			wait = r.m.backoffMin
 		}
@@ -98,7 +101,7 @@ func (r *runner) rounds(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errRenew) {
 			r.m.session(r, false, err)
 		}
 		now := time.Now()
@@ -110,14 +113,28 @@ func (r *runner) rounds(ctx context.Context) {
 	}
 }
 
+// renewAfter is how many sessions one client.Run reopens before the
+// runner ends it and starts a fresh one: a run remembers a little of
+// every session it had (client.Result.Reconnects, bounded, and the
+// loss accounting's segments, not), and a continuous target against a
+// flapping peer would otherwise grow for ever.
+const renewAfter = 256
+
+// errRenew: the run ended after renewAfter sessions, to start afresh.
+var errRenew = errors.New("monitor: run renewed")
+
 // session dials the target and measures through one client.Run: it
-// returns whether a session opened, and why the run ended.
+// returns whether a session opened, and why the run ended (errRenew
+// when it reopened too many sessions).
 func (r *runner) session(ctx context.Context) (opened bool, err error) {
 	conn, err := transport.DialWith(ctx, r.addr, transport.DialOptions{Socket: sockopt.Options{TOS: -1}})
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close()
+	rctx, renew := context.WithCancelCause(ctx)
+	defer renew(nil)
+	resumed := 0
 	h := client.Funcs{
 		OnStart: func(*result.Result) {
 			opened = true
@@ -128,17 +145,24 @@ func (r *runner) session(ctx context.Context) (opened bool, err error) {
 				r.lag.Store(int64(iv.SendError.Max))
 			}
 			r.rec.Interval(iv)
+			if resumed >= r.m.renewAfter {
+				renew(errRenew)
+			}
 		},
 		OnReconnect: func(rc result.Reconnect) {
 			if rc.Resumed {
 				r.m.session(r, true, nil)
+				resumed++
 				return
 			}
 			r.m.session(r, false, fmt.Errorf("session lost (reflector %s); reopening", rc.Reason))
 		},
 	}
 	cfg := clientConfig(&r.t, r.addr, r.rate, r.seed, r.rec, h)
-	_, err = client.Run(ctx, cfg, conn)
+	_, err = client.Run(rctx, cfg, conn)
+	if ctx.Err() == nil && errors.Is(context.Cause(rctx), errRenew) {
+		return opened, errRenew
+	}
 	return opened, err
 }
 
