@@ -178,8 +178,8 @@ type Config struct {
 	// carry on, trying for this long, a Hello every Timeout (at most
 	// 100ms). Probes in flight then are lost; an open-loop sender keeps to
 	// its schedule through the gap, and its probes are lost until the new
-	// session opens. Each gap is listed in Result.Reconnects. Without it
-	// the run ends at the loss.
+	// session opens. Each gap is listed in Result.Reconnects (the latest
+	// MaxReconnectsKept). Without it the run ends at the loss.
 	Reconnect time.Duration
 	// Percentiles to report, 0 to 100.
 	Percentiles []float64

@@ -149,9 +149,24 @@ func (r *run) lostSession(now int64, reason string, err error) error {
 	if r.origin != 0 {
 		rc.At = time.Duration(now - r.origin)
 	}
-	r.res.Reconnects = append(r.res.Reconnects, rc)
+	r.res.Reconnects = keepReconnect(r.res.Reconnects, rc)
 	r.handler.Reconnect(rc)
 	return nil
+}
+
+// MaxReconnectsKept bounds Result.Reconnects: a run that lasts for ever
+// (volley monitor's) may lose and reopen sessions without end, and keeps
+// the latest ones only. Counts.Reconnects counts them all.
+const MaxReconnectsKept = 100
+
+// keepReconnect appends rc to list, the oldest dropped past
+// MaxReconnectsKept.
+func keepReconnect(list []result.Reconnect, rc result.Reconnect) []result.Reconnect {
+	if len(list) >= MaxReconnectsKept {
+		n := copy(list, list[len(list)-MaxReconnectsKept+1:])
+		list = list[:n]
+	}
+	return append(list, rc)
 }
 
 // helloEvery is the most time between the Hellos of a reconnecting run: a

@@ -1,0 +1,6 @@
+//go:build !race
+
+package monitor
+
+// raceOn: the tests run under the race detector.
+const raceOn = false
