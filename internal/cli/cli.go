@@ -77,7 +77,7 @@ between a client and a reflector.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
-	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), newTimestampsCmd(stdout), newReportCmd(stdout, stderr), &cobra.Command{
+	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), newMonitorCmd(stdout, stderr), newAgentCmd(stdout, stderr), newTimestampsCmd(stdout), newReportCmd(stdout, stderr), &cobra.Command{
 		Use:   "version",
 		Short: "Print volley's version",
 		Args:  cobra.NoArgs,

@@ -29,24 +29,34 @@ type acc struct {
 	bytesDown uint64
 	d         [numDists]*stats.Dist
 	kern      [numKDists]*stats.Dist // kernel stamps' figures; nil without them
+	coarse    bool                   // its histograms are stats' coarse ones (Config.Shared)
 }
 
 // kernel returns a's kernel distributions, made on first use.
 func (a *acc) kernel() *[numKDists]*stats.Dist {
 	if a.kern[0] == nil {
 		for i := range a.kern {
-			a.kern[i] = stats.NewDist()
+			a.kern[i] = a.newDist()
 		}
 	}
 	return &a.kern
 }
 
-func newAcc() *acc {
-	a := &acc{}
+// newAcc returns an empty accumulator; coarse makes its histograms
+// stats' coarse ones.
+func newAcc(coarse bool) *acc {
+	a := &acc{coarse: coarse}
 	for i := range a.d {
-		a.d[i] = stats.NewDist()
+		a.d[i] = a.newDist()
 	}
 	return a
+}
+
+func (a *acc) newDist() *stats.Dist {
+	if a.coarse {
+		return stats.NewCoarseDist()
+	}
+	return stats.NewDist()
 }
 
 func (a *acc) merge(o *acc) {

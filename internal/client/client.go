@@ -129,7 +129,7 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	}
 	r.recorder.init(&r.cfg)
 	if cfg.openLoop() {
-		r.openLoop = newOpenLoop()
+		r.openLoop = newOpenLoop(&r.cfg)
 	} else if len(cfg.Workload) > 0 {
 		r.closedLoop.picker = workload.NewPicker(cfg.Workload, cfg.Seed)
 	}

@@ -274,7 +274,7 @@ func TestCollectorBounded(t *testing.T) {
 	var got []result.Interval
 	c := &collector{want: 2, handler: Funcs{OnInterval: func(iv result.Interval) { got = append(got, iv) }}}
 	one := func(k int) {
-		a := newAcc()
+		a := newAcc(false)
 		a.counts.Sent = 1
 		c.add(k, a, time.Duration(k)*time.Second, time.Duration(k+1)*time.Second)
 	}

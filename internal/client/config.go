@@ -3,7 +3,6 @@ package client
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -213,8 +212,16 @@ type Config struct {
 	// spins before a probe: it sleeps on the runtime's timers, so that a
 	// hundred runs take no hundred threads, and a probe may leave up to
 	// about a millisecond late (the send error reports it; delays are
-	// measured from when it left).
+	// measured from when it left). Its histograms are stats' coarse ones
+	// (percentiles within 1%, a seventh of the memory and of the time to
+	// clear and merge each interval's).
 	Shared bool
+	// Endless: the run goes on until it is stopped, and its summary's
+	// latency figures are not wanted (a monitor's continuous
+	// measurement, whose intervals are the figures). The intervals are
+	// not merged into whole-run histograms, which saves the merge each
+	// interval; the summary keeps exact counts and no latency figures.
+	Endless bool
 	// Thread, when set, is called on each measuring thread as it starts,
 	// locked to it: a flow's receiver ("receiver") and, open loop, its
 	// sender ("sender"); flows number from 1. A receiver whose call fails
@@ -565,25 +572,4 @@ func (c *Config) fillRest() {
 	if c.Percentiles == nil {
 		c.Percentiles = DefaultPercentiles
 	}
-}
-
-// historySize is the number of probes whose fate the client remembers, a
-// power of two: enough to tell late replies and duplicates apart for a
-// timeout's worth of probes at high rates. A probe still unanswered when
-// that many newer probes have been sent is declared lost at once.
-func historySize(cfg Config) int {
-	n := cfg.history
-	if n == 0 {
-		n = max(4*cfg.Window, 1<<17)
-		if cfg.openLoop() {
-			// A known rate: two timeouts' worth of probes is enough, and
-			// keeps a slow flow small (many of them run with -P).
-			rate := cfg.Rate
-			if cfg.SendInterval > 0 {
-				rate = 1e9 / float64(cfg.SendInterval)
-			}
-			n = min(n, max(4*cfg.Window, 1<<12, int(2*rate*cfg.Timeout.Seconds())))
-		}
-	}
-	return 1 << bits.Len64(uint64(n)-1)
 }

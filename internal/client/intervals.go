@@ -71,7 +71,7 @@ func (rec *recorder) openInterval(start int64) {
 		p, rec.freeIvs = rec.freeIvs[n-1], rec.freeIvs[:n-1]
 		*p = pending{acc: p.acc}
 	} else {
-		p = &pending{acc: newAcc()}
+		p = &pending{acc: newAcc(rec.cfg.Shared)}
 	}
 	p.acc.reset(start)
 	p.no = rec.ivNext
@@ -170,6 +170,12 @@ func (rec *recorder) report(p *pending, final bool) {
 			rec.collect(rec.intervals, a, iv.Start, iv.End)
 		}
 		rec.intervals++
+	}
+	if rec.cfg.Endless {
+		rec.total.counts.Add(a.counts)
+		rec.total.bytesUp += a.bytesUp
+		rec.total.bytesDown += a.bytesDown
+		return
 	}
 	rec.total.merge(a)
 }

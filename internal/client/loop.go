@@ -160,7 +160,11 @@ func (r *run) wakeAt(now int64) int64 {
 	if r.openLoop == nil {
 		want = r.closedWake(now, want)
 	} else if r.sending {
-		want = min(want, now+int64(drainEvery))
+		drain := drainEvery
+		if cfg.Shared {
+			drain = sharedDrainEvery
+		}
+		want = min(want, now+int64(drain))
 	}
 	if !r.sending {
 		want = min(want, r.drainBy)
@@ -304,6 +308,12 @@ func (r *run) takeReply(h *wire.Header, n int, t4 int64, seg int, msg []byte, rx
 // drainEvery is how often the receiver of an open-loop run wakes to take
 // in the sender's probes when no reply wakes it.
 const drainEvery = 5 * time.Millisecond
+
+// sharedDrainEvery is drainEvery for a run that shares its process with
+// many (Config.Shared): a receiver that wakes 200 times a second cost a
+// monitored target 3% of a core at one probe a second. A reply still wakes
+// it at once; a lost probe is declared lost up to this much later.
+const sharedDrainEvery = 50 * time.Millisecond
 
 // stopSending ends sending for the reason given (the first reason wins).
 func (r *run) stopSending(reason string) {

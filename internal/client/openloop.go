@@ -98,7 +98,7 @@ type openLoop struct {
 	session atomic.Pointer[sessionKey] // the sender's session
 }
 
-func newOpenLoop() *openLoop { return &openLoop{sent: newSentQueue(1 << 16)} }
+func newOpenLoop(cfg *Config) *openLoop { return &openLoop{sent: newSentQueue(sentQueueSize(cfg))} }
 
 // takeSent takes in what the open-loop sender sent since the last look,
 // and the transmit stamps of the probes that get no reply, which take

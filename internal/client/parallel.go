@@ -29,7 +29,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		return nil, err
 	}
 	h := handlerOf(&cfg)
-	col := &collector{want: len(conns), pct: cfg.Percentiles, handler: h, keep: !cfg.StreamIntervals}
+	col := &collector{want: len(conns), pct: cfg.Percentiles, handler: h, keep: !cfg.StreamIntervals, shared: cfg.Shared}
 	flowCfg := cfg
 	if cfg.Handler != nil {
 		flowCfg.Handler = reconnectsOnly{h: h}
@@ -119,7 +119,7 @@ func flowsInto(res *result.Result, runs []*run, errs []error) {
 // counts are the flows' summaries', which hold the exact split of loss
 // (and, one-way, the reflector's counts) that the accumulators do not.
 func total(runs []*run, cfg Config) (result.Interval, *result.Histogram, *result.Distribution) {
-	all := newAcc()
+	all := newAcc(cfg.Shared)
 	var origin, end int64
 	var counts result.Counts
 	for i, r := range runs {
@@ -150,6 +150,7 @@ type collector struct {
 	pct     []float64
 	handler Handler
 	keep    bool // keep the total intervals for the result (not StreamIntervals)
+	shared  bool // coarse histograms (Config.Shared)
 	pending []*pendingInterval
 	free    []*pendingInterval
 	emitted int
@@ -205,7 +206,7 @@ func (c *collector) newPending() *pendingInterval {
 		c.free = c.free[:n-1]
 		return p
 	}
-	return &pendingInterval{acc: newAcc()}
+	return &pendingInterval{acc: newAcc(c.shared)}
 }
 
 // emitFirst emits the oldest pending interval (if it has anything) and

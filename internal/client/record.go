@@ -84,7 +84,7 @@ func (rec *recorder) init(cfg *Config) {
 	rec.handler = handlerOf(cfg)
 	rec.observer = cfg.Observer
 	rec.ring, rec.mask = make([]slot, ringSize), ringSize-1
-	rec.total = newAcc()
+	rec.total = newAcc(cfg.Shared)
 	rec.pendLimit = pendingLimit(cfg)
 	rec.openInterval(0)
 	if len(cfg.Workload) > 0 {

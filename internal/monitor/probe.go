@@ -29,8 +29,28 @@ const (
 // Recorder does. The process's rate cap does not apply: the caller bounds
 // how many probes run at once.
 func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) {
-	// The duration is the probe's, not a round's: any length will do.
 	d := probeDuration(t.Schedule)
+	return measure(ctx, t, rec, d, d) // one interval: the whole probe
+}
+
+// DefaultOnceDuration is how long Once measures when the schedule says
+// no Duration.
+const DefaultOnceDuration = 5 * time.Second
+
+// Once measures t once, for its Schedule.Duration (DefaultOnceDuration
+// when zero; any length), with its intervals (volley monitor --once). rec,
+// when not nil, hears it as Probe's does.
+func Once(ctx context.Context, t Target, rec Recorder) (*result.Result, error) {
+	d := t.Schedule.Duration
+	if d == 0 {
+		d = DefaultOnceDuration
+	}
+	return measure(ctx, t, rec, d, Defaults(t.Schedule).Interval)
+}
+
+// measure measures t once for d, in intervals of every.
+func measure(ctx context.Context, t Target, rec Recorder, d, every time.Duration) (*result.Result, error) {
+	// The duration is the measurement's, not a round's: any length will do.
 	t.Schedule.Duration, t.Schedule.Every = 0, 0
 	t, addr, err := checkTarget(t)
 	if err != nil {
@@ -52,9 +72,9 @@ func Probe(ctx context.Context, t Target, rec Recorder) (*result.Result, error) 
 	cfg := clientConfig(&t, addr, t.Schedule.Rate, 0, rec, h)
 	// As many probes as the schedule has slots in d (count/rate makes
 	// count), and no slot more.
-	cfg.Duration, cfg.Reconnect = d, 0
+	cfg.Duration, cfg.Reconnect, cfg.Endless = d, 0, false // its summary is the answer
 	cfg.Count = uint64(max(1, math.Round(t.Schedule.Rate*d.Seconds())))
-	cfg.ReportInterval = d // one interval: the whole probe
+	cfg.ReportInterval = every
 	res, err := client.Run(ctx, cfg, conn)
 	if err != nil {
 		rec.Session(false, err)

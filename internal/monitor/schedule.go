@@ -185,7 +185,8 @@ func clientConfig(t *Target, addr transport.Target, rate float64, seed uint64, o
 		Duration:        s.Duration,
 	}
 	if s.Duration == 0 {
-		cfg.Duration = forever
+		// Its intervals are its figures: no summary is read.
+		cfg.Duration, cfg.Endless = forever, true
 		if !addr.Stream() {
 			// A lost session is reopened for ever, probes counting lost
 			// meanwhile; a broken stream cannot be, and the runner dials

@@ -48,6 +48,20 @@ func WriteJSONLTarget(w io.Writer, target string, labels map[string]string, iv r
 	}{"interval", target, labels, iv})
 }
 
+// WriteJSONLTargetResult writes a monitored target's whole result as a
+// JSON line with "type": "result", its name and its labels, without the
+// intervals (volley monitor --once --format jsonl).
+func WriteJSONLTargetResult(w io.Writer, target string, labels map[string]string, res *result.Result) error {
+	r := *res
+	r.Intervals = nil
+	return json.NewEncoder(w).Encode(struct {
+		Type   string            `json:"type"`
+		Target string            `json:"target"`
+		Labels map[string]string `json:"labels,omitempty"`
+		*result.Result
+	}{"result", target, labels, &r})
+}
+
 // WriteJSONLResult writes the final JSON line: the whole result with
 // "type": "result" and without the intervals, which came before it.
 func WriteJSONLResult(w io.Writer, res *result.Result) error {

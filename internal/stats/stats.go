@@ -37,6 +37,19 @@ func NewDist() *Dist {
 	return &Dist{h: hdrhistogram.New(lowest, highest, sigFigs)}
 }
 
+// coarseSigFigs is a coarse distribution's precision: percentiles within
+// 1%, in a histogram a seventh of the size (30 KB, not 210 KB).
+const coarseSigFigs = 2
+
+// NewCoarseDist returns an empty distribution whose percentiles are
+// within 1% rather than 0.1%: for a process that keeps many (volley
+// monitor's targets), where the histograms' size and the time to clear,
+// merge and read them each interval would dominate. Min, max, mean and
+// standard deviation stay exact.
+func NewCoarseDist() *Dist {
+	return &Dist{h: hdrhistogram.New(lowest, highest, coarseSigFigs)}
+}
+
 // Record adds one value.
 func (d *Dist) Record(v int64) {
 	d.n++
