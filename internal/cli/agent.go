@@ -79,6 +79,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 	case f.meshK < 1:
 		return usagef("--mesh-k %d: want at least 1", f.meshK)
 	}
+	f.server.shared = true
 	m := &f.mon
 	m.quiet, m.format = f.server.quiet, "text"
 	if err := m.check(); err != nil {
@@ -93,6 +94,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 	fromDNS := f.peersDNS != ""
 	if fromDNS {
 		wc.Targets = []monitor.Target{{Name: "peers", URL: "udp://" + f.peersDNS, Source: "peers", Schedule: base}}
+		wc.MaxAddresses = monitor.MaxPeerAddresses // a fleet, not one service's replicas
 	}
 	local, err := monitor.LocalAddrs()
 	if err != nil && f.self == "" {

@@ -57,10 +57,16 @@ func (l *limitFlags) check() error {
 }
 
 // budget returns the budget the flags set, for every listener and
-// reflector of the server; it also tells the Go runtime to keep its memory
-// near what the budget allows, and 16 MiB for the rest: it collects the
-// garbage a buffer's growth leaves sooner than it would.
-func (l *limitFlags) budget() *quota.Memory {
+// reflector of the server. Unless the reflector shares its process
+// (volley agent, whose monitor needs memory of its own: a heap past the
+// limit made its GC run without pause, 1.6 cores at 100 targets), it
+// also tells the Go runtime to keep its memory near what the budget
+// allows, and 16 MiB for the rest: it collects the garbage a buffer's
+// growth leaves sooner than it would.
+func (l *limitFlags) budget(shared bool) *quota.Memory {
+	if shared {
+		return quota.NewMemory(int64(l.memory), int64(l.memory)/2)
+	}
 	debug.SetMemoryLimit(int64(l.memory) + 16<<20)
 	// A buffer that grows leaves the one it outgrew: collect when the
 	// heap has grown by a quarter, not doubled. The reflector's own

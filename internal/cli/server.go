@@ -114,6 +114,9 @@ type serverFlags struct {
 	format         string
 	lim            limitFlags
 	stamp          stampServerFlags
+	// shared: the reflector is not alone in its process (volley agent),
+	// so it leaves the Go runtime's memory settings alone.
+	shared bool
 }
 
 // register defines the server's flags on cmd, in the order --help lists
@@ -348,7 +351,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
 	if err := f.lim.check(); err != nil {
 		return c, err
 	}
-	mem := f.lim.budget()
+	mem := f.lim.budget(f.shared)
 	so := sockopt.Options{TOS: f.tos, TTL: f.ttl, Buffer: int(f.buffer), Congestion: f.congestion, NoDelayOff: !f.nodelay, Interface: f.iface}
 	udpOpts := so
 	udpOpts.Congestion, udpOpts.NoDelayOff = "", false

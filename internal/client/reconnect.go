@@ -188,7 +188,13 @@ func (r *run) reconnectStep(now int64) error {
 	hello.T1 = now
 	msg := r.helloMsg()
 	r.encode(&hello, msg)
-	_ = r.guard.within(now, min(r.cfg.Timeout, helloEvery), true)
+	// A socket has one write deadline. While an open-loop sender writes
+	// on it, the sender's guard keeps one set (at most Silence away),
+	// which bounds this write too; setting a shorter one here would cut
+	// the sender's next probe, whose guard believes its own still holds.
+	if r.openLoop == nil || r.openLoop.done.Load() {
+		_ = r.guard.within(now, min(r.cfg.Timeout, helloEvery), true)
+	}
 	_, _ = r.conn.Write(msg) // an unreachable port is why we are here
 	return nil
 }

@@ -16,13 +16,15 @@ import (
 // and AAAA records).
 type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
 
-// DNS bounds: the most addresses one name expands to (the rest are
-// dropped, sorted last), how long one lookup may take, and how many run
-// at once.
+// DNS bounds: the most addresses one name expands to by default (the
+// rest are dropped, sorted last; an agent's peer list from a headless
+// Service takes MaxPeerAddresses), how long one lookup may take, and how
+// many run at once.
 const (
-	MaxAddresses  = 64
-	lookupTime    = 10 * time.Second
-	lookupsAtOnce = 8
+	MaxAddresses     = 64
+	MaxPeerAddresses = 4096
+	lookupTime       = 10 * time.Second
+	lookupsAtOnce    = 8
 )
 
 // DefaultLookup looks host up with net.DefaultResolver.
@@ -53,20 +55,25 @@ type dnsCache struct {
 	lookup LookupFunc
 	health Health
 	log    func(format string, args ...any)
+	most   int // addresses kept per name
 
 	mu     sync.Mutex
-	addrs  map[string][]netip.Addr // sorted, at most MaxAddresses
+	addrs  map[string][]netip.Addr // sorted, at most most
 	failed map[string]string       // the error last logged, per name
 	capped map[string]bool         // names whose addresses were capped (logged once)
 }
 
 // newDNSCache returns a cache that looks names up with lookup
-// (DefaultLookup when nil).
-func newDNSCache(lookup LookupFunc, h Health, log func(string, ...any)) *dnsCache {
+// (DefaultLookup when nil) and keeps most addresses of each
+// (MaxAddresses when 0).
+func newDNSCache(lookup LookupFunc, most int, h Health, log func(string, ...any)) *dnsCache {
 	if lookup == nil {
 		lookup = DefaultLookup
 	}
-	return &dnsCache{lookup: lookup, health: h, log: log,
+	if most <= 0 {
+		most = MaxAddresses
+	}
+	return &dnsCache{lookup: lookup, most: most, health: h, log: log,
 		addrs: map[string][]netip.Addr{}, failed: map[string]string{}, capped: map[string]bool{}}
 }
 
@@ -169,12 +176,12 @@ func (c *dnsCache) resolveOne(ctx context.Context, host string) bool {
 	}
 	slices.SortFunc(as, netip.Addr.Compare)
 	as = slices.Compact(as)
-	if len(as) > MaxAddresses {
+	if len(as) > c.most {
 		if !c.capped[host] && c.log != nil {
-			c.log("dns %s: %d addresses, measuring the first %d", host, len(as), MaxAddresses)
+			c.log("dns %s: %d addresses, measuring the first %d", host, len(as), c.most)
 		}
 		c.capped[host] = true
-		as = as[:MaxAddresses]
+		as = as[:c.most]
 	}
 	old, ok := c.addrs[host]
 	c.addrs[host] = as

@@ -30,8 +30,10 @@ type WatchConfig struct {
 	// looked up again (DefaultResolveEvery when 0).
 	Poll         time.Duration
 	ResolveEvery time.Duration
-	// Lookup resolves DNS names (DefaultLookup when nil).
-	Lookup LookupFunc
+	// Lookup resolves DNS names (DefaultLookup when nil); MaxAddresses is
+	// the most addresses a name expands to (MaxAddresses when 0).
+	Lookup       LookupFunc
+	MaxAddresses int
 	// Select, when set, makes the set from the peers (the fixed targets,
 	// the file's, with DNS names expanded): an agent's Mesh. An error
 	// keeps the last good set. When nil, every peer is a target.
@@ -70,7 +72,7 @@ func NewWatcher(cfg WatchConfig) *Watcher {
 	if cfg.ResolveEvery <= 0 {
 		cfg.ResolveEvery = DefaultResolveEvery
 	}
-	return &Watcher{cfg: cfg, dns: newDNSCache(cfg.Lookup, cfg.Health, cfg.Log)}
+	return &Watcher{cfg: cfg, dns: newDNSCache(cfg.Lookup, cfg.MaxAddresses, cfg.Health, cfg.Log)}
 }
 
 // Load reads the file, resolves the DNS names and sets the first set. It

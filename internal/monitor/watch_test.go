@@ -354,7 +354,7 @@ func TestDNSCapsAddresses(t *testing.T) {
 	}
 	dns.answer("big.test", nil, many...)
 	h := &watchHealth{}
-	c := newDNSCache(dns.lookup, h, h.log)
+	c := newDNSCache(dns.lookup, 0, h, h.log)
 	for range 2 {
 		c.resolve(context.Background(), []string{"big.test"})
 	}
