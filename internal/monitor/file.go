@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -29,11 +28,6 @@ const (
 	MaxFileBytes = 4 << 20
 	// MaxFileTargets is the most targets (or peers) one file may list.
 	MaxFileTargets = 10000
-	// fileMaxLabels is the most labels a target may carry, and
-	// fileMaxLabelValue the longest value, in bytes (as Monitor.Set
-	// takes them).
-	fileMaxLabels     = 16
-	fileMaxLabelValue = 128
 )
 
 // Peer is a target as a targets or peers file lists it: the target, and
@@ -66,35 +60,10 @@ var (
 	fileEntryFields    = []string{"name", "url", "labels", "zone"}
 )
 
-// fileSchemes are the transports a target may use.
-var fileSchemes = []string{"udp", "tcp", "unix", "unixgram", "dbus"}
-
-// fileLabelName is what a Prometheus label name may be.
-var fileLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-
-// fileReservedLabels are the label names volley's series or Prometheus use
-// themselves: a user's label of that name would clash. source_zone and
-// target_zone are the mesh's (see Mesh).
-var fileReservedLabels = []string{"target", "direction", "le", "quantile", "instance", "job", "source", "source_zone", "target_zone"}
-
-// checkFileLabel checks one label: its name must be a Prometheus label
-// name, not start with "__" and not be one volley or Prometheus uses
-// (fileReservedLabels); its value at most fileMaxLabelValue bytes.
-// Monitor.Set checks the same, but allows the mesh's source_zone and
-// target_zone.
-func checkFileLabel(name, value string) error {
-	switch {
-	case !fileLabelName.MatchString(name):
-		return fmt.Errorf("label name %q: want letters, digits and _, not starting with a digit", name)
-	case strings.HasPrefix(name, "__"):
-		return fmt.Errorf("label name %q: names starting with __ are Prometheus' own", name)
-	case slices.Contains(fileReservedLabels, name):
-		return fmt.Errorf("label name %q is volley's or Prometheus' own (reserved: %s)", name, strings.Join(fileReservedLabels, ", "))
-	case len(value) > fileMaxLabelValue:
-		return fmt.Errorf("label %s: value of %d bytes, at most %d", name, len(value), fileMaxLabelValue)
-	}
-	return nil
-}
+// checkFileLabel checks one label of a file's entry: as Monitor.Set
+// does, and the mesh's source_zone and target_zone are not the user's to
+// set.
+func checkFileLabel(name, value string) error { return checkLabel(name, value, false) }
 
 // readFileBounded reads at most MaxFileBytes of the file at path (through
 // symbolic links, as a Kubernetes ConfigMap's are).
@@ -224,23 +193,23 @@ func parseEntry(n *yaml.Node, i int, sched Schedule, opt FileOptions) (Peer, err
 	}
 	if t, err := transport.ParseTarget(u.Value); err != nil {
 		return Peer{}, fmt.Errorf("line %d: %s: url: %v", u.Line, what, err)
-	} else if !slices.Contains(fileSchemes, t.Scheme) {
-		return Peer{}, fmt.Errorf("line %d: %s: url %s: a monitor measures %s:// targets, not %s://", u.Line, what, u.Value, strings.Join(fileSchemes, "://, "), t.Scheme)
+	} else if !slices.Contains(monitorSchemes, t.Scheme) {
+		return Peer{}, fmt.Errorf("line %d: %s: url %s: a monitor measures %s:// targets, not %s://", u.Line, what, u.Value, strings.Join(monitorSchemes, "://, "), t.Scheme)
 	}
 	p.URL, p.Name = u.Value, u.Value
 	if v := fs["name"]; v != nil && v.Value != "" {
 		p.Name = v.Value
 	}
-	if len(p.Name) > fileMaxLabelValue {
-		return Peer{}, fmt.Errorf("line %d: %s: name of %d bytes, at most %d (it is the target label's value)", n.Line, what, len(p.Name), fileMaxLabelValue)
+	if len(p.Name) > MaxLabelValue {
+		return Peer{}, fmt.Errorf("line %d: %s: name of %d bytes, at most %d (it is the target label's value)", n.Line, what, len(p.Name), MaxLabelValue)
 	}
 	what = fmt.Sprintf("target %q", p.Name)
 	if v := fs["zone"]; v != nil {
 		if !opt.Zones {
 			return Peer{}, fmt.Errorf("line %d: %s: zone is for an agent's peer list (--peers), not a targets file", v.Line, what)
 		}
-		if len(v.Value) > fileMaxLabelValue {
-			return Peer{}, fmt.Errorf("line %d: %s: zone of %d bytes, at most %d", v.Line, what, len(v.Value), fileMaxLabelValue)
+		if len(v.Value) > MaxLabelValue {
+			return Peer{}, fmt.Errorf("line %d: %s: zone of %d bytes, at most %d", v.Line, what, len(v.Value), MaxLabelValue)
 		}
 		p.Zone = v.Value
 	}
@@ -262,8 +231,8 @@ func parseLabels(n *yaml.Node, what string) (map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: %s: labels: want a mapping such as {rack: r12}, got %s", n.Line, what, nodeKind(n))
 	}
-	if len(n.Content)/2 > fileMaxLabels {
-		return nil, fmt.Errorf("line %d: %s: %d labels, at most %d", n.Line, what, len(n.Content)/2, fileMaxLabels)
+	if len(n.Content)/2 > MaxLabels {
+		return nil, fmt.Errorf("line %d: %s: %d labels, at most %d", n.Line, what, len(n.Content)/2, MaxLabels)
 	}
 	labels := make(map[string]string, len(n.Content)/2)
 	for k := 0; k+1 < len(n.Content); k += 2 {

@@ -74,9 +74,9 @@ func TestParseFileEmpty(t *testing.T) {
 }
 
 func TestParseFileErrors(t *testing.T) {
-	long := strings.Repeat("x", fileMaxLabelValue+1)
+	long := strings.Repeat("x", MaxLabelValue+1)
 	var many strings.Builder
-	for i := range fileMaxLabels + 1 {
+	for i := range MaxLabels + 1 {
 		many.WriteString("l" + string(rune('a'+i)) + ": v\n      ")
 	}
 	for _, c := range []struct{ doc, want string }{
@@ -90,13 +90,13 @@ func TestParseFileErrors(t *testing.T) {
 		{"targets:\n  - url: udp://a\n    poisson: maybe\n", "line 3: target \"udp://a\": poisson"},
 		{"targets:\n  - url: udp://a\n  - name: b\n    url: udp://b\n  - url: udp://a\n", "line 5: target \"udp://a\": name already given at line 2"},
 		{"targets:\n  - {name: x, url: udp://a}\n  - {name: x, url: udp://b}\n", "line 3: target \"x\": name already given at line 2"},
-		{"targets:\n  - url: udp://a\n    labels: {9rack: r}\n", "line 3: target \"udp://a\": label name \"9rack\""},
-		{"targets:\n  - url: udp://a\n    labels:\n      __name: r\n", "line 4: target \"udp://a\": label name \"__name\""},
-		{"targets:\n  - url: udp://a\n    labels:\n      ok: 1\n      job: r\n", "line 5: target \"udp://a\": label name \"job\" is volley's or Prometheus' own"},
-		{"targets:\n  - url: udp://a\n    labels: {target: r}\n", "line 3: target \"udp://a\": label name \"target\" is volley's"},
-		{"targets:\n  - url: udp://a\n    labels: {source_zone: r}\n", "line 3: target \"udp://a\": label name \"source_zone\" is volley's"},
-		{"targets:\n  - url: udp://a\n    labels: {direction: up}\n", "line 3: target \"udp://a\": label name \"direction\" is volley's"},
-		{"targets:\n  - url: udp://a\n    labels: {a: " + long + "}\n", "line 3: target \"udp://a\": label a: value of 129 bytes"},
+		{"targets:\n  - url: udp://a\n    labels: {9rack: r}\n", "line 3: target \"udp://a\": label \"9rack\""},
+		{"targets:\n  - url: udp://a\n    labels:\n      __name: r\n", "line 4: target \"udp://a\": label \"__name\""},
+		{"targets:\n  - url: udp://a\n    labels:\n      ok: 1\n      job: r\n", "line 5: target \"udp://a\": label \"job\": volley or Prometheus uses that name"},
+		{"targets:\n  - url: udp://a\n    labels: {target: r}\n", "line 3: target \"udp://a\": label \"target\": volley or Prometheus uses"},
+		{"targets:\n  - url: udp://a\n    labels: {source_zone: r}\n", "line 3: target \"udp://a\": label \"source_zone\": volley or Prometheus uses"},
+		{"targets:\n  - url: udp://a\n    labels: {direction: up}\n", "line 3: target \"udp://a\": label \"direction\": volley or Prometheus uses"},
+		{"targets:\n  - url: udp://a\n    labels: {a: " + long + "}\n", "line 3: target \"udp://a\": label \"a\": value of 129 bytes"},
 		{"targets:\n  - url: udp://a\n    labels:\n      " + many.String() + "\n", "line 4: target \"udp://a\": 17 labels, at most 16"},
 		{"targets:\n  - url: udp://a\n    labels: [a, b]\n", "line 3: target \"udp://a\": labels: want a mapping"},
 		{"targets:\n  - name: x\n", "line 2: target 1: no url"},

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/volley-net/volley/internal/client"
@@ -92,11 +94,12 @@ func checkSchedule(s Schedule) error {
 // labelName is a Prometheus label name.
 var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// reservedLabels are the label names volley or Prometheus use themselves.
-var reservedLabels = map[string]bool{
-	"target": true, "direction": true, "le": true, "quantile": true,
-	"instance": true, "job": true, "source": true,
-}
+// reservedLabels are the label names volley or Prometheus use themselves;
+// meshLabels are the mesh's, which only Mesh sets.
+var (
+	reservedLabels = []string{"target", "direction", "le", "quantile", "instance", "job", "source"}
+	meshLabels     = []string{"source_zone", "target_zone"}
+)
 
 // checkTargetLabels checks a target's labels; source_zone and target_zone
 // are the mesh's, and allowed here (a file's reader refuses them).
@@ -105,20 +108,30 @@ func checkTargetLabels(labels map[string]string) error {
 		return fmt.Errorf("labels: %d of them, want at most %d", len(labels), MaxLabels)
 	}
 	for name, v := range labels {
-		switch {
-		case !labelName.MatchString(name) || len(name) >= 2 && name[:2] == "__":
-			return fmt.Errorf("label %q: want a name of letters, digits and _ (not first a digit, nor __ first)", name)
-		case reservedLabels[name]:
-			return fmt.Errorf("label %q: volley or Prometheus uses that name", name)
-		case len(v) > MaxLabelValue:
-			return fmt.Errorf("label %q: value of %d bytes, want at most %d", name, len(v), MaxLabelValue)
+		if err := checkLabel(name, v, true); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// checkLabel checks one label: its name must be a Prometheus label name,
+// not start with "__" and not be one volley or Prometheus uses (nor the
+// mesh's, unless mesh); its value at most MaxLabelValue bytes.
+func checkLabel(name, value string, mesh bool) error {
+	switch {
+	case !labelName.MatchString(name) || strings.HasPrefix(name, "__"):
+		return fmt.Errorf("label %q: want a name of letters, digits and _ (not first a digit, nor __ first)", name)
+	case slices.Contains(reservedLabels, name) || !mesh && slices.Contains(meshLabels, name):
+		return fmt.Errorf("label %q: volley or Prometheus uses that name (reserved: %s)", name, strings.Join(append(slices.Clone(reservedLabels), meshLabels...), ", "))
+	case len(value) > MaxLabelValue:
+		return fmt.Errorf("label %q: value of %d bytes, want at most %d", name, len(value), MaxLabelValue)
+	}
+	return nil
+}
+
 // monitorSchemes are the transports a target may use.
-var monitorSchemes = map[string]bool{"udp": true, "tcp": true, "unix": true, "unixgram": true, "dbus": true}
+var monitorSchemes = []string{"udp", "tcp", "unix", "unixgram", "dbus"}
 
 // checkTarget checks t and returns it with its schedule's defaults
 // filled, its labels copied, and its address parsed; the error names the
@@ -134,7 +147,7 @@ func checkTarget(t Target) (Target, transport.Target, error) {
 	if err != nil {
 		return fail(fmt.Errorf("url %q: %w", t.URL, err))
 	}
-	if !monitorSchemes[addr.Scheme] {
+	if !slices.Contains(monitorSchemes, addr.Scheme) {
 		return fail(fmt.Errorf("url %q: want udp://, tcp://, unix://, unixgram:// or dbus:// (a volley reflector)", t.URL))
 	}
 	if err := checkTargetLabels(t.Labels); err != nil {
