@@ -15,6 +15,7 @@ import (
 
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/units"
+	"github.com/volley-net/volley/internal/workload"
 )
 
 // ErrFile says a targets or peers file is not as it should be; the error
@@ -147,7 +148,7 @@ func parseFile(b []byte, opt FileOptions) ([]Peer, error) {
 		return nil, nil
 	}
 	if list.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: targets: want a list (one \"- url: ...\" item per target), got %s", list.Line, nodeKind(list))
+		return nil, fmt.Errorf("line %d: targets: want a list (one \"- url: ...\" item per target), got %s", list.Line, workload.KindOf(list))
 	}
 	if len(list.Content) > MaxFileTargets {
 		return nil, fmt.Errorf("line %d: %d targets, at most %d", list.Line, len(list.Content), MaxFileTargets)
@@ -184,7 +185,7 @@ func parseEntry(n *yaml.Node, i int, sched Schedule, opt FileOptions) (Peer, err
 	var p Peer
 	for _, f := range []string{"name", "url", "zone"} {
 		if v := fs[f]; v != nil && v.Kind != yaml.ScalarNode {
-			return Peer{}, fmt.Errorf("line %d: %s: %s: want a single value, got %s", v.Line, what, f, nodeKind(v))
+			return Peer{}, fmt.Errorf("line %d: %s: %s: want a single value, got %s", v.Line, what, f, workload.KindOf(v))
 		}
 	}
 	u := fs["url"]
@@ -229,7 +230,7 @@ func parseEntry(n *yaml.Node, i int, sched Schedule, opt FileOptions) (Peer, err
 // parseLabels reads a target's labels from the mapping n.
 func parseLabels(n *yaml.Node, what string) (map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: %s: labels: want a mapping such as {rack: r12}, got %s", n.Line, what, nodeKind(n))
+		return nil, fmt.Errorf("line %d: %s: labels: want a mapping such as {rack: r12}, got %s", n.Line, what, workload.KindOf(n))
 	}
 	if len(n.Content)/2 > MaxLabels {
 		return nil, fmt.Errorf("line %d: %s: %d labels, at most %d", n.Line, what, len(n.Content)/2, MaxLabels)
@@ -255,7 +256,7 @@ func parseLabels(n *yaml.Node, what string) (map[string]string, error) {
 // not in allowed and names given twice; what names n in the errors.
 func fileFields(n *yaml.Node, what string, allowed []string) (map[string]*yaml.Node, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: %s: want a mapping of %s, got %s", n.Line, what, strings.Join(allowed, ", "), nodeKind(n))
+		return nil, fmt.Errorf("line %d: %s: want a mapping of %s, got %s", n.Line, what, strings.Join(allowed, ", "), workload.KindOf(n))
 	}
 	at := map[string]*yaml.Node{}
 	for k := 0; k+1 < len(n.Content); k += 2 {
@@ -281,7 +282,7 @@ func applySchedule(s *Schedule, fs map[string]*yaml.Node, what string) error {
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
-			return fmt.Errorf("line %d: %s: %s: want a single value, got %s", v.Line, what, f, nodeKind(v))
+			return fmt.Errorf("line %d: %s: %s: want a single value, got %s", v.Line, what, f, workload.KindOf(v))
 		}
 		if err := applyField(s, f, v.Value); err != nil {
 			return fmt.Errorf("line %d: %s: %s: %v", v.Line, what, f, err)
@@ -371,17 +372,4 @@ func readKey(path string) ([]byte, error) {
 // isNull reports whether n is YAML's null (nothing after the colon).
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
-}
-
-// nodeKind names what a YAML node holds.
-func nodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "a single value"
 }

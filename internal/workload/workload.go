@@ -121,7 +121,7 @@ func Parse(b []byte, lim Limits) ([]Entry, error) {
 	}
 	top := doc.Content[0]
 	if top.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("%w: line %d: want a list of entries ([{weight: 1, size: 100}, ...] or one \"- weight: 1\" item per entry), got %s", ErrBad, top.Line, kindOf(top))
+		return nil, fmt.Errorf("%w: line %d: want a list of entries ([{weight: 1, size: 100}, ...] or one \"- weight: 1\" item per entry), got %s", ErrBad, top.Line, KindOf(top))
 	}
 	if len(top.Content) == 0 {
 		return nil, fmt.Errorf("%w: line %d: no entries", ErrBad, top.Line)
@@ -141,7 +141,7 @@ func Parse(b []byte, lim Limits) ([]Entry, error) {
 // parseEntry reads the i-th entry from n and checks it.
 func parseEntry(n *yaml.Node, i int, e *Entry, lim Limits) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: entry %d: want a mapping such as {weight: 1, size: 100}, got %s", n.Line, i+1, kindOf(n))
+		return fmt.Errorf("line %d: entry %d: want a mapping such as {weight: 1, size: 100}, got %s", n.Line, i+1, KindOf(n))
 	}
 	e.Name = fmt.Sprintf("entry %d", i+1)
 	at := map[string]*yaml.Node{} // each field's value
@@ -154,7 +154,7 @@ func parseEntry(n *yaml.Node, i int, e *Entry, lim Limits) error {
 			return fmt.Errorf("line %d: entry %d: %s given twice", key.Line, i+1, key.Value)
 		}
 		if val.Kind != yaml.ScalarNode {
-			return fmt.Errorf("line %d: entry %d: %s: want a single value, got %s", val.Line, i+1, key.Value, kindOf(val))
+			return fmt.Errorf("line %d: entry %d: %s: want a single value, got %s", val.Line, i+1, key.Value, KindOf(val))
 		}
 		at[key.Value] = val
 	}
@@ -249,8 +249,9 @@ func (p *Picker) Pick() int {
 	return lo
 }
 
-// kindOf names what a YAML node holds.
-func kindOf(n *yaml.Node) string {
+// KindOf names what a YAML node holds, for errors: "a mapping", "a
+// list", "an alias" or "a single value".
+func KindOf(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
