@@ -30,6 +30,10 @@ agent probes k peers and, without zones, is probed by k (pingmesh). Series
 carry source_zone and target_zone labels when peers have zones. See
 docs/monitor.md.`
 
+// errNotListedYet: the agent is not among the peers its DNS name lists;
+// it waits for a later lookup.
+var errNotListedYet = errors.New("this agent is not among the peers yet")
+
 // agentFlags are volley agent's own flags.
 type agentFlags struct {
 	server   serverFlags
@@ -105,6 +109,10 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 			ps = monitor.AddressPeers(ps)
 		}
 		self, err := monitor.FindSelf(f.self, ps, local)
+		if err != nil && fromDNS {
+			// A starting pod's address may not be in the Service yet.
+			return nil, fmt.Errorf("%w: %w", errNotListedYet, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +137,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 	case err := <-srvErr:
 		return err
 	}
-	err = r.run(ctx, wc)
+	err = r.run(ctx, wc, func(err error) bool { return errors.Is(err, errNotListedYet) })
 	cancel()
 	return errors.Join(err, <-srvErr)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -116,16 +117,20 @@ between a client and a reflector.
 
 // ReloadsOnHangup reports whether the command args run (without the
 // program name) reads its files again on SIGHUP instead of ending:
-// volley monitor and volley agent, which run as daemons.
+// volley monitor and volley agent, which run as daemons (not volley
+// monitor --once, which ends as a client run does).
 func ReloadsOnHangup(args []string) bool {
-	for _, a := range args {
+	for i, a := range args {
 		if strings.HasPrefix(a, "-") {
 			continue // a flag before the command (there are none today)
 		}
-		return a == "monitor" || a == "agent"
+		return a == "agent" || a == "monitor" && !slices.ContainsFunc(args[i+1:], isOnce)
 	}
 	return false
 }
+
+// isOnce reports whether a is the flag --once (given true).
+func isOnce(a string) bool { return a == "--once" || a == "--once=true" }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

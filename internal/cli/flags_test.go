@@ -60,6 +60,19 @@ func TestRejectedValues(t *testing.T) {
 		{[]string{"server", "--max-rate", "0"}, []string{"--max-rate 0", "positive"}, ""},
 		{[]string{"server", "--max-size", "8M"}, []string{"--max-size 8M", "4M"}, "8388608"},
 		{[]string{"server", "--busy-poll", "udp"}, []string{"--busy-poll udp", "--busy-poll=udp"}, ""},
+		{[]string{"monitor"}, []string{"no targets", "--targets"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--rate", "0"}, []string{"--rate 0", "positive"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--format", "json"}, []string{"--format json", "--once"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--format", "csv"}, []string{"--format \"csv\"", "text", "jsonl"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--every", "1m"}, []string{"--every 1m", "--duration"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--duration", "1m", "--every", "1s"}, []string{"--every 1s", "at least --duration"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--metrics-listen", "garbage"}, []string{"--metrics-listen garbage", "HOST:PORT"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--metrics-listen", "none"}, []string{"--metrics-listen none", "nowhere"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--metrics-listen", "127.0.0.1:0", "--probe-allow", "nonsense"}, []string{"--probe-allow", "nonsense"}, ""},
+		{[]string{"monitor", "stamp://127.0.0.1:9", "--metrics-listen", "127.0.0.1:0"}, []string{"stamp"}, ""},
+		{[]string{"monitor", "--targets", "/nonexistent/targets.yml", "--metrics-listen", "127.0.0.1:0"}, []string{"/nonexistent/targets.yml"}, ""},
+		{[]string{"agent", "--listen", "127.0.0.1:0"}, []string{"--peers", "--peers-dns"}, ""},
+		{[]string{"agent", "--listen", "127.0.0.1:0", "--peers", "p.yml", "--mesh-k", "0"}, []string{"--mesh-k 0", "at least 1"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -216,5 +229,26 @@ func TestPortInUse(t *testing.T) {
 	msg := stderr.String()
 	if code != ExitError || strings.Count(msg, addr) != 1 || strings.Count(msg, "listen") != 1 || !strings.Contains(msg, "address already in use") {
 		t.Fatalf("server --listen %s (in use) = %d, stderr %q; want %d, the address and the reason once", addr, code, msg, ExitError)
+	}
+}
+
+// TestReloadsOnHangup: SIGHUP reloads the daemons' files, and ends every
+// other command (volley monitor --once included) as it always did.
+func TestReloadsOnHangup(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"monitor", "udp://h"}, true},
+		{[]string{"agent", "--peers", "p.yml"}, true},
+		{[]string{"monitor", "udp://h", "--once"}, false},
+		{[]string{"monitor", "--once=true"}, false},
+		{[]string{"client", "monitor"}, false},
+		{[]string{"server"}, false},
+		{nil, false},
+	} {
+		if got := ReloadsOnHangup(tt.args); got != tt.want {
+			t.Errorf("ReloadsOnHangup(%q) = %v, want %v", tt.args, got, tt.want)
+		}
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -195,7 +197,7 @@ func runMonitor(cmd *cobra.Command, f *monitorFlags, args []string, stdout, stde
 		return err
 	}
 	return r.run(cmd.Context(), monitor.WatchConfig{Targets: fixed, File: f.targets,
-		FileOptions: monitor.FileOptions{Base: base}})
+		FileOptions: monitor.FileOptions{Base: base}}, nil)
 }
 
 // newMonitorRun makes the sinks, the monitor and the metrics listener the
@@ -235,22 +237,43 @@ func (noHealth) Reload(string, error) {}
 func (noHealth) RateScale(float64)    {}
 
 // run watches the targets, serves the metrics and measures until ctx is
-// done. wc is the watcher's configuration less what run adds.
-func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig) error {
+// done. wc is the watcher's configuration less what run adds. The first
+// set's error ends the run as a usage error (a bad file, a bad target),
+// unless wait says to wait for a later one.
+func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig, wait func(error) bool) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	wc.Reload, wc.ResolveEvery, wc.Set, wc.Log = hup, r.f.resolveEvery, r.mon.Set, r.logf
+	// The first load's lines wait: when it fails, its error is the one
+	// line said ("keeping the last good set" would be wrong).
+	var held []string
+	var loaded atomic.Bool
+	var mu sync.Mutex
+	wc.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !loaded.Load() {
+			held = append(held, fmt.Sprintf(format, args...))
+			return
+		}
+		r.logf(format, args...)
+	}
+	wc.Reload, wc.ResolveEvery, wc.Set = hup, r.f.resolveEvery, r.mon.Set
 	if r.health != nil {
 		wc.Health = r.health
 	}
 	r.watcher = monitor.NewWatcher(wc)
-	if err := r.watcher.Load(ctx); err != nil {
-		// A bad file at the start is the user's to fix now; a peer
-		// list from DNS may not list this agent yet.
-		if errors.Is(err, monitor.ErrFile) {
-			return usageError{err}
-		}
+	err := r.watcher.Load(ctx)
+	if err != nil && (wait == nil || !wait(err)) {
+		return usageError{err} // a bad file or target at the start is the user's to fix now
+	}
+	mu.Lock()
+	loaded.Store(true)
+	for _, l := range held {
+		r.logf("%s", l)
+	}
+	mu.Unlock()
+	if err != nil && !slices.Contains(held, err.Error()) {
 		r.logf("%v", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -270,7 +293,7 @@ func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig) error {
 		go func() { errs <- srv.Serve(ctx, r.ln) }()
 		n++
 	}
-	var err error
+	err = nil // a first set refused while waiting was said
 	for range n {
 		if e := <-errs; e != nil && !errors.Is(e, context.Canceled) {
 			err = errors.Join(err, e)
