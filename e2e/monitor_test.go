@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -185,4 +187,103 @@ func writeFile(t *testing.T, dir, name, s string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestMonitorOnce: --once measures every target at the same time for
+// --duration and reports each (JSON: an array of target, labels and
+// result); a target that does not answer makes the exit 1, and the
+// others are still reported.
+func TestMonitorOnce(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	dead := fmt.Sprintf("udp://127.0.0.1:%d", freePort(t))
+	r := volleyRun(t, "monitor", "udp://"+srv.addr, "tcp://"+srv.addr, dead, "--once", "--duration", "1s", "--rate", "50", "--format", "json")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 of 3 targets did not answer: "+dead) {
+		t.Fatalf("exit %d, stderr %q; want 1 and the silent target named", r.code, r.stderr)
+	}
+	var out []struct {
+		Target string         `json:"target"`
+		Result *result.Result `json:"result"`
+		Error  string         `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, r.stdout)
+	}
+	if len(out) != 3 {
+		t.Fatalf("%d results, want 3: %s", len(out), r.stdout)
+	}
+	for _, o := range out {
+		if o.Target == dead {
+			if o.Error == "" {
+				t.Errorf("%s: no error, want why it did not answer", o.Target)
+			}
+			continue
+		}
+		if o.Result == nil {
+			t.Fatalf("%s: no result (%s)", o.Target, o.Error)
+		}
+		if c := o.Result.Summary.Counts; c.Sent != 50 || c.Received != 50 || o.Result.Summary.RTT.Count != 50 {
+			t.Errorf("%s: counts %+v, %d RTTs; want 50 sent, received and timed", o.Target, c, o.Result.Summary.RTT.Count)
+		}
+	}
+}
+
+// TestMonitorJSONLines: without --once, --format jsonl writes a line per
+// target per interval as the monitor runs, each naming its target and
+// labels; SIGTERM ends it with exit 0.
+func TestMonitorJSONLines(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", "-q")
+	file := writeFile(t, t.TempDir(), "targets.yml", fmt.Sprintf("targets:\n  - name: here\n    url: udp://%s\n    labels: {rack: r1}\n", srv.addr))
+	cmd := exec.Command(volley, "monitor", "--targets", file, "--rate", "20", "--interval", "200ms", "--format", "jsonl", "--metrics-listen", "none")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string)
+	go func() {
+		defer close(got)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			got <- sc.Text()
+		}
+	}()
+	var lines []string
+	deadline := time.After(30 * time.Second)
+	for len(lines) < 3 {
+		select {
+		case l := <-got:
+			lines = append(lines, l)
+		case <-deadline:
+			t.Fatalf("%d lines within 30s, want 3: %q", len(lines), lines)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for l := range got {
+		lines = append(lines, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("volley monitor on SIGTERM: %v (%s), want exit 0", err, stderr.String())
+	}
+	var sent uint64
+	for _, l := range lines {
+		var iv struct {
+			Type   string            `json:"type"`
+			Target string            `json:"target"`
+			Labels map[string]string `json:"labels"`
+			Counts result.Counts     `json:"counts"`
+		}
+		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Type != "interval" || iv.Target != "here" || iv.Labels["rack"] != "r1" {
+			t.Fatalf("line %q (%v): want an interval of target here with label rack r1", l, err)
+		}
+		sent += iv.Counts.Sent
+	}
+	if sent == 0 {
+		t.Fatalf("no probe sent in %d lines: %q", len(lines), lines)
+	}
 }
