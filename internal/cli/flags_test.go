@@ -70,6 +70,7 @@ func TestRejectedValues(t *testing.T) {
 		{[]string{"monitor", "udp://127.0.0.1:9", "--metrics-listen", "none"}, []string{"--metrics-listen none", "nowhere"}, ""},
 		{[]string{"monitor", "udp://127.0.0.1:9", "--metrics-listen", "127.0.0.1:0", "--probe-allow", "nonsense"}, []string{"--probe-allow", "nonsense"}, ""},
 		{[]string{"monitor", "stamp://127.0.0.1:9", "--metrics-listen", "127.0.0.1:0"}, []string{"stamp"}, ""},
+		{[]string{"monitor", "udp://127.0.0.1:9", "--interval", "100ms", "--metrics-listen", "127.0.0.1:0"}, []string{"timeout 1s", "at most 5 intervals", "100ms"}, ""},
 		{[]string{"monitor", "--targets", "/nonexistent/targets.yml", "--metrics-listen", "127.0.0.1:0"}, []string{"/nonexistent/targets.yml"}, ""},
 		{[]string{"agent", "--listen", "127.0.0.1:0"}, []string{"--peers", "--peers-dns"}, ""},
 		{[]string{"agent", "--listen", "127.0.0.1:0", "--peers", "p.yml", "--mesh-k", "0"}, []string{"--mesh-k 0", "at least 1"}, ""},

@@ -21,6 +21,15 @@ package client
 // the timeout and the interval: each holds a full set of histograms.
 const maxPendingIntervals = 8
 
+// MaxWaitIntervals is the longest Timeout, in report intervals, whose
+// probes' fates all land in their intervals: pendingLimit keeps this
+// many intervals waiting for their probes, and three more for the
+// current one and those closing. With a longer Timeout some intervals
+// are reported with probes in flight (Counts.InFlight), and only the
+// summary counts their fate: a consumer of intervals alone (volley
+// monitor) must keep Timeout within it.
+const MaxWaitIntervals = maxPendingIntervals - 3
+
 // pending is an interval not reported yet.
 type pending struct {
 	acc *acc

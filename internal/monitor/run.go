@@ -278,16 +278,24 @@ func (m *Monitor) reportLag() {
 // telling its Recorder, the Log and Health.
 func (m *Monitor) session(r *runner, open bool, err error) {
 	r.rec.Session(open, err)
+	// The line is written once the lock is let go: a stderr that blocks
+	// must not stall the other targets.
+	if line := m.sessionState(r, open, err); line != "" {
+		m.logf("%s", line)
+	}
+}
+
+// sessionState records r's session state, and returns the line to log
+// ("" when nothing changed).
+func (m *Monitor) sessionState(r *runner, open bool, err error) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r.cancel == nil || open == r.up && (open || r.told) {
-		return // stopped (the count is done), or no change
+		return "" // stopped (the count is done), or no change
 	}
-	switch {
-	case open:
-		m.logf("monitor: target %s (%s): session open", r.t.Name, r.t.URL)
-	default:
-		m.logf("monitor: target %s (%s): %v", r.t.Name, r.t.URL, err)
+	line := fmt.Sprintf("monitor: target %s (%s): session open", r.t.Name, r.t.URL)
+	if !open {
+		line = fmt.Sprintf("monitor: target %s (%s): %v", r.t.Name, r.t.URL, err)
 	}
 	r.told = !open
 	if open != r.up {
@@ -299,4 +307,5 @@ func (m *Monitor) session(r *runner, open bool, err error) {
 		}
 		m.cfg.Health.Targets(len(m.runners), m.up)
 	}
+	return line
 }

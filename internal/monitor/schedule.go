@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/transport"
@@ -36,7 +37,9 @@ const (
 	MinDuration = 100 * time.Millisecond
 	// MaxLabels is the most labels a target carries, MaxLabelValue the
 	// longest value in bytes.
-	MaxLabels     = 16
+	MaxLabels = 16
+	// MaxNameBytes is the longest name: a DNS target's NAME/ADDRESS fits.
+	MaxNameBytes  = 192
 	MaxLabelValue = 128
 )
 
@@ -81,6 +84,11 @@ func checkSchedule(s Schedule) error {
 		return fmt.Errorf("timeout %s: want %s to %s", units.FormatDuration(s.Timeout), units.FormatDuration(client.MinTimeout), units.FormatDuration(client.MaxTimeout))
 	case s.Interval < MinInterval || s.Interval > MaxInterval:
 		return fmt.Errorf("interval %s: want %s to %s", units.FormatDuration(s.Interval), units.FormatDuration(MinInterval), units.FormatDuration(MaxInterval))
+	case s.Timeout > client.MaxWaitIntervals*s.Interval:
+		// Past it, some probes' fates would reach no interval, and the
+		// counters are the intervals' sums.
+		return fmt.Errorf("timeout %s: want at most %d intervals (interval %s), so that every probe's fate is counted",
+			units.FormatDuration(s.Timeout), client.MaxWaitIntervals, units.FormatDuration(s.Interval))
 	case s.Duration < 0 || s.Duration > 0 && s.Duration < MinDuration:
 		return fmt.Errorf("duration %s: want 0 (continuous) or at least %s", units.FormatDuration(s.Duration), units.FormatDuration(MinDuration))
 	case s.Duration == 0 && s.Every != 0:
@@ -140,8 +148,12 @@ func checkTarget(t Target) (Target, transport.Target, error) {
 	fail := func(err error) (Target, transport.Target, error) {
 		return t, transport.Target{}, fmt.Errorf("target %q: %w", t.Name, err)
 	}
-	if t.Name == "" {
+	switch {
+	case t.Name == "":
 		return t, transport.Target{}, fmt.Errorf("target with url %q: no name", t.URL)
+	case !utf8.ValidString(t.Name) || len(t.Name) > MaxNameBytes:
+		// The name is every series' target label.
+		return t, transport.Target{}, fmt.Errorf("target %q: want a name of at most %d bytes of UTF-8", t.Name, MaxNameBytes)
 	}
 	addr, err := transport.ParseTarget(t.URL)
 	if err != nil {
