@@ -227,7 +227,9 @@ func TestAgentMeshPrometheus(t *testing.T) {
 	agents["c"].cmd.Wait()
 	for _, from := range []string{"a", "b"} {
 		p := metrics[from] + ">c"
-		took, err := waitFor(2*scrapeEvery+time.Second, func() (bool, string) {
+		// The agent knows a probe lost a timeout after it left and says so
+		// at the interval's end (250ms each); Prometheus within two scrapes.
+		took, err := waitFor(2*scrapeEvery+500*time.Millisecond+time.Second, func() (bool, string) {
 			now := byPair(prom.query(t, `sum without (direction) (volley_probes_lost_total{target="c"})`))
 			return now[p] > before[p], fmt.Sprintf("loss %s stayed %v (was %v)", p, now[p], before[p])
 		})

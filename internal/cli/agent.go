@@ -122,6 +122,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	defer r.close() // when the reflector does not open
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	srvErr := make(chan error, 1)

@@ -148,15 +148,8 @@ func (f *monitorFlags) check() error {
 func (f *monitorFlags) schedule(key []byte) monitor.Schedule {
 	s := monitor.Schedule{Rate: float64(f.rate), Poisson: f.poisson, Size: int(f.size), ReplySize: int(f.replySize),
 		Timeout: f.timeout, Interval: f.interval, Duration: f.duration, Every: f.every, Key: key}
-	if f.once && s.Duration == 0 {
-		s.Duration = onceDuration
-	}
 	return s
 }
-
-// onceDuration is how long --once measures each target unless --duration
-// says.
-const onceDuration = 5 * time.Second
 
 // monitorRun is what volley monitor and volley agent run: the monitor,
 // the watcher that keeps its set, and the metrics server.
@@ -169,7 +162,9 @@ type monitorRun struct {
 	jsonl   *jsonlSink
 	mon     *monitor.Monitor
 	watcher *monitor.Watcher
-	ln      net.Listener // the metrics server's, nil with none
+	srv     *exporter.Server // the metrics server, nil with none
+	ln      net.Listener     // its listener
+	hup     chan os.Signal   // SIGHUP: read the files again
 }
 
 // runMonitor runs volley monitor.
@@ -209,7 +204,7 @@ func newMonitorRun(f *monitorFlags, stdout, stderr io.Writer) (*monitorRun, erro
 		r.logf = func(format string, args ...any) { l.Printf(format, args...) }
 	}
 	var ss sinks
-	var health monitor.Health = noHealth{}
+	var health monitor.Health // nil: nobody hears it
 	if f.metricsListen != "none" && f.metricsListen != "" {
 		if _, _, err := net.SplitHostPort(f.metricsListen); err != nil {
 			return nil, usagef("--metrics-listen %s: want HOST:PORT or :PORT, or none", f.metricsListen)
@@ -225,25 +220,32 @@ func newMonitorRun(f *monitorFlags, stdout, stderr io.Writer) (*monitorRun, erro
 		return nil, usagef("--metrics-listen none and --format text: the figures would go nowhere (want a metrics address, --format jsonl or --once)")
 	}
 	r.mon = monitor.New(monitor.Config{Sink: ss, Health: health, MaxRate: float64(f.maxProbeRate), Log: r.logf})
+	if r.sink != nil {
+		// Opened now: a port in use ends the command before anything runs.
+		if err := r.server(); err != nil {
+			return nil, err
+		}
+	}
+	// From now on a SIGHUP reads the files again (main leaves it to us).
+	r.hup = make(chan os.Signal, 1)
+	signal.Notify(r.hup, syscall.SIGHUP)
 	return r, nil
 }
 
-// noHealth hears nothing: a monitor with no metrics server.
-type noHealth struct{}
-
-func (noHealth) Targets(n, up int)    {}
-func (noHealth) Lag(time.Duration)    {}
-func (noHealth) Reload(string, error) {}
-func (noHealth) RateScale(float64)    {}
+// close lets go of what newMonitorRun took, for a run that did not run.
+func (r *monitorRun) close() {
+	signal.Stop(r.hup)
+	if r.ln != nil {
+		r.ln.Close()
+	}
+}
 
 // run watches the targets, serves the metrics and measures until ctx is
 // done. wc is the watcher's configuration less what run adds. The first
 // set's error ends the run as a usage error (a bad file, a bad target),
 // unless wait says to wait for a later one.
 func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig, wait func(error) bool) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	defer signal.Stop(r.hup)
 	// The first load's lines wait: when it fails, its error is the one
 	// line said ("keeping the last good set" would be wrong).
 	var held []string
@@ -258,14 +260,20 @@ func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig, wait func(
 		}
 		r.logf(format, args...)
 	}
-	wc.Reload, wc.ResolveEvery, wc.Set = hup, r.f.resolveEvery, r.mon.Set
+	wc.Reload, wc.ResolveEvery, wc.Set = r.hup, r.f.resolveEvery, r.mon.Set
 	if r.health != nil {
 		wc.Health = r.health
 	}
 	r.watcher = monitor.NewWatcher(wc)
 	err := r.watcher.Load(ctx)
 	if err != nil && (wait == nil || !wait(err)) {
+		if r.ln != nil {
+			r.ln.Close()
+		}
 		return usageError{err} // a bad file or target at the start is the user's to fix now
+	}
+	if r.ln != nil {
+		fmt.Fprintf(r.stdout, "metrics on http://%s/metrics\n", r.ln.Addr())
 	}
 	mu.Lock()
 	loaded.Store(true)
@@ -282,15 +290,8 @@ func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig, wait func(
 	go func() { errs <- r.watcher.Run(ctx) }()
 	go func() { errs <- r.mon.Run(ctx) }()
 	n := 2
-	if r.sink != nil {
-		srv, err := r.server()
-		if err != nil {
-			cancel()
-			<-errs
-			<-errs
-			return err
-		}
-		go func() { errs <- srv.Serve(ctx, r.ln) }()
+	if r.srv != nil {
+		go func() { errs <- r.srv.Serve(ctx, r.ln) }()
 		n++
 	}
 	err = nil // a first set refused while waiting was said
@@ -306,27 +307,24 @@ func (r *monitorRun) run(ctx context.Context, wc monitor.WatchConfig, wait func(
 	return err
 }
 
-// server opens the metrics listener and says where it is.
-func (r *monitorRun) server() (*exporter.Server, error) {
+// server makes the metrics server and opens its listener.
+func (r *monitorRun) server() error {
 	reg, err := exporter.NewRegistry(r.sink, r.health)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	srv := &exporter.Server{Gatherer: reg}
+	r.srv = &exporter.Server{Gatherer: reg}
 	if len(r.f.probeAllow) > 0 {
 		allow, local, err := exporter.ParseAllow(strings.Join(r.f.probeAllow, ","))
 		if err != nil {
-			return nil, usagef("--probe-allow: %v", err)
+			return usagef("--probe-allow: %v", err)
 		}
-		srv.Prober = &exporter.Prober{Allow: allow, Local: local, Probe: monitor.Probe, Log: r.logf}
+		r.srv.Prober = &exporter.Prober{Allow: allow, Local: local, Probe: monitor.Probe, Log: r.logf}
 	}
-	ln, err := net.Listen("tcp", r.f.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s: %w", r.f.metricsListen, err)
+	if r.ln, err = net.Listen("tcp", r.f.metricsListen); err != nil {
+		return fmt.Errorf("--metrics-listen %s: %w", r.f.metricsListen, err)
 	}
-	r.ln = ln
-	fmt.Fprintf(r.stdout, "metrics on http://%s/metrics\n", ln.Addr())
-	return srv, nil
+	return nil
 }
 
 // onceResult is one target's measurement under --once.
@@ -336,6 +334,10 @@ type onceResult struct {
 	Result *result.Result    `json:"result,omitempty"`
 	Error  string            `json:"error,omitempty"`
 }
+
+// onceAtOnce is how many targets --once measures at the same time; the
+// others wait their turn.
+const onceAtOnce = 64
 
 // runOnce measures every target once, at the same time, and reports each
 // in --format: text and json once all are done, jsonl's intervals as they
@@ -356,9 +358,12 @@ func runOnce(ctx context.Context, f *monitorFlags, fixed []monitor.Target, base 
 	}
 	out := make([]onceResult, len(ts))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, onceAtOnce)
 	for i := range ts {
 		t := &ts[i]
 		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			var rec monitor.Recorder
 			if lines != nil {
 				rec = lines.Start(t)

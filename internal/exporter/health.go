@@ -40,7 +40,7 @@ func NewHealth() *Health {
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MonitorTargets, Help: "Targets in the set."}),
 		targetsUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MonitorTargetsUp, Help: "Targets whose session is open and whose latest interval had a reply."}),
+			Name: MonitorTargetsUp, Help: "Targets whose session is open."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MonitorScheduleLag, Help: "The largest send error (actual minus scheduled send time) of any target's latest interval."}),
 		rateScale: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -215,7 +215,8 @@ func closedByPeer(t *testing.T, c net.Conn) bool {
 // off.
 func TestServerSlowHeaders(t *testing.T) {
 	s, _ := fedServer(t)
-	s.Limits = Limits{ReadHeaderTimeout: 50 * time.Millisecond}
+	// Every other timeout far away: only the header timeout can cut it.
+	s.Limits = Limits{ReadHeaderTimeout: 50 * time.Millisecond, ReadTimeout: time.Hour, WriteTimeout: time.Hour, IdleTimeout: time.Hour}
 	addr := serve(t, s)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

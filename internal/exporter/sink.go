@@ -1,9 +1,7 @@
 package exporter
 
 import (
-	"bytes"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -78,17 +76,9 @@ func (s *Sink) Start(t *monitor.Target) monitor.Recorder {
 func (s *Sink) Stop(t *monitor.Target) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.targets[t.Name]; ok && same(&r.target, t) {
+	if r, ok := s.targets[t.Name]; ok && r.target.Same(t) {
 		delete(s.targets, t.Name)
 	}
-}
-
-// same reports whether a and b are the same target.
-func same(a, b *monitor.Target) bool {
-	as, bs := a.Schedule, b.Schedule
-	as.Key, bs.Key = nil, nil
-	return a.Name == b.Name && a.URL == b.URL && maps.Equal(a.Labels, b.Labels) &&
-		bytes.Equal(a.Schedule.Key, b.Schedule.Key) && reflect.DeepEqual(as, bs)
 }
 
 // Describe describes nothing: the Sink is an unchecked Collector, its

@@ -131,7 +131,7 @@ func (m *Monitor) Set(ts []Target) error {
 	}
 	var gone, rerun []*runner
 	for name, r := range m.runners {
-		if t := want[name]; t == nil || !sameTarget(&r.t, t) {
+		if t := want[name]; t == nil || !r.t.Same(t) {
 			gone = append(gone, r)
 		} else if r.rate != t.Schedule.Rate*scale {
 			rerun = append(rerun, r)

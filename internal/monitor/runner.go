@@ -21,7 +21,7 @@ import (
 // running client.Run, its figures to the target's Recorder.
 type runner struct {
 	m    *Monitor
-	t    Target // never changed: the Sink holds &t
+	t    Target // never changed: the Sink was started with &t, and is stopped with a Same one
 	addr transport.Target
 	rec  Recorder
 	rate float64 // t's, scaled to the process's cap

@@ -179,9 +179,10 @@ func checkTarget(t Target) (Target, transport.Target, error) {
 	return t, addr, nil
 }
 
-// sameTarget reports whether a and b measure the same thing the same way:
-// name, URL, labels and schedule.
-func sameTarget(a, b *Target) bool {
+// Same reports whether a and b are the same target: name, URL, labels
+// and schedule. A Sink is stopped with a target that is the Same as the
+// one it was started with (not always the same pointer).
+func (a *Target) Same(b *Target) bool {
 	sa, sb := a.Schedule, b.Schedule
 	return a.Name == b.Name && a.URL == b.URL && maps.Equal(a.Labels, b.Labels) &&
 		sa.Rate == sb.Rate && sa.Poisson == sb.Poisson && sa.Size == sb.Size && sa.ReplySize == sb.ReplySize &&
