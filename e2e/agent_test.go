@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -101,7 +100,7 @@ func (p *promServer) query(t *testing.T, q string) []sample {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+	if err := decodeJSON(resp.Body, &body); err != nil {
 		t.Fatalf("query %s: %v", q, err)
 	}
 	if body.Status != "success" {

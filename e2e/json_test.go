@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,3 +111,72 @@ func TestJSONOnlyHere(t *testing.T) {
 		})
 	}
 }
+
+// onceOut is one target's entry of volley monitor --once --format json.
+type onceOut struct {
+	Target string
+	Result *result.Result // checked against the schema
+	Error  string
+}
+
+// parseOnce reads volley monitor --once --format json: an array of
+// targets, each result checked against the schema as parseResult does.
+func parseOnce(t *testing.T, js string) []onceOut {
+	t.Helper()
+	var raw []struct {
+		Target string          `json:"target"`
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(js), &raw); err != nil {
+		t.Fatalf("volley monitor --once: not a JSON array: %v\n%s", err, js)
+	}
+	out := make([]onceOut, len(raw))
+	for i, r := range raw {
+		out[i] = onceOut{Target: r.Target, Error: r.Error}
+		if len(r.Result) > 0 {
+			out[i].Result = parseResult(t, string(r.Result))
+		}
+	}
+	return out
+}
+
+// targetLine is one line of volley monitor --format jsonl.
+type targetLine struct {
+	Type   string            `json:"type"`
+	Target string            `json:"target"`
+	Labels map[string]string `json:"labels"`
+	Counts result.Counts     `json:"counts"`
+}
+
+// parseTargetLine reads one line of volley monitor --format jsonl; its
+// interval, without the target's name and labels, is checked against the
+// schema as parseLines checks the client's.
+func parseTargetLine(t *testing.T, l string) targetLine {
+	t.Helper()
+	var tl targetLine
+	if err := json.Unmarshal([]byte(l), &tl); err != nil {
+		t.Fatalf("line %q: %v", l, err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(l), &m); err != nil {
+		t.Fatalf("line %q: %v", l, err)
+	}
+	delete(m, "target")
+	delete(m, "labels")
+	iv, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := testschema.Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Line(iv); err != nil {
+		t.Errorf("volley monitor's JSON line: %v\n%s", err, l)
+	}
+	return tl
+}
+
+// decodeJSON decodes other JSON than volley's (Prometheus' HTTP API).
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -200,14 +198,7 @@ func TestMonitorOnce(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "1 of 3 targets did not answer: "+dead) {
 		t.Fatalf("exit %d, stderr %q; want 1 and the silent target named", r.code, r.stderr)
 	}
-	var out []struct {
-		Target string         `json:"target"`
-		Result *result.Result `json:"result"`
-		Error  string         `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-		t.Fatalf("stdout is not a JSON array: %v\n%s", err, r.stdout)
-	}
+	out := parseOnce(t, r.stdout)
 	if len(out) != 3 {
 		t.Fatalf("%d results, want 3: %s", len(out), r.stdout)
 	}
@@ -272,14 +263,9 @@ func TestMonitorJSONLines(t *testing.T) {
 	}
 	var sent uint64
 	for _, l := range lines {
-		var iv struct {
-			Type   string            `json:"type"`
-			Target string            `json:"target"`
-			Labels map[string]string `json:"labels"`
-			Counts result.Counts     `json:"counts"`
-		}
-		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Type != "interval" || iv.Target != "here" || iv.Labels["rack"] != "r1" {
-			t.Fatalf("line %q (%v): want an interval of target here with label rack r1", l, err)
+		iv := parseTargetLine(t, l)
+		if iv.Type != "interval" || iv.Target != "here" || iv.Labels["rack"] != "r1" {
+			t.Fatalf("line %q: want an interval of target here with label rack r1", l)
 		}
 		sent += iv.Counts.Sent
 	}
