@@ -5,8 +5,6 @@
 // the Prometheus client library.
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
-
 // The metrics' names, in base units with the volley_ prefix. Every series
 // of a target carries the labels "target" (its name) and the user's
 // labels; those with a direction carry "direction" ("up": client to
@@ -54,5 +52,15 @@ const (
 )
 
 // Buckets are the classic histograms' upper bounds in seconds: 10µs to
-// 10s, four per decade (1, 1.8, 3.2, 5.6 of each power of ten).
-var Buckets = prometheus.ExponentialBucketsRange(10e-6, 10, 25)
+// 10s, four per decade (1, 1.8, 3.2, 5.6 of each power of ten), written
+// out so that each prints as a round number (le="0.001", not
+// le="0.0009999999999999998": a query names them).
+var Buckets = []float64{
+	10e-6, 18e-6, 32e-6, 56e-6,
+	100e-6, 180e-6, 320e-6, 560e-6,
+	1e-3, 1.8e-3, 3.2e-3, 5.6e-3,
+	10e-3, 18e-3, 32e-3, 56e-3,
+	0.1, 0.18, 0.32, 0.56,
+	1, 1.8, 3.2, 5.6,
+	10,
+}

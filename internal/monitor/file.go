@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -69,9 +70,16 @@ func checkFileLabel(name, value string) error { return checkLabel(name, value, f
 // readFileBounded reads at most MaxFileBytes of the file at path (through
 // symbolic links, as a Kubernetes ConfigMap's are).
 func readFileBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// Only a regular file: a FIFO would block the reader (and every
+	// reload after it) until a writer came.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFile, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrFile, path, st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrFile, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
@@ -106,6 +114,11 @@ func LoadFile(path string, opt FileOptions) ([]Peer, error) {
 // Its errors wrap ErrFile and name the file and the line.
 func ParseFile(name string, b []byte, opt FileOptions) ([]Peer, error) {
 	ps, err := parseFile(b, opt)
+	if err == nil && len(ps) == 0 {
+		// A file caught while a writer that truncates first rewrites it
+		// would otherwise stop every target until the next read.
+		err = errors.New("no targets (a file being written looks so; an empty list is refused, and the last good set kept)")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFile, name, err)
 	}

@@ -2,10 +2,12 @@ package monitor
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,11 +66,13 @@ func TestParseFilePeers(t *testing.T) {
 	}
 }
 
+// TestParseFileEmpty: a file with no targets is refused (a writer that
+// truncates first makes one for a moment), so the last good set stays.
 func TestParseFileEmpty(t *testing.T) {
 	for _, doc := range []string{"", "# nothing\n", "targets:\n", "defaults: {rate: 5}\n"} {
 		got, err := ParseFile("t.yaml", []byte(doc), FileOptions{})
-		if err != nil || len(got) != 0 {
-			t.Errorf("ParseFile(%q) = %v, %v; want no targets, no error", doc, got, err)
+		if !errors.Is(err, ErrFile) || !strings.Contains(err.Error(), "no targets") || got != nil {
+			t.Errorf("ParseFile(%q) = %v, %v; want an ErrFile saying there are no targets", doc, got, err)
 		}
 	}
 }
@@ -150,5 +154,37 @@ func TestParseFileOverrides(t *testing.T) {
 		if !reflect.DeepEqual(p.Schedule, want[i]) {
 			t.Errorf("target %d schedule %+v, want %+v (an entry's false and 0 override the defaults)", i+1, p.Schedule, want[i])
 		}
+	}
+}
+
+// TestLoadFileNotRegular: a FIFO (or a device) at the file's path is
+// refused at once: reading it would block every reload after it.
+func TestLoadFileNotRegular(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "targets.yml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("skipping: no FIFO here: %v", err)
+	}
+	_, err := LoadFile(p, FileOptions{})
+	if !errors.Is(err, ErrFile) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("LoadFile(FIFO) = %v, want an ErrFile saying it is not a regular file", err)
+	}
+}
+
+// TestSetLabelNamesInAll: the label names of a whole set are bounded,
+// not only each target's: every series carries them all.
+func TestSetLabelNamesInAll(t *testing.T) {
+	var ts []Target
+	for i := range MaxLabelNames + 1 {
+		ts = append(ts, Target{Name: fmt.Sprint("t", i), URL: "udp://127.0.0.1:9", Labels: map[string]string{fmt.Sprint("l", i): "v"}})
+	}
+	if _, err := checkSet(ts[:MaxLabelNames]); err != nil {
+		t.Fatalf("checkSet(%d label names) = %v, want nil", MaxLabelNames, err)
+	}
+	if _, err := checkSet(ts); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d in all", MaxLabelNames)) {
+		t.Fatalf("checkSet(%d label names) = %v, want an error saying at most %d in all", MaxLabelNames+1, err, MaxLabelNames)
+	}
+	bad := Target{Name: "a\nvolley: FAKE", URL: "udp://127.0.0.1:9"}
+	if _, err := checkSet([]Target{bad}); err == nil || !strings.Contains(err.Error(), "control characters") {
+		t.Fatalf("checkSet(a name with a newline) = %v, want it refused", err)
 	}
 }

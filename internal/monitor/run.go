@@ -85,6 +85,7 @@ func (m *Monitor) logf(format string, args ...any) {
 func checkSet(ts []Target) ([]Target, error) {
 	out := make([]Target, 0, len(ts))
 	seen := make(map[string]bool, len(ts))
+	names := map[string]bool{}
 	for _, t := range ts {
 		c, _, err := checkTarget(t)
 		if err != nil {
@@ -95,6 +96,15 @@ func checkSet(ts []Target) ([]Target, error) {
 		}
 		seen[c.Name] = true
 		out = append(out, c)
+		for name := range c.Labels {
+			names[name] = true
+		}
+	}
+	// Every series carries every label name of the set (an absent one
+	// empty): the names in all, not only per target, must be few, or a
+	// scrape grows with the square of the targets.
+	if len(names) > MaxLabelNames {
+		return nil, fmt.Errorf("labels: the targets' label names add up to %d, want at most %d in all (every series carries them all)", len(names), MaxLabelNames)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/volley-net/volley/internal/client"
@@ -37,10 +38,13 @@ const (
 	MinDuration = 100 * time.Millisecond
 	// MaxLabels is the most labels a target carries, MaxLabelValue the
 	// longest value in bytes.
-	MaxLabels = 16
-	// MaxNameBytes is the longest name: a DNS target's NAME/ADDRESS fits.
-	MaxNameBytes  = 192
+	MaxLabels     = 16
 	MaxLabelValue = 128
+	// MaxLabelNames is the most label names of a whole set: every series
+	// carries each of them.
+	MaxLabelNames = 32
+	// MaxNameBytes is the longest name: a DNS target's NAME/ADDRESS fits.
+	MaxNameBytes = 192
 )
 
 // forever is a continuous target's client.Config.Duration and
@@ -151,9 +155,9 @@ func checkTarget(t Target) (Target, transport.Target, error) {
 	switch {
 	case t.Name == "":
 		return t, transport.Target{}, fmt.Errorf("target with url %q: no name", t.URL)
-	case !utf8.ValidString(t.Name) || len(t.Name) > MaxNameBytes:
-		// The name is every series' target label.
-		return t, transport.Target{}, fmt.Errorf("target %q: want a name of at most %d bytes of UTF-8", t.Name, MaxNameBytes)
+	case !utf8.ValidString(t.Name) || len(t.Name) > MaxNameBytes || strings.ContainsFunc(t.Name, unicode.IsControl):
+		// The name is every series' target label, and in log lines.
+		return t, transport.Target{}, fmt.Errorf("target %q: want a name of at most %d bytes of UTF-8, without control characters", t.Name, MaxNameBytes)
 	}
 	addr, err := transport.ParseTarget(t.URL)
 	if err != nil {
