@@ -112,6 +112,23 @@ func (h *Health) Reload(source string, err error) {
 	h.lastReload.WithLabelValues(source).Set(ok)
 }
 
+// Forget deletes what Reload said of source: a DNS name that left the set
+// must not keep a failure (and an alert on it) for ever.
+func (h *Health) Forget(source string) {
+	source = strings.ToValidUTF8(source, "\uFFFD")
+	h.mu.Lock()
+	known := h.sources[source]
+	delete(h.sources, source)
+	h.mu.Unlock()
+	if !known {
+		return // counted as "other", which stays
+	}
+	h.lastReload.DeleteLabelValues(source)
+	for _, outcome := range []string{"success", "failure"} {
+		h.reloads.DeleteLabelValues(source, outcome)
+	}
+}
+
 // bounded returns source (made valid UTF-8), or "other" once
 // maxReloadSources sources have their series.
 func (h *Health) bounded(source string) string {

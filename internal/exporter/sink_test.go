@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -382,5 +383,37 @@ func TestSinkGauges(t *testing.T) {
 	rec.Session(false, fmt.Errorf("lost"))
 	if got := up(); got != 0 {
 		t.Errorf("%s = %v with the session lost, want 0", TargetUp, got)
+	}
+}
+
+// TestHealthForget: a source forgotten takes its reload series with it.
+func TestHealthForget(t *testing.T) {
+	h := NewHealth()
+	reg := prometheus.NewRegistry()
+	if err := h.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	h.Reload("dns:gone.test", errors.New("no such host"))
+	h.Reload("file:t.yml", nil)
+	h.Forget("dns:gone.test")
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, f := range fams {
+		if f.GetName() != MonitorReloadSuccess && f.GetName() != MonitorReloads {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" {
+					sources = append(sources, l.GetValue())
+				}
+			}
+		}
+	}
+	if len(sources) != 2 || sources[0] != "file:t.yml" || sources[1] != "file:t.yml" {
+		t.Fatalf("reload series of %q, want only file:t.yml's two", sources)
 	}
 }

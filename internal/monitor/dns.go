@@ -91,20 +91,37 @@ func dnsNames(ps []Peer) []string {
 // keep forgets the names not in hosts, so that the cache holds only the
 // current set's.
 func (c *dnsCache) keep(hosts []string) {
+	var gone []string
+	defer func() {
+		// Said once the lock is let go.
+		for _, h := range gone {
+			if c.health != nil {
+				c.health.Forget("dns:" + h)
+			}
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	want := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		want[h] = true
+	}
 	for h := range c.addrs {
-		if !slices.Contains(hosts, h) {
+		if !want[h] {
 			delete(c.addrs, h)
+			gone = append(gone, h)
 		}
 	}
 	for h := range c.failed {
-		if !slices.Contains(hosts, h) {
+		if !want[h] {
 			delete(c.failed, h)
+			if !slices.Contains(gone, h) {
+				gone = append(gone, h)
+			}
 		}
 	}
 	for h := range c.capped {
-		if !slices.Contains(hosts, h) {
+		if !want[h] {
 			delete(c.capped, h)
 		}
 	}

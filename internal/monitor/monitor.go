@@ -93,6 +93,9 @@ type Health interface {
 	// Reload says a source (a file, a DNS name) was read again, and
 	// whether that worked; a failure keeps the last good set.
 	Reload(source string, err error)
+	// Forget says a source left (a DNS name no target names any more):
+	// what Reload said of it goes.
+	Forget(source string)
 	// RateScale is the factor every target's rate was scaled by to keep
 	// the process under its cap of probes per second (1: none).
 	RateScale(f float64)

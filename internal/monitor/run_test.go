@@ -124,6 +124,7 @@ func (h *fakeHealth) Targets(n, up int)    { h.mu.Lock(); h.n, h.up = n, up; h.m
 func (h *fakeHealth) Lag(d time.Duration)  { h.mu.Lock(); h.lagCalls++; h.lag = d; h.mu.Unlock() }
 func (h *fakeHealth) Reload(string, error) {}
 func (h *fakeHealth) RateScale(f float64)  { h.mu.Lock(); h.scale = f; h.mu.Unlock() }
+func (h *fakeHealth) Forget(string)        {}
 
 func (h *fakeHealth) targets() (int, int) {
 	h.mu.Lock()

@@ -193,6 +193,7 @@ func (noHealth) Targets(int, int)        {}
 func (noHealth) Lag(time.Duration)       {}
 func (noHealth) Reload(string, error)    {}
 func (noHealth) RateScale(float64)       {}
+func (noHealth) Forget(string)           {}
 
 // noHealth is a Health that hears nothing.
 type noHealth struct{}

@@ -23,12 +23,18 @@ type watchHealth struct {
 	sets    [][]Target
 	reloads []string // "source: ok" or "source: error"
 	logs    []string
-	refuse  error // Set's answer
+	refuse  error    // Set's answer
+	forgot  []string // sources Forget was told of
 }
 
 func (h *watchHealth) Targets(n, up int)   {}
 func (h *watchHealth) Lag(d time.Duration) {}
 func (h *watchHealth) RateScale(f float64) {}
+func (h *watchHealth) Forget(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.forgot = append(h.forgot, s)
+}
 func (h *watchHealth) Reload(s string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -442,4 +448,22 @@ func TestWatchBadFileAtStart(t *testing.T) {
 			t.Errorf("after the fix: %v, want [flag a]", got)
 		}
 	})
+}
+
+// TestDNSForgetsNames: a name no target names any more is forgotten, and
+// Health told, so that a failure reported of it does not stay for ever.
+func TestDNSForgetsNames(t *testing.T) {
+	dns := newFakeDNS()
+	dns.answer("gone.test", errors.New("no such host"))
+	dns.answer("kept.test", nil, "10.0.0.1")
+	h := &watchHealth{}
+	c := newDNSCache(dns.lookup, 0, h, h.log)
+	c.resolveOne(context.Background(), "gone.test")
+	c.resolveOne(context.Background(), "kept.test")
+	c.keep([]string{"kept.test"})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Equal(h.forgot, []string{"dns:gone.test"}) {
+		t.Fatalf("forgotten %q, want [dns:gone.test]", h.forgot)
+	}
 }
