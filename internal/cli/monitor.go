@@ -412,10 +412,14 @@ func writeOnce(w io.Writer, format string, out []onceResult) error {
 		return enc.Encode(out)
 	case "jsonl":
 		for _, o := range out {
+			var err error
 			if o.Result != nil {
-				if err := report.WriteJSONLTargetResult(w, o.Target, o.Labels, o.Result); err != nil {
-					return err
-				}
+				err = report.WriteJSONLTargetResult(w, o.Target, o.Labels, o.Result)
+			} else {
+				err = report.WriteJSONLTargetError(w, o.Target, o.Labels, o.Error)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/monitor"
@@ -89,11 +90,19 @@ func newJSONLSink(w io.Writer) *jsonlSink {
 	return s
 }
 
-// close writes what is held and returns the first write error, and how
-// many lines were dropped.
+// jsonlFlushWait is how long close waits for the lines held to be
+// written: a stdout nobody reads must not keep volley from ending.
+const jsonlFlushWait = 2 * time.Second
+
+// close writes what is held (waiting at most jsonlFlushWait) and returns
+// the first write error, and how many lines were dropped.
 func (s *jsonlSink) close() error {
 	close(s.lines)
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(jsonlFlushWait):
+		return fmt.Errorf("--format jsonl: the output took no line for %s: %d lines not written", jsonlFlushWait, len(s.lines)+1)
+	}
 	if n := s.dropped.Load(); n > 0 && s.err == nil {
 		return fmt.Errorf("--format jsonl: %d interval lines dropped: the output did not keep up", n)
 	}

@@ -62,6 +62,18 @@ func WriteJSONLTargetResult(w io.Writer, target string, labels map[string]string
 	}{"result", target, labels, &r})
 }
 
+// WriteJSONLTargetError writes, for a monitored target that could not be
+// measured, a JSON line with "type": "error", its name, its labels and
+// why (volley monitor --once --format jsonl).
+func WriteJSONLTargetError(w io.Writer, target string, labels map[string]string, why string) error {
+	return json.NewEncoder(w).Encode(struct {
+		Type   string            `json:"type"`
+		Target string            `json:"target"`
+		Labels map[string]string `json:"labels,omitempty"`
+		Error  string            `json:"error"`
+	}{"error", target, labels, why})
+}
+
 // WriteJSONLResult writes the final JSON line: the whole result with
 // "type": "result" and without the intervals, which came before it.
 func WriteJSONLResult(w io.Writer, res *result.Result) error {
