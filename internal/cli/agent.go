@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +73,18 @@ func newAgentCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
+// checkPorts refuses a --metrics-listen port that the reflector's TCP
+// listener (on --listen's port) would take too, naming both flags rather
+// than failing on whichever binds second.
+func (f *agentFlags) checkPorts() error {
+	_, mp, err1 := net.SplitHostPort(f.mon.metricsListen)
+	_, lp, err2 := net.SplitHostPort(f.server.listen)
+	if err1 != nil || err2 != nil || !f.server.tcp || mp == "0" || mp != lp {
+		return nil // a bad address is said where it is read
+	}
+	return usagef("--metrics-listen %s and --listen %s: the same TCP port (the reflector takes TCP on --listen's port too); want another", f.mon.metricsListen, f.server.listen)
+}
+
 // runAgent runs the reflector and the monitor until the context is done;
 // either ending ends both.
 func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error {
@@ -82,6 +95,9 @@ func runAgent(cmd *cobra.Command, f *agentFlags, stdout, stderr io.Writer) error
 		return usagef("--mesh-all %d: want 0 or more", f.meshAll)
 	case f.meshK < 1:
 		return usagef("--mesh-k %d: want at least 1", f.meshK)
+	}
+	if err := f.checkPorts(); err != nil {
+		return err
 	}
 	f.server.shared = true
 	m := &f.mon

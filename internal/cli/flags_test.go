@@ -74,6 +74,7 @@ func TestRejectedValues(t *testing.T) {
 		{[]string{"monitor", "--targets", "/nonexistent/targets.yml", "--metrics-listen", "127.0.0.1:0"}, []string{"/nonexistent/targets.yml"}, ""},
 		{[]string{"agent", "--listen", "127.0.0.1:0"}, []string{"--peers", "--peers-dns"}, ""},
 		{[]string{"agent", "--listen", "127.0.0.1:0", "--peers", "p.yml", "--mesh-k", "0"}, []string{"--mesh-k 0", "at least 1"}, ""},
+		{[]string{"agent", "--listen", "127.0.0.1:17999", "--peers", "p.yml", "--metrics-listen", ":17999"}, []string{"--metrics-listen :17999", "--listen 127.0.0.1:17999", "same TCP port"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
