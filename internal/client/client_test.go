@@ -298,14 +298,30 @@ func TestCollectorBounded(t *testing.T) {
 }
 
 func BenchmarkProbePath(b *testing.B) {
+	r, probe := measuringRun(b, Config{Count: 1, history: 4096})
+	b.ReportAllocs()
+	for b.Loop() {
+		probe()
+	}
+	if got := r.cur.counts.Received; got != r.cur.counts.Sent || got == 0 {
+		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
+	}
+}
+
+// measuringRun returns a run of cfg whose session is open on an
+// in-memory reflector and measuring, and probe, which sends one probe and
+// records its reply: the per-probe path, for benchmarks and allocation
+// tests.
+func measuringRun(tb testing.TB, cfg Config) (r *run, probe func()) {
+	tb.Helper()
 	// In memory a session sends faster than a reflector lets one by
 	// default.
-	conn := testconn.NewEcho(b, testconn.Reflector{MaxRate: 1e12}, 2048)
-	cfg, err := Config{Count: 1, history: 4096}.withDefaults()
+	conn := testconn.NewEcho(tb, testconn.Reflector{MaxRate: 1e12}, 2048)
+	cfg, err := cfg.withDefaults()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	r := newRun(cfg, conn)
+	r = newRun(cfg, conn)
 	r.res = &result.Result{}
 	// Open the session.
 	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
@@ -317,18 +333,14 @@ func BenchmarkProbePath(b *testing.B) {
 	r.token, r.nonce = h.Token, 1
 	r.segs = []segment{{token: h.Token, nonce: 1, first: 1}}
 	r.startMeasuring(r.clk.Now())
-	b.ReportAllocs()
-	for b.Loop() {
+	return r, func() {
 		if err := r.send(); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		n, _ := conn.Read(r.rbuf)
 		if err := h.Decode(r.rbuf[:n]); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		r.reply(&h, n, r.clk.Now(), 0, r.rbuf[:n], tstamp.Stamp{})
-	}
-	if got := r.cur.counts.Received; got != r.cur.counts.Sent || got == 0 {
-		b.Fatalf("received %d of %d", got, r.cur.counts.Sent)
 	}
 }

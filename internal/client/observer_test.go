@@ -6,10 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/testconn"
-	"github.com/volley-net/volley/internal/tstamp"
-	"github.com/volley-net/volley/internal/wire"
 )
 
 // countReplies is an Observer that keeps what it heard.
@@ -59,37 +56,13 @@ func TestObserver(t *testing.T) {
 // TestObserverAllocs: a probe's whole path, send to reply recorded,
 // allocates nothing with an Observer listening.
 func TestObserverAllocs(t *testing.T) {
-	conn := testconn.NewEcho(t, testconn.Reflector{MaxRate: 1e12}, 2048)
-	cfg, err := Config{Count: 1, history: 4096, Observer: &countReplies{}}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(cfg, conn)
-	r.res = &result.Result{}
-	hello := wire.Header{Type: wire.TypeHello, Seq: 1}
-	_ = hello.Encode(r.buf)
-	conn.Write(r.buf)
-	var h wire.Header
-	n, _ := conn.Read(r.rbuf)
-	_ = h.Decode(r.rbuf[:n])
-	r.token, r.nonce = h.Token, 1
-	r.segs = []segment{{token: h.Token, nonce: 1, first: 1}}
-	r.startMeasuring(r.clk.Now())
-	probe := func() {
-		if err := r.send(); err != nil {
-			t.Fatal(err)
-		}
-		n, _ := conn.Read(r.rbuf)
-		if err := h.Decode(r.rbuf[:n]); err != nil {
-			t.Fatal(err)
-		}
-		r.reply(&h, n, r.clk.Now(), 0, r.rbuf[:n], tstamp.Stamp{})
-	}
+	o := &countReplies{}
+	_, probe := measuringRun(t, Config{Count: 1, history: 4096, Observer: o})
 	probe() // the first interval's histograms are made
 	if allocs := testing.AllocsPerRun(200, probe); allocs != 0 {
 		t.Fatalf("a probe with an Observer allocated %.1f times, want none", allocs)
 	}
-	if o := cfg.Observer.(*countReplies); o.n < 200 {
+	if o.n < 200 {
 		t.Fatalf("the Observer heard %d replies, want every one of the 200+", o.n)
 	}
 }
