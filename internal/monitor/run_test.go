@@ -92,7 +92,9 @@ func (s *fakeSink) Start(t *Target) Recorder {
 func (s *fakeSink) Stop(t *Target) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.targets[t.Name] != t {
+	// Stopped with the Same target it was started with (not always the
+	// same pointer: a rescaled target's runner holds a copy).
+	if st := s.targets[t.Name]; st == nil || !st.Same(t) {
 		panic("Stop of a target not started: " + t.Name)
 	}
 	s.recs[t.Name].stopped.Store(true)
