@@ -16,18 +16,14 @@ func historySize(cfg Config) int {
 		if cfg.openLoop() {
 			// A known rate: two timeouts' worth of probes is enough, and
 			// keeps a slow flow small (many of them run with -P).
-			rate := cfg.Rate
-			if cfg.SendInterval > 0 {
-				rate = 1e9 / float64(cfg.SendInterval)
-			}
 			floor := 1 << 12
 			if cfg.Shared {
 				floor = 1 << 10 // one of many: small
 			}
-			n = min(n, max(4*cfg.Window, floor, int(2*rate*cfg.Timeout.Seconds())))
+			n = min(n, max(4*cfg.Window, floor, int(2*cfg.openLoopRate()*cfg.Timeout.Seconds())))
 		}
 	}
-	return 1 << bits.Len64(uint64(n)-1)
+	return pow2(n)
 }
 
 // sentQueueSize is how many probes the sender may hand over before the
@@ -40,10 +36,17 @@ func sentQueueSize(cfg *Config) int {
 	if !cfg.Shared || cfg.Unpaced {
 		return most
 	}
-	rate := cfg.Rate
-	if cfg.SendInterval > 0 {
-		rate = 1e9 / float64(cfg.SendInterval)
-	}
-	n := min(most, max(1<<8, int(5*rate*sharedDrainEvery.Seconds())))
-	return 1 << bits.Len64(uint64(n)-1)
+	return pow2(min(most, max(1<<8, int(5*cfg.openLoopRate()*sharedDrainEvery.Seconds()))))
 }
+
+// openLoopRate is an open-loop run's probes per second: Rate, or what
+// SendInterval makes.
+func (c *Config) openLoopRate() float64 {
+	if c.SendInterval > 0 {
+		return 1e9 / float64(c.SendInterval)
+	}
+	return c.Rate
+}
+
+// pow2 is the smallest power of two of at least n (n > 0).
+func pow2(n int) int { return 1 << bits.Len64(uint64(n)-1) }
