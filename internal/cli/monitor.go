@@ -146,9 +146,8 @@ func (f *monitorFlags) check() error {
 // schedule is the targets' schedule the flags give (a file's defaults and
 // entries may change it).
 func (f *monitorFlags) schedule(key []byte) monitor.Schedule {
-	s := monitor.Schedule{Rate: float64(f.rate), Poisson: f.poisson, Size: int(f.size), ReplySize: int(f.replySize),
+	return monitor.Schedule{Rate: float64(f.rate), Poisson: f.poisson, Size: int(f.size), ReplySize: int(f.replySize),
 		Timeout: f.timeout, Interval: f.interval, Duration: f.duration, Every: f.every, Key: key}
-	return s
 }
 
 // monitorRun is what volley monitor and volley agent run: the monitor,

@@ -30,10 +30,6 @@ const (
 	labelDirection = "direction"
 )
 
-// reserved are the label names a user's label must not take: volley's
-// and those Prometheus gives a meaning to.
-var reserved = []string{labelTarget, labelDirection, "le", "quantile", "instance", "job"}
-
 // Sink is the monitor's Sink that makes its targets' measurements into
 // Prometheus metrics; it is itself the prometheus.Collector that exports
 // them (register it on a Registry). Every target's series carry the
@@ -117,22 +113,6 @@ func userLabelNames(rs []*recorder) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// validLabel reports whether name can be a user's label: a Prometheus
-// label name that neither volley nor Prometheus uses. The monitor refuses
-// the others; the Sink drops them rather than break a scrape.
-func validLabel(name string) bool {
-	if name == "" || strings.HasPrefix(name, "__") || slices.Contains(reserved, name) {
-		return false
-	}
-	for i, c := range name {
-		letter := c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // descs are the descriptions of a target's families, for one set of user
 // label names.
 type descs struct {
@@ -198,7 +178,7 @@ func newRecorder(t *monitor.Target) *recorder {
 	r := &recorder{target: *t, labels: make(map[string]string, len(t.Labels))}
 	r.target.Labels = maps.Clone(t.Labels)
 	for k, v := range t.Labels {
-		if validLabel(k) {
+		if monitor.CheckLabel(k, "", true) == nil { // the monitor refuses the others; dropped rather than break a scrape
 			r.labels[k] = strings.ToValidUTF8(v, "\uFFFD")
 		}
 	}

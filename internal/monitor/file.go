@@ -65,7 +65,7 @@ var (
 // checkFileLabel checks one label of a file's entry: as Monitor.Set
 // does, and the mesh's source_zone and target_zone are not the user's to
 // set.
-func checkFileLabel(name, value string) error { return checkLabel(name, value, false) }
+func checkFileLabel(name, value string) error { return CheckLabel(name, value, false) }
 
 // readFileBounded reads at most MaxFileBytes of the file at path (through
 // symbolic links, as a Kubernetes ConfigMap's are).

@@ -120,17 +120,17 @@ func checkTargetLabels(labels map[string]string) error {
 		return fmt.Errorf("labels: %d of them, want at most %d", len(labels), MaxLabels)
 	}
 	for name, v := range labels {
-		if err := checkLabel(name, v, true); err != nil {
+		if err := CheckLabel(name, v, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkLabel checks one label: its name must be a Prometheus label name,
+// CheckLabel checks one label: its name must be a Prometheus label name,
 // not start with "__" and not be one volley or Prometheus uses (nor the
 // mesh's, unless mesh); its value at most MaxLabelValue bytes.
-func checkLabel(name, value string, mesh bool) error {
+func CheckLabel(name, value string, mesh bool) error {
 	switch {
 	case !labelName.MatchString(name) || strings.HasPrefix(name, "__"):
 		return fmt.Errorf("label %q: want a name of letters, digits and _ (not first a digit, nor __ first)", name)
