@@ -103,6 +103,8 @@ type Observer interface {
 // less any hold. IPDV is the RTT's change from the previous probe's, when
 // that probe's reply came (HasIPDV).
 type Reply struct {
+	// Sent is when the probe left, from the end of warm-up.
+	Sent                    time.Duration
 	RTT, Up, Down, Response time.Duration
 	OneWay                  bool
 	IPDV                    time.Duration

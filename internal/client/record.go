@@ -458,7 +458,7 @@ func (rec *recorder) received(a *acc, s *slot, h *wire.Header, n int, t4, hold i
 		rec.sample(s, false, rtt, up, down)
 	}
 	if rec.observer != nil {
-		f := Reply{RTT: time.Duration(rtt), OneWay: !rec.noOneWay}
+		f := Reply{Sent: time.Duration(s.sent - rec.origin), RTT: time.Duration(rtt), OneWay: !rec.noOneWay}
 		if f.OneWay {
 			f.Up, f.Down, f.Response = time.Duration(up), time.Duration(down), time.Duration(h.T3-h.T2-hold)
 		}

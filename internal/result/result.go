@@ -75,6 +75,8 @@ type Result struct {
 	// Flows holds each flow's own summary when the run had more than one;
 	// Intervals and Summary then cover all flows together.
 	Flows []Flow `json:"flows,omitempty"`
+	// Load: a latency-under-load run's phases and score (--load).
+	Load *Load `json:"load,omitempty"`
 	// Error is the error that ended the run early, if any.
 	Error string `json:"error,omitempty"`
 }
