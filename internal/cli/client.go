@@ -51,6 +51,7 @@ type clientFlags struct {
 	busyPoll       bool
 	sched          schedFlags
 	stamp          stampFlags // stamp:// only (see foreign.go)
+	loadF          loadFlags  // --load, --phase (see load.go)
 	// Socket options.
 	nodelay, df    bool
 	quickAck       bool
@@ -199,6 +200,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.poisson, "poisson", false, "with --rate or --send-interval: exponential gaps with that mean")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for --poisson (default: a random one, recorded in the result)")
 	fl.BoolVar(&f.oneway, "oneway", false, "one-way: the reflector does not reply but measures delay and loss, and returns its results at the end (open loop; --rate 1000 unless given)")
+	f.loadF.register(fl)
 	fl.IntVar(&f.burst, "burst", 0, "closed loop: send N probes back to back every --period (iperf 2 bounceback)")
 	durationVarP(fl, &f.period, "period", "", time.Second, false, "with --burst: how often a burst starts; 0 for no pause")
 	durationVarP(fl, &f.threshold, "threshold", "", 0, false, "stop at the first RTT above this, and say which probe and when (without --warmup, the first 10 probes, a cold path's, are not judged; they still count)")
@@ -249,6 +251,9 @@ func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Con
 	if err := f.checkForeign(cmd, t); err != nil {
 		return client.Config{}, err
 	}
+	if err := f.checkLoad(cmd, t); err != nil {
+		return client.Config{}, err
+	}
 	maxMsg := client.MaxSize
 	if t.Stream() || t.Scheme == "dbus" {
 		maxMsg = transport.StreamMaxMessage
@@ -294,6 +299,7 @@ func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Con
 	if err := f.readInputs(&cfg); err != nil {
 		return cfg, err
 	}
+	f.loadConfig(&cfg)
 	if err := f.foreignConfig(&cfg, t, cmd.Flags().Changed("size")); err != nil {
 		return cfg, err
 	}

@@ -88,7 +88,13 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 		rep.noIntervals = true
 	}
 	cfg.Handler = h
-	res, runErr := client.RunFlows(ctx, cfg, conns)
+	var res *result.Result
+	var runErr error
+	if f.loadF.on() {
+		res, runErr = f.runLoad(ctx, t, cfg, conns[0])
+	} else {
+		res, runErr = client.RunFlows(ctx, cfg, conns)
+	}
 	err = rep.finish(ctx, &cfg, f.log, res, runErr)
 	if plot != nil && res != nil {
 		err = errors.Join(err, plot.draw(f.plot, res))

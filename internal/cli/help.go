@@ -17,7 +17,7 @@ type flagGroup struct {
 // clientFlagGroups are the client's --help headings.
 var clientFlagGroups = []flagGroup{
 	{"Measurement", []string{"duration", "count", "warmup", "timeout", "threshold", "oneway", "reconnect", "key", "key-file", "stamp-stateful", "stamp-ssid"}},
-	{"Load shape", []string{"size", "reply-size", "hold", "workload", "window", "parallel", "rate", "send-interval", "poisson", "seed", "burst", "period"}},
+	{"Load shape", []string{"size", "reply-size", "hold", "workload", "window", "parallel", "rate", "send-interval", "poisson", "seed", "burst", "period", "load", "phase"}},
 	{"Socket", []string{"bind", "interface", "ipv4", "ipv6", "buffer", "tos", "dscp", "ecn", "ttl", "df", "nodelay", "quickack", "congestion"}},
 	{"Timestamp", []string{"timestamps"}},
 	{"Output", []string{"report-interval", "percentiles", "format", "histogram", "quiet", "no-progress", "log", "plot"}},

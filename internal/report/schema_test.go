@@ -15,7 +15,7 @@ import (
 
 // jsonGoldens are the golden documents (--format json) and JSON lines.
 var (
-	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json", "peer-stamp.json", "peer-connect.json", "peer-echo.json", "path.json", "path-unknown.json"}
+	jsonGoldens  = []string{"result.json", "stamps.json", "oneway.json", "tcp.json", "peer-stamp.json", "peer-connect.json", "peer-echo.json", "path.json", "path-unknown.json", "load.json"}
 	jsonlGoldens = []string{"result.jsonl"}
 )
 
@@ -25,7 +25,7 @@ func fixtures() map[string]*result.Result {
 		"default": fixture(), "user stamps": userFixture(), "stamped": stampedFixture(),
 		"oneway": onewayFixture(), "tcp": tcpFixture(),
 		"stamp peer": stampPeerFixture(), "connect peer": connectFixture(), "echo peer": echoFixture(),
-		"path": pathFixtures()["path.json"],
+		"path": pathFixtures()["path.json"], "load": loadFixture(),
 	}
 }
 

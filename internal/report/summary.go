@@ -26,6 +26,7 @@ func WriteSummary(w io.Writer, res *result.Result) error {
 	writePath(&b, res.Path)
 	writeWorkload(&b, res.Workload)
 	writeFlows(&b, res)
+	writeLoad(&b, res.Load)
 	// res.Error is not repeated here: the command line says it once, on
 	// stderr.
 	_, err := io.WriteString(w, b.String())

@@ -282,3 +282,31 @@ func momentsFit(s Snapshot) bool {
 	spread := float64(s.Max) - float64(s.Min)
 	return s.Mean >= float64(s.Min)-1 && s.Mean <= float64(s.Max)+1 && s.M2 <= float64(s.Count)*spread*spread+1
 }
+
+// TrimmedMean returns the mean of d's values less its largest (100-keep)
+// %, as draft-ietf-ippm-responsiveness trims its round trips (keep 95).
+// It comes from the histogram, each value at its bucket's middle, so it is
+// within the histogram's precision. ok is false when d is empty or holds
+// a value below zero (the histogram counts those as zero).
+func (d *Dist) TrimmedMean(keep float64) (mean time.Duration, ok bool) {
+	if d.n == 0 || d.min < 0 || keep <= 0 {
+		return 0, false
+	}
+	want := float64(d.h.TotalCount()) * min(keep, 100) / 100
+	var taken, sum float64
+	for _, b := range d.h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		c := min(float64(b.Count), want-taken)
+		sum += c * (float64(b.From) + float64(b.To)) / 2
+		taken += c
+		if taken >= want {
+			break
+		}
+	}
+	if taken == 0 {
+		return 0, false
+	}
+	return time.Duration(math.Round(sum / taken)), true
+}

@@ -202,3 +202,39 @@ func TestHistogramEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimmedMean checks the trimmed mean against one computed from the
+// values themselves: the largest 5 % dropped, the rest averaged.
+func TestTrimmedMean(t *testing.T) {
+	d := NewDist()
+	var vals []int64
+	for i := int64(1); i <= 1000; i++ {
+		v := i * 1000 // 1 µs to 1 ms
+		if i > 950 {
+			v = 1e9 // the slowest 5 %: one second each
+		}
+		vals = append(vals, v)
+		d.Record(v)
+	}
+	var sum float64
+	for _, v := range vals[:950] {
+		sum += float64(v)
+	}
+	want := sum / 950
+	got, ok := d.TrimmedMean(95)
+	if !ok || math.Abs(float64(got)-want) > want*0.001 {
+		t.Errorf("TrimmedMean(95) = %v, %v; want %v within 0.1%%", got, ok, time.Duration(want))
+	}
+	if all, _ := d.TrimmedMean(100); all < time.Duration(want)*10 {
+		t.Errorf("TrimmedMean(100) = %v: the slow values should weigh in", all)
+	}
+	neg := NewDist()
+	neg.Record(-5)
+	neg.Record(10)
+	if _, ok := neg.TrimmedMean(95); ok {
+		t.Errorf("TrimmedMean of a negative value: ok, want not")
+	}
+	if _, ok := NewDist().TrimmedMean(95); ok {
+		t.Errorf("TrimmedMean of nothing: ok, want not")
+	}
+}

@@ -1,0 +1,165 @@
+package underload
+
+import (
+	"time"
+
+	"github.com/volley-net/volley/internal/client"
+	"github.com/volley-net/volley/internal/load"
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
+)
+
+// Draft is the version of draft-ietf-ippm-responsiveness whose score the
+// runs give.
+const Draft = "draft-ietf-ippm-responsiveness-08"
+
+// trimKeep is the share of round trips the draft's trimmed mean keeps.
+const trimKeep = 95
+
+// observer keeps each phase's delays, from the replies the run records
+// (on its receiving goroutine; read after the run returns).
+type observer struct {
+	phase time.Duration
+	rtt   [phases]*stats.Dist
+	up    [phases]*stats.Dist
+	down  [phases]*stats.Dist
+}
+
+func newObserver(phase time.Duration) *observer {
+	o := &observer{phase: phase}
+	for i := range phases {
+		o.rtt[i], o.up[i], o.down[i] = stats.NewDist(), stats.NewDist(), stats.NewDist()
+	}
+	return o
+}
+
+// Reply records r in the phase its probe was sent in.
+func (o *observer) Reply(r client.Reply) {
+	i := min(max(int(r.Sent/o.phase), 0), phases-1)
+	o.rtt[i].Record(int64(r.RTT))
+	if r.OneWay {
+		o.up[i].Record(int64(r.Up))
+		o.down[i].Record(int64(r.Down))
+	}
+}
+
+// figures builds the Load of res from its intervals (one a phase), the
+// observer's delays and the schedule's streams.
+func (lc Config) figures(res *result.Result, o *observer, sc *schedule) *result.Load {
+	l := &result.Load{Direction: directionName(lc.Directions), Streams: lc.Streams, Phase: lc.Phase,
+		SeriesStep: Step, Series: sc.series, Errors: sc.errs}
+	for i, iv := range res.Intervals {
+		if i >= phases {
+			break
+		}
+		p := result.Phase{Name: phaseNames[i], Loaded: i == phaseLoaded, Probes: iv}
+		if p.Loaded {
+			p.Streams = sc.granted
+			p.BytesUp, p.BytesDown = sc.movedUp, sc.movedDown
+			if secs := lc.Phase.Seconds(); secs > 0 {
+				p.BitsPerSecUp, p.BitsPerSecDown = float64(p.BytesUp)*8/secs, float64(p.BytesDown)*8/secs
+			}
+		}
+		l.Phases = append(l.Phases, p)
+	}
+	if len(l.Phases) == 0 {
+		return l
+	}
+	idle := l.Phases[phaseIdle].Probes
+	for i := 1; i < len(l.Phases); i++ {
+		l.Phases[i].Added = added(idle, l.Phases[i].Probes)
+	}
+	if len(l.Phases) > phaseLoaded {
+		l.Responsiveness = responsiveness(o, l.Phases[phaseLoaded].Added.Queue)
+	}
+	return l
+}
+
+// directionName returns "down", "up" or "both".
+func directionName(dirs []load.Direction) string {
+	if len(dirs) == 2 {
+		return "both"
+	}
+	if len(dirs) == 1 {
+		return dirs[0].String()
+	}
+	return ""
+}
+
+// added returns what phase p added to the idle phase's delays.
+func added(idle, p result.Interval) *result.Added {
+	a := &result.Added{RTT: minus(p.RTT, idle.RTT)}
+	if p.Up.Count > 0 && idle.Up.Count > 0 {
+		a.Up, a.Down = minus(p.Up, idle.Up), minus(p.Down, idle.Down)
+		a.Queue = queue(median(idle.RTT), median(p.Up)-median(idle.Up), median(p.Down)-median(idle.Down))
+	}
+	return a
+}
+
+// minus returns l's percentiles less base's, where both have them.
+func minus(l, base result.Latency) []result.Percentile {
+	if l.Count == 0 || base.Count == 0 {
+		return nil
+	}
+	out := make([]result.Percentile, 0, len(l.Percentiles))
+	for i, p := range l.Percentiles {
+		if i < len(base.Percentiles) && base.Percentiles[i].P == p.P {
+			out = append(out, result.Percentile{P: p.P, Value: p.Value - base.Percentiles[i].Value})
+		}
+	}
+	return out
+}
+
+// median returns l's 50th percentile (its mean when it has none).
+func median(l result.Latency) time.Duration {
+	for _, p := range l.Percentiles {
+		if p.P == 50 {
+			return p.Value
+		}
+	}
+	return l.Mean
+}
+
+// QueueFloor is the least growth of a direction's median delay that
+// counts as a queue: a millisecond, or a tenth of the idle round trip's
+// median when that is more.
+const QueueFloor = time.Millisecond
+
+// queue says where the delay grew: "up", "down", "both" (each by at
+// least a quarter of the other's growth) or "none".
+func queue(idleRTT, up, down time.Duration) string {
+	floor := max(QueueFloor, idleRTT/10)
+	upGrew, downGrew := up >= floor, down >= floor
+	switch {
+	case upGrew && downGrew && up >= 4*down:
+		return "up"
+	case upGrew && downGrew && down >= 4*up:
+		return "down"
+	case upGrew && downGrew:
+		return "both"
+	case upGrew:
+		return "up"
+	case downGrew:
+		return "down"
+	}
+	return "none"
+}
+
+// responsiveness returns the loaded phase's score, or nil when it had no
+// replies.
+func responsiveness(o *observer, queue string) *result.Responsiveness {
+	tm, ok := o.rtt[phaseLoaded].TrimmedMean(trimKeep)
+	if !ok || tm <= 0 {
+		return nil
+	}
+	r := &result.Responsiveness{Draft: Draft, RPM: rpm(tm), TrimmedMean: tm, Samples: o.rtt[phaseLoaded].Count(), Queue: queue}
+	if idle, ok := o.rtt[phaseIdle].TrimmedMean(trimKeep); ok && idle > 0 {
+		r.IdleRPM = rpm(idle)
+	}
+	r.TrimmedUp, _ = o.up[phaseLoaded].TrimmedMean(trimKeep)
+	r.TrimmedDown, _ = o.down[phaseLoaded].TrimmedMean(trimKeep)
+	return r
+}
+
+// rpm is round trips per minute at a round trip of d.
+func rpm(d time.Duration) float64 { return float64(time.Minute) / float64(d) }
