@@ -14,6 +14,7 @@ import (
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/underload"
+	"github.com/volley-net/volley/internal/units"
 )
 
 // loadFlags are the client's latency-under-load flags (--load, --phase).
@@ -65,7 +66,7 @@ func (f clientFlags) checkLoad(cmd *cobra.Command, t transport.Target) error {
 		return err
 	}
 	if f.loadF.phase < underload.MinPhase || f.loadF.phase > underload.MaxPhase {
-		return usagef("--phase %v: want %v to %v", f.loadF.phase, underload.MinPhase, underload.MaxPhase)
+		return usagef("--phase %s: want %s to %s", units.FormatDuration(f.loadF.phase), units.FormatDuration(underload.MinPhase), units.FormatDuration(underload.MaxPhase))
 	}
 	for _, flag := range []string{"duration", "count", "report-interval", "warmup", "oneway", "burst", "parallel", "threshold"} {
 		if changed(flag) {
