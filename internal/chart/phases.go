@@ -294,8 +294,8 @@ type phaseMarks struct {
 	before int // the panel's items before the data
 }
 
-// phaseShade is the fill of a loaded phase.
-var phaseShade = translucent(color.RGBA{0xff, 0xa0, 0x40, 0xff}, 0.15)
+// phaseShade is the fill of a loaded phase: grey, unlike any series.
+var phaseShade = translucent(color.RGBA{0x80, 0x80, 0x80, 0xff}, 0.15)
 
 // markPhases adds the marks of phases to pn, under what is drawn next.
 func markPhases(pn *panel, phases []result.Phase) *phaseMarks {
