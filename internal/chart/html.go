@@ -88,6 +88,7 @@ th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-sp
 th:first-child,td:first-child{text-align:left}
 th{background:#f3f3f3}
 #config th,#config td{text-align:left}
+#load p{margin:.2rem 0}
 @media (max-width:600px){main{padding:.6rem}}
 @media (min-width:2200px){body{font-size:1.3rem}main{max-width:1820px}.plot svg,figcaption{max-width:1250px}}
 </style>

@@ -281,6 +281,15 @@ func TestFiguresLoadOverlay(t *testing.T) {
 			t.Errorf("series of %s = %q, want %q", k, got[k], w)
 		}
 	}
+	tab := phasesTable([]Run{b, a})
+	if tab.Head[0] != "run" || len(tab.Rows) != 3 {
+		t.Fatalf("phases table of a plain and a loaded run: head %q, %d rows; want a run column, the loaded run's 3 phases", tab.Head, len(tab.Rows))
+	}
+	for _, row := range tab.Rows {
+		if row[0] != "bloat" {
+			t.Errorf("phases row %q, want it led by the loaded run's label", row)
+		}
+	}
 	if got := titleLines([]Run{a})[2]; !strings.HasSuffix(got, "under load: up, 4 bulk streams a way, phases of 1.00s") {
 		t.Errorf("title line %q, want it to end with the load", got)
 	}
