@@ -159,10 +159,10 @@ func loadSteps(l *result.Load, kind string, u unit) plotter.XYs {
 			steps = append(steps, step{ph.Probes.Start, ph.Probes.End, ph.BitsPerSecUp, ph.BitsPerSecDown})
 		}
 	}
-	per := (len(steps) + maxLoadSteps - 1) / maxLoadSteps
-	xys := make(plotter.XYs, 0, 2*len(steps)/max(per, 1)+2)
-	for i := 0; i < len(steps); i += max(per, 1) {
-		group := steps[i:min(i+max(per, 1), len(steps))]
+	per := max((len(steps)+maxLoadSteps-1)/maxLoadSteps, 1)
+	xys := make(plotter.XYs, 0, 2*len(steps)/per+2)
+	for i := 0; i < len(steps); i += per {
+		group := steps[i:min(i+per, len(steps))]
 		sum := 0.0
 		for _, s := range group {
 			if kind == kindUp {

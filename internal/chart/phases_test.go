@@ -408,3 +408,27 @@ func TestSVGLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadStepsThinned: a series of more steps than a picture needs is
+// drawn with neighbours averaged, over the same time.
+func TestLoadStepsThinned(t *testing.T) {
+	l := &result.Load{Direction: "up", SeriesStep: 10 * time.Millisecond}
+	for i := 1; i <= 5000; i++ {
+		l.Series = append(l.Series, result.LoadPoint{At: time.Duration(i) * l.SeriesStep, BitsPerSecUp: float64(1e6 * (i % 2 * 2))})
+	}
+	xys := loadSteps(l, kindUp, unit{"Mbit/s", 1e6})
+	if len(xys) > 2*maxLoadSteps {
+		t.Errorf("%d points drawn of 5000 steps, want at most %d", len(xys), 2*maxLoadSteps)
+	}
+	if xys[0].X != 0 || xys[len(xys)-1].X != 50 {
+		t.Errorf("steps drawn from %v s to %v s, want 0 to 50", xys[0].X, xys[len(xys)-1].X)
+	}
+	sum, span := 0.0, 0.0
+	for i := 0; i < len(xys); i += 2 {
+		sum += xys[i].Y * (xys[i+1].X - xys[i].X)
+		span += xys[i+1].X - xys[i].X
+	}
+	if mean := sum / span; math.Abs(mean-1) > 0.01 {
+		t.Errorf("mean goodput drawn %v Mbit/s, want the series' 1", mean)
+	}
+}
