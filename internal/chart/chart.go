@@ -3,9 +3,12 @@
 // (each probe, or each interval's percentiles when the probes were not
 // kept), up and down delays and loss marks per direction on the same time
 // axis; the distribution as a percentile plot with a log tail and as a
-// histogram; throughput and loss per interval; and a title block that
-// says what the figures show (date, addresses, transport, sizes, load,
-// version). Several runs are drawn over each other, for comparison.
+// histogram; throughput and loss per interval; for a latency-under-load
+// run, first, its phases on one time axis (the bulk streams' goodput, the
+// RTT, each direction's delay) and, in the HTML report, a table of them;
+// and a title block that says what the figures show (date, addresses,
+// transport, sizes, load, version). Several runs are drawn over each
+// other, for comparison.
 package chart
 
 import (

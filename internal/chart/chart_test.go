@@ -266,8 +266,15 @@ func TestConfigTable(t *testing.T) {
 }
 
 func TestHTMLLegends(t *testing.T) {
-	run := makeRun(t, synth{probes: 1000, intervals: 4, base: 80 * time.Microsecond, lossEvery: 90})
-	runs := []Run{run}
+	plain := makeRun(t, synth{probes: 1000, intervals: 4, base: 80 * time.Microsecond, lossEvery: 90})
+	for _, run := range []Run{plain, loadRun(t, "", "both", false)} {
+		htmlLegends(t, []Run{run})
+	}
+}
+
+// htmlLegends checks the legends of the HTML report of runs.
+func htmlLegends(t *testing.T, runs []Run) {
+	t.Helper()
 	var page, file bytes.Buffer
 	if err := Write(&page, HTML, runs); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ type page struct {
 	Heading string
 	Lines   []string // the title block, but its heading
 	Figures []htmlFigure
+	Load    []string // a latency-under-load run's score and load
+	Phases  table    // their phases (shown when Load has lines)
 	Summary table
 	Counts  table
 	Config  table
@@ -86,6 +88,7 @@ th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-sp
 th:first-child,td:first-child{text-align:left}
 th{background:#f3f3f3}
 #config th,#config td{text-align:left}
+#load p{margin:.2rem 0}
 @media (max-width:600px){main{padding:.6rem}}
 @media (min-width:2200px){body{font-size:1.3rem}main{max-width:1820px}.plot svg,figcaption{max-width:1250px}}
 </style>
@@ -103,6 +106,11 @@ th{background:#f3f3f3}
 {{end}}</p>
 {{end}}</figcaption>
 </figure>
+{{end}}{{if .Load}}<section id="load">
+<h2>Latency under load</h2>
+{{range .Load}}<p>{{.}}</p>
+{{end}}<div class="scroll">{{template "table" (pair "phases" .Phases)}}</div>
+</section>
 {{end}}<section>
 <h2>Summary</h2>
 <div class="scroll">{{template "table" (pair "summary" .Summary)}}</div>
@@ -133,10 +141,12 @@ type idTable struct {
 }
 
 // writeHTML writes the HTML report of runs: the title block, the
-// figures, the summary, the configuration and the intervals.
+// figures, a latency-under-load run's phases, the summary, the
+// configuration and the intervals.
 func writeHTML(w io.Writer, runs []Run, figs []figure) error {
 	lines := titleLines(runs)
-	pg := page{Heading: lines[0], Lines: lines[1:], Summary: summaryTable(runs), Counts: countsTable(runs),
+	pg := page{Heading: lines[0], Lines: lines[1:], Load: loadLines(runs), Phases: phasesTable(runs),
+		Summary: summaryTable(runs), Counts: countsTable(runs),
 		Config: configTable(runs), Steps: intervalsTable(runs)}
 	for _, f := range figs {
 		b, err := svgBytes(plotsOnly(f.panels))

@@ -35,9 +35,14 @@ const (
 	lineSpace = 1.45
 )
 
-// figures are the pictures drawn of runs, in the order they are shown.
+// figures are the pictures drawn of runs, in the order they are shown:
+// a latency-under-load run's phases first, when a run has them.
 func figures(runs []Run) []figure {
-	return []figure{latencyFigure(runs), percentileFigure(runs), histogramFigure(runs), throughputFigure(runs)}
+	figs := []figure{latencyFigure(runs), percentileFigure(runs), histogramFigure(runs), throughputFigure(runs)}
+	if f, ok := loadFigure(runs); ok {
+		figs = append([]figure{f}, figs...)
+	}
+	return figs
 }
 
 // panelsOf lists the panels of figs in order.

@@ -21,6 +21,7 @@ type synth struct {
 	lossEvery   int           // every lossEvery-th probe is lost (0: none)
 	spikeEvery  int           // every spikeEvery-th probe's delays are 100 times as long (0: none)
 	percentiles []float64     // the run's percentiles (nil: testPercentiles)
+	queue       time.Duration // added to the down delay of the probes of the middle third of the intervals
 }
 
 var testPercentiles = []float64{50, 90, 99, 99.9}
@@ -77,6 +78,9 @@ func makeRun(t testing.TB, s synth) Run {
 				rtt *= 100
 			}
 			up := rtt * 45 / 100
+			if s.queue > 0 && iv >= s.intervals/3 && iv < 2*s.intervals/3 {
+				rtt += s.queue
+			}
 			p := result.Probe{Sent: sent, RTT: rtt, Up: up, Down: rtt - up}
 			if s.oneWay {
 				p.RTT, p.Down = 0, 0

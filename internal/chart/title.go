@@ -90,7 +90,7 @@ func sizes(c result.Config) string {
 }
 
 // load is the run's load shape: its loop and window or rate, one-way,
-// workload and flows.
+// workload, flows and the bulk load of a latency-under-load run.
 func load(res *result.Result) string {
 	c := res.Config
 	if rebuilt(c) {
@@ -121,6 +121,9 @@ func load(res *result.Result) string {
 	}
 	if c.Parallel > 1 {
 		s += fmt.Sprintf(", -P %d flows", c.Parallel)
+	}
+	if l := res.Load; l != nil {
+		s += fmt.Sprintf(", under load: %s, %d bulk streams a way, phases of %s", l.Direction, l.Streams, report.Duration(l.Phase))
 	}
 	return s
 }

@@ -46,6 +46,7 @@ var (
 	percentilesType = reflect.TypeFor[[]result.Percentile]()
 	histogramType   = reflect.TypeFor[result.Histogram]()
 	configType      = reflect.TypeFor[result.Config]()
+	loadType        = reflect.TypeFor[result.Load]()
 )
 
 // check walks v (a pointer), at path in errors (a JSON field path:
@@ -155,7 +156,7 @@ func walked(t reflect.Type) bool {
 	walkedCache.Store(t, false) // a type that holds itself: decided below
 	w := false
 	switch t {
-	case latencyType, intervalType, percentilesType, histogramType, configType:
+	case latencyType, intervalType, percentilesType, histogramType, configType, loadType:
 		w = true
 	default:
 		switch t.Kind() {
@@ -196,6 +197,10 @@ func checkValue(v reflect.Value, at func() string) *fieldError {
 			return &fieldError{at() + ".duration_ns", fmt.Errorf("%w: a run of %d ns, after a warm-up of %d ns", ErrNotVolley, c.Duration, c.WarmupDuration)}
 		}
 		if field, err := checkConfig(c); err != nil {
+			return &fieldError{at() + "." + field, err}
+		}
+	case loadType:
+		if field, err := checkLoad(v.Addr().Interface().(*result.Load)); err != nil {
 			return &fieldError{at() + "." + field, err}
 		}
 	case histogramType:
@@ -243,6 +248,37 @@ func checkConfig(c *result.Config) (string, error) {
 	}
 	if !(c.Rate >= 0) || math.IsInf(c.Rate, 0) {
 		return "rate_pps", fmt.Errorf("%w: %v probes/s", ErrNotVolley, c.Rate)
+	}
+	return "", nil
+}
+
+// maxPhases is the most phases of a latency-under-load run: volley
+// writes three.
+const maxPhases = 16
+
+// checkLoad checks a latency-under-load run's counts, durations and
+// rates, none of which volley writes below zero, and the number of its
+// phases, and returns the field that is wrong.
+func checkLoad(l *result.Load) (string, error) {
+	switch {
+	case l.Streams < 0:
+		return "streams", fmt.Errorf("%w: %d streams", ErrNotVolley, l.Streams)
+	case l.Phase < 0:
+		return "phase_ns", fmt.Errorf("%w: phases of %d ns", ErrNotVolley, l.Phase)
+	case l.SeriesStep < 0:
+		return "series_step_ns", fmt.Errorf("%w: a series step of %d ns", ErrNotVolley, l.SeriesStep)
+	case len(l.Phases) > maxPhases:
+		return "phases", fmt.Errorf("%w: %d phases; volley writes 3", ErrNotVolley, len(l.Phases))
+	}
+	for i, ph := range l.Phases {
+		if ph.Streams < 0 || !(ph.BitsPerSecUp >= 0) || !(ph.BitsPerSecDown >= 0) {
+			return fmt.Sprintf("phases[%d]", i), fmt.Errorf("%w: %d streams at %v bit/s up, %v down", ErrNotVolley, ph.Streams, ph.BitsPerSecUp, ph.BitsPerSecDown)
+		}
+	}
+	for i, p := range l.Series {
+		if p.At < 0 || !(p.BitsPerSecUp >= 0) || !(p.BitsPerSecDown >= 0) {
+			return fmt.Sprintf("series[%d]", i), fmt.Errorf("%w: %v bit/s up and %v down at %d ns", ErrNotVolley, p.BitsPerSecUp, p.BitsPerSecDown, p.At)
+		}
 	}
 	return "", nil
 }

@@ -255,6 +255,13 @@ func selectPercentiles(res *result.Result, pcts []float64) error {
 		pick(c.EstimatedUp, pcts, nil)
 		pick(c.EstimatedDown, pcts, nil)
 	}
+	if l := res.Load; l != nil {
+		for i := range l.Phases {
+			for _, lat := range latencies(&l.Phases[i].Probes) {
+				pick(lat, pcts, nil)
+			}
+		}
+	}
 	res.Config.Percentiles = slices.Clone(pcts)
 	return nil
 }
