@@ -172,6 +172,7 @@ func checkLoadResult(t *testing.T, dir string, l *result.Load) {
 	if dir == "down" {
 		goodput, other = loaded.BitsPerSecDown, loaded.BytesUp
 	}
+	t.Logf("loaded phase's %s goodput %.1f Mbit/s", dir, goodput/1e6)
 	if goodput < 0.5*tbfRate || goodput > 1.1*tbfRate {
 		t.Errorf("loaded phase's %s goodput %.1f Mbit/s through a %d Mbit/s tbf; want 0.5 to 1.1 times its rate", dir, goodput/1e6, tbfRate/1_000_000)
 	}
