@@ -91,6 +91,9 @@ func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn)
 	defer cancel(nil)
 	obs := newObserver(lc.Phase)
 	cfg.Observer = obs
+	// The phases are the run's three intervals: the result keeps them
+	// (the writers may have asked for them to be streamed only).
+	cfg.StreamIntervals = false
 	started := make(chan time.Time, 1)
 	cfg.Handler = startHook{Handler: handlerOr(cfg.Handler), started: started}
 	sch := &schedule{lc: lc, streams: streams}
