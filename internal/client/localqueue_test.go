@@ -1,8 +1,13 @@
 package client
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
 
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -147,5 +152,53 @@ func TestLocalQueueAllocs(t *testing.T) {
 	}
 	if c := r.cur.kern[kLocalQueue].Count(); c < 200 {
 		t.Fatalf("local queue has %d values, want every probe's", c)
+	}
+}
+
+// TestLocalQueueLoopback: a run with kernel stamps over loopback has, for
+// its probes, the scheduler's stamp and the transmit stamp, and a local
+// queue no longer than the send stack.
+func TestLocalQueueLoopback(t *testing.T) {
+	pc, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no UDP on loopback: %v", err)
+	}
+	defer pc.Close()
+	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { refl.Serve(ctx, pc) })
+	defer wg.Wait()
+	defer cancel()
+	target, err := transport.ParseTarget("udp://" + pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Dial(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const n = 200
+	res, err := Run(t.Context(), Config{Count: n, Rate: 2000, Stamps: tstamp.Kernel, ReportInterval: -1}, conn)
+	switch {
+	case errors.Is(err, ErrConfig):
+		t.Skipf("no kernel stamps here: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	k := res.Summary.Kernel
+	if k == nil || k.SendStack.Count == 0 {
+		t.Fatalf("kernel figures %+v: want the send stack of the probes", k)
+	}
+	if k.LocalQueue.Count == 0 {
+		t.Skip("this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue")
+	}
+	if k.LocalQueue.Count != k.SendStack.Count || k.LocalQueue.Min < 0 || k.LocalQueue.Max > k.SendStack.Max {
+		t.Errorf("local queue %d values from %v to %v, send stack %d up to %v: want one a probe with a transmit stamp, none below 0 or above the send stack",
+			k.LocalQueue.Count, k.LocalQueue.Min, k.LocalQueue.Max, k.SendStack.Count, k.SendStack.Max)
 	}
 }
