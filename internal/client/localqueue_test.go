@@ -39,7 +39,7 @@ func (f *fakeStamper) ReadTxStamps(st []tstamp.TxStamp) (int, error) {
 // probe, which sends one probe, queues its transmit stamps as stamps says
 // (given the probe's ID and the time the tool read the clock for it),
 // and records its reply, received 100 µs after the send.
-func stampedRun(t *testing.T, fs *fakeStamper, stamps func(id uint32, sent int64) []tstamp.TxStamp) (r *run, probe func()) {
+func stampedRun(t testing.TB, fs *fakeStamper, stamps func(id uint32, sent int64) []tstamp.TxStamp) (r *run, probe func()) {
 	t.Helper()
 	r, _ = measuringRun(t, Config{Count: 1, history: 4096})
 	r.stamps = &stamping{sock: fs}
@@ -200,5 +200,34 @@ func TestLocalQueueLoopback(t *testing.T) {
 	if k.LocalQueue.Count != k.SendStack.Count || k.LocalQueue.Min < 0 || k.LocalQueue.Max > k.SendStack.Max {
 		t.Errorf("local queue %d values from %v to %v, send stack %d up to %v: want one a probe with a transmit stamp, none below 0 or above the send stack",
 			k.LocalQueue.Count, k.LocalQueue.Min, k.LocalQueue.Max, k.SendStack.Count, k.SendStack.Max)
+	}
+}
+
+// BenchmarkProbePathStamped is BenchmarkProbePath with kernel stamps to
+// read for each probe: the transmit stamp alone (a kernel without
+// scheduler stamps), and the scheduler's beside it.
+func BenchmarkProbePathStamped(b *testing.B) {
+	for _, sched := range []bool{false, true} {
+		name := "transmit"
+		if sched {
+			name = "scheduler+transmit"
+		}
+		b.Run(name, func(b *testing.B) {
+			fs := &fakeStamper{queue: make([]tstamp.TxStamp, 0, 8)}
+			r, probe := stampedRun(b, fs, func(id uint32, sent int64) []tstamp.TxStamp {
+				if sched {
+					fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: sent + 10}})
+				}
+				fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: sent + 20}})
+				return nil
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				probe()
+			}
+			if r.cur.kern[kSendStack].Count() == 0 {
+				b.Fatal("no send stack recorded")
+			}
+		})
 	}
 }

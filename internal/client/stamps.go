@@ -44,15 +44,15 @@ const idRing = 4096
 // kernelSlot is what a slot keeps of a probe's kernel stamps.
 type kernelSlot struct {
 	t1k, t4k int64
-	// sched is the scheduler's transmit stamp and t1ks T1k's software
-	// stamp (0 when T1k is the NIC's): the local queue is t1ks-sched, a
-	// difference of one clock's readings.
-	sched, t1ks int64
-	t2k, t3k    int64
-	t2, t3      int64 // the reflector's user-space times and the reply's
-	t4          int64 // arrival, for the log
-	hold        int64
-	logWait     bool // its log line waits for T3k
+	// sched is the scheduler's transmit stamp: the local queue is
+	// t1k-sched, unless T1k is the NIC's (t1kNIC; another clock's).
+	sched    int64
+	t2k, t3k int64
+	t2, t3   int64 // the reflector's user-space times and the reply's
+	t4       int64 // arrival, for the log
+	hold     int64
+	logWait  bool // its log line waits for T3k
+	t1kNIC   bool
 }
 
 // The kernel distributions, in acc.kern.
@@ -95,7 +95,7 @@ func (rec *recorder) drainTx() {
 					s.kern.sched = t.SW
 				}
 			case s.kern.t1k == 0:
-				s.kern.t1k, s.kern.t1ks = t.Best(), t.SW
+				s.kern.t1k, s.kern.t1kNIC = t.Best(), t.HW != 0
 			}
 		}
 		if err != nil || n < len(st.tx) {
@@ -119,8 +119,8 @@ func (rec *recorder) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstam
 	}
 	if ks.t1k != 0 {
 		ak[kSendStack].Record(ks.t1k - s.sent)
-		if ks.sched != 0 && ks.t1ks >= ks.sched {
-			ak[kLocalQueue].Record(ks.t1ks - ks.sched)
+		if ks.sched != 0 && !ks.t1kNIC && ks.t1k >= ks.sched {
+			ak[kLocalQueue].Record(ks.t1k - ks.sched)
 		}
 		if ks.t4k != 0 {
 			ak[kRTT].Record(ks.t4k - ks.t1k)
