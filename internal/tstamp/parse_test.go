@@ -53,7 +53,7 @@ func TestParseCaptured(t *testing.T) {
 	// The scheduler's stamp of the same datagram (SCM_TSTAMP_SCHED in
 	// ee_info, the rest as the transmit stamp's) is one, marked.
 	sched := aligned(t, capturedTx)
-	sched[64+16+8] = 1 // SCM_TSTAMP_SCHED
+	sched[64+16+8] = 1  // SCM_TSTAMP_SCHED
 	sched[16+8] -= 0x10 // 16 ns earlier: the low byte of tv_nsec
 	if tx, ok := ParseTx(sched); !ok || tx != (TxStamp{ID: 1, Sched: true, Stamp: Stamp{SW: sec + 0x016303c6}}) {
 		t.Errorf("ParseTx of a scheduler stamp = %+v, %v; want ID 1, Sched, SW %d", tx, ok, sec+0x016303c6)
