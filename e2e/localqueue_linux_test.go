@@ -52,7 +52,7 @@ func TestLocalQueueVeth(t *testing.T) {
 	}
 	idle := probe("idle")
 	if idle.Summary.Kernel.LocalQueue.Count == 0 {
-		t.Skip("this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue to measure")
+		t.Skip("skipping: this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue to measure")
 	}
 	stop := bulkUpload(t, nsA, nsB, "10.219.0.2")
 	time.Sleep(time.Second) // the flow fills the queue

@@ -161,7 +161,7 @@ func TestLocalQueueAllocs(t *testing.T) {
 func TestLocalQueueLoopback(t *testing.T) {
 	pc, err := transport.ListenUDP("127.0.0.1:0")
 	if err != nil {
-		t.Skipf("no UDP on loopback: %v", err)
+		t.Fatal(err)
 	}
 	defer pc.Close()
 	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
@@ -186,7 +186,7 @@ func TestLocalQueueLoopback(t *testing.T) {
 	res, err := Run(t.Context(), Config{Count: n, Rate: 2000, Stamps: tstamp.Kernel, ReportInterval: -1}, conn)
 	switch {
 	case errors.Is(err, ErrConfig):
-		t.Skipf("no kernel stamps here: %v", err)
+		t.Skipf("skipping: no kernel stamps here: %v", err)
 	case err != nil:
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestLocalQueueLoopback(t *testing.T) {
 		t.Fatalf("kernel figures %+v: want the send stack of the probes", k)
 	}
 	if k.LocalQueue.Count == 0 {
-		t.Skip("this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue")
+		t.Skip("skipping: this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue")
 	}
 	if k.LocalQueue.Count != k.SendStack.Count || k.LocalQueue.Min < 0 || k.LocalQueue.Max > k.SendStack.Max {
 		t.Errorf("local queue %d values from %v to %v, send stack %d up to %v: want one a probe with a transmit stamp, none below 0 or above the send stack",

@@ -189,7 +189,7 @@ func TestSchedStamps(t *testing.T) {
 		t.Fatalf("%d transmit stamps, want %d", len(snd), n)
 	}
 	if len(sched) == 0 {
-		t.Skip("this kernel gave transmit stamps but no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED)")
+		t.Skip("skipping: this kernel gave transmit stamps but no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED)")
 	}
 	for id := first; id < first+n; id++ {
 		q, ok := sched[id]
