@@ -16,11 +16,12 @@ import (
 // datagram has a second, earlier transmit stamp, the scheduler's (taken as
 // it entered the interface's queueing discipline): T1k minus it is the
 // time the probe waited in this host's queue (the local queue, part of the
-// send stack), which a bulk upload on the same interface fills. Probes ask the reflector for its stamps
-// when their replies have room for the block (wire.Stamps): its receive
-// stamp T2k comes with the reply, its transmit stamp T3k with the next
-// reply of the session. The user-space times stay what they were, so the
-// report can show what the stacks and the tool add.
+// send stack), which a bulk upload on the same interface fills. Probes
+// ask the reflector for its stamps when their replies have room for the
+// block (wire.Stamps): its receive stamp T2k comes with the reply, its
+// transmit stamp T3k with the next reply of the session. The user-space
+// times stay what they were, so the report can show what the stacks and
+// the tool add.
 
 // stamping is a run's kernel-stamp state; nil without stamps.
 type stamping struct {
