@@ -12,11 +12,16 @@ import (
 
 // Kernel stamps (Config.Stamps). The socket stamps each datagram it
 // receives (T4k, with the read) and each it sends (T1k, from the error
-// queue, numbered in send order). Probes ask the reflector for its stamps
-// when their replies have room for the block (wire.Stamps): its receive
-// stamp T2k comes with the reply, its transmit stamp T3k with the next
-// reply of the session. The user-space times stay what they were, so the
-// report can show what the stacks and the tool add.
+// queue, numbered in send order). Where the kernel gives it, a sent
+// datagram has a second, earlier transmit stamp, the scheduler's (taken as
+// it entered the interface's queueing discipline): T1k minus it is the
+// time the probe waited in this host's queue (the local queue, part of the
+// send stack), which a bulk upload on the same interface fills. Probes
+// ask the reflector for its stamps when their replies have room for the
+// block (wire.Stamps): its receive stamp T2k comes with the reply, its
+// transmit stamp T3k with the next reply of the session. The user-space
+// times stay what they were, so the report can show what the stacks and
+// the tool add.
 
 // stamping is a run's kernel-stamp state; nil without stamps.
 type stamping struct {
@@ -40,11 +45,15 @@ const idRing = 4096
 // kernelSlot is what a slot keeps of a probe's kernel stamps.
 type kernelSlot struct {
 	t1k, t4k int64
+	// sched is the scheduler's transmit stamp: the local queue is
+	// t1k-sched, unless T1k is the NIC's (t1kNIC; another clock's).
+	sched    int64
 	t2k, t3k int64
 	t2, t3   int64 // the reflector's user-space times and the reply's
 	t4       int64 // arrival, for the log
 	hold     int64
 	logWait  bool // its log line waits for T3k
+	t1kNIC   bool
 }
 
 // The kernel distributions, in acc.kern.
@@ -55,6 +64,7 @@ const (
 	kDown
 	kSendStack
 	kRecvStack
+	kLocalQueue
 	numKDists
 )
 
@@ -76,10 +86,17 @@ func (rec *recorder) drainTx() {
 				continue // its probe is no longer known: T1k stays unknown
 			}
 			s := &rec.ring[e.seq&rec.mask]
-			// A stamp is T1k only if it is the probe's: sent after
-			// the tool read the clock for it.
-			if s.seq == e.seq && s.kern.t1k == 0 && t.Best() >= s.sent {
-				s.kern.t1k = t.Best()
+			// A stamp is the probe's only if it was taken after the
+			// tool read the clock for it. The scheduler's comes
+			// first, but either may be read first.
+			switch {
+			case s.seq != e.seq || t.Best() < s.sent:
+			case t.Sched:
+				if s.kern.sched == 0 {
+					s.kern.sched = t.SW
+				}
+			case s.kern.t1k == 0:
+				s.kern.t1k, s.kern.t1kNIC = t.Best(), t.HW != 0
 			}
 		}
 		if err != nil || n < len(st.tx) {
@@ -103,6 +120,9 @@ func (rec *recorder) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstam
 	}
 	if ks.t1k != 0 {
 		ak[kSendStack].Record(ks.t1k - s.sent)
+		if ks.sched != 0 && !ks.t1kNIC && ks.t1k >= ks.sched {
+			ak[kLocalQueue].Record(ks.t1k - ks.sched)
+		}
 		if ks.t4k != 0 {
 			ak[kRTT].Record(ks.t4k - ks.t1k)
 		}
@@ -197,12 +217,13 @@ func (a *acc) kernelSummary(pct []float64) *result.KernelTimes {
 		return nil
 	}
 	return &result.KernelTimes{
-		RTT:       a.kern[kRTT].Summary(pct),
-		Response:  a.kern[kResponse].Summary(pct),
-		Up:        a.kern[kUp].Summary(pct),
-		Down:      a.kern[kDown].Summary(pct),
-		SendStack: a.kern[kSendStack].Summary(pct),
-		RecvStack: a.kern[kRecvStack].Summary(pct),
+		RTT:        a.kern[kRTT].Summary(pct),
+		Response:   a.kern[kResponse].Summary(pct),
+		Up:         a.kern[kUp].Summary(pct),
+		Down:       a.kern[kDown].Summary(pct),
+		SendStack:  a.kern[kSendStack].Summary(pct),
+		RecvStack:  a.kern[kRecvStack].Summary(pct),
+		LocalQueue: a.kern[kLocalQueue].Summary(pct),
 	}
 }
 

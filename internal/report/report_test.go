@@ -166,7 +166,8 @@ func kernelTimes(n int) *result.KernelTimes {
 	resp, _ := latency(n-1, 700*time.Nanosecond)
 	way, _ := latency(n, 9*time.Microsecond)
 	stack, _ := latency(n, 2*time.Microsecond)
-	return &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack}
+	queue, _ := latency(n, 500*time.Nanosecond)
+	return &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack, LocalQueue: queue}
 }
 
 // userFixture is fixture() from a run with --timestamps user: no kernel
@@ -378,9 +379,10 @@ func stampedFixture() *result.Result {
 	resp, _ := latency(1999, 6*time.Microsecond)
 	way, _ := latency(2000, 600*time.Nanosecond)
 	stack, _ := latency(2000, 2*time.Microsecond)
+	queue, _ := latency(2000, 800*time.Nanosecond)
 	res.Config.Rate, res.Config.RateMax, res.Config.Poisson, res.Config.Seed = 0, true, false, 0
 	res.Summary.RTTFromSchedule, res.Summary.SendError, res.Summary.Counts.Skipped = nil, nil, 0 // no schedule
-	res.Summary.Kernel = &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack}
+	res.Summary.Kernel = &result.KernelTimes{RTT: rtt, Response: resp, Up: way, Down: way, SendStack: stack, RecvStack: stack, LocalQueue: queue}
 	res.Timestamps = &result.Timestamps{Asked: "auto", Client: "kernel", Reflector: "kernel", Notes: []string{"3 replies came without a kernel receive stamp"}}
 	res.Stopped = "threshold"
 	res.Threshold = &result.ThresholdHit{Seq: 1999, At: 1999 * time.Millisecond, RTT: 5100 * time.Microsecond}

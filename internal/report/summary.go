@@ -168,7 +168,7 @@ func writeLatencyTable(b *strings.Builder, res *result.Result) {
 		// Only the rows the stamps gave: without the reflector's, the
 		// client's own (rtt and the stacks).
 		for _, l := range []named{{"rtt kern", k.RTT}, {"resp kern", k.Response}, {"up kern", k.Up},
-			{"down kern", k.Down}, {"send stack", k.SendStack}, {"recv stack", k.RecvStack}} {
+			{"down kern", k.Down}, {"send stack", k.SendStack}, {"send queue", k.LocalQueue}, {"recv stack", k.RecvStack}} {
 			if l.lat.Count > 0 {
 				rows = append(rows, l)
 			}
@@ -203,6 +203,9 @@ func writeStamps(b *strings.Builder, res *result.Result) {
 		}
 		if s.Kernel != nil {
 			b.WriteString("; the kern rows are from the kernel's stamps, send stack is T1k-T1 and recv stack T4-T4k: what the stacks and volley add to rtt")
+			if s.Kernel.LocalQueue.Count > 0 {
+				b.WriteString("; send queue is the part of send stack spent in this host's queueing discipline (qdisc)")
+			}
 		}
 		b.WriteString("\n")
 		if s.Kernel != nil && s.Kernel.Up.Count > 0 && (t.Client == "hardware" || t.Reflector == "hardware") {

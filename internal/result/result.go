@@ -345,14 +345,20 @@ type Interval struct {
 // T1k−T1 (from the tool's reading of the clock to the kernel's transmit
 // stamp) and RecvStack T4−T4k (from the kernel's receive stamp to the
 // tool's reading). Response, Up and Down need the reflector's stamps; Down
-// and Response arrive one reply late (see wire.Stamps).
+// and Response arrive one reply late (see wire.Stamps). LocalQueue is the
+// part of SendStack the probe spent in the client's queueing discipline:
+// T1k less the kernel's scheduler stamp, taken as the probe entered it
+// (SOF_TIMESTAMPING_TX_SCHED); no values where the kernel gives no such
+// stamp, or T1k is the NIC's; omitted (zero) in a result read from a
+// volley before it or rebuilt from a probe log.
 type KernelTimes struct {
-	RTT       Latency `json:"rtt"`
-	Response  Latency `json:"response"`
-	Up        Latency `json:"up"`
-	Down      Latency `json:"down"`
-	SendStack Latency `json:"send_stack"`
-	RecvStack Latency `json:"recv_stack"`
+	RTT        Latency `json:"rtt"`
+	Response   Latency `json:"response"`
+	Up         Latency `json:"up"`
+	Down       Latency `json:"down"`
+	SendStack  Latency `json:"send_stack"`
+	RecvStack  Latency `json:"recv_stack"`
+	LocalQueue Latency `json:"local_queue,omitzero"`
 }
 
 // Timestamps says where a run's times came from.

@@ -271,7 +271,7 @@ func latencies(iv *result.Interval) []*result.Latency {
 	ls := []*result.Latency{&iv.RTT, &iv.Response, &iv.Up, &iv.Down, &iv.IPDV.RTT, &iv.IPDV.Up, &iv.IPDV.Down,
 		iv.RTTFromSchedule, iv.SendError}
 	if k := iv.Kernel; k != nil {
-		ls = append(ls, &k.RTT, &k.Response, &k.Up, &k.Down, &k.SendStack, &k.RecvStack)
+		ls = append(ls, &k.RTT, &k.Response, &k.Up, &k.Down, &k.SendStack, &k.RecvStack, &k.LocalQueue)
 	}
 	return ls
 }

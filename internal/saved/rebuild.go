@@ -73,6 +73,8 @@ func (a *acc) interval(start, end time.Duration, pct []float64) result.Interval 
 		iv.Kernel = &result.KernelTimes{RTT: a.summary(dRTTK, pct), Response: a.summary(dResponseK, pct),
 			Up: a.summary(dUpK, pct), Down: a.summary(dDownK, pct),
 			SendStack: a.summary(dSendStack, pct), RecvStack: a.summary(dRecvStack, pct)}
+		// LocalQueue stays unknown (omitted): the probe log has no
+		// scheduler stamps.
 	}
 	c := &iv.Counts
 	if c.Sent > 0 {

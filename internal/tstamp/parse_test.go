@@ -50,6 +50,21 @@ func TestParseCaptured(t *testing.T) {
 			t.Errorf("ParseTx of %d bytes = %+v, true; want nothing", n, s)
 		}
 	}
+	// The scheduler's stamp of the same datagram (SCM_TSTAMP_SCHED in
+	// ee_info, the rest as the transmit stamp's) is one, marked.
+	sched := aligned(t, capturedTx)
+	sched[64+16+8] = 1  // SCM_TSTAMP_SCHED
+	sched[16+8] -= 0x10 // 16 ns earlier: the low byte of tv_nsec
+	if tx, ok := ParseTx(sched); !ok || tx != (TxStamp{ID: 1, Sched: true, Stamp: Stamp{SW: sec + 0x016303c6}}) {
+		t.Errorf("ParseTx of a scheduler stamp = %+v, %v; want ID 1, Sched, SW %d", tx, ok, sec+0x016303c6)
+	}
+	// An acknowledgment's stamp (SCM_TSTAMP_ACK, TCP's) is not a
+	// datagram's.
+	ack := aligned(t, capturedTx)
+	ack[64+16+8] = 2
+	if tx, ok := ParseTx(ack); ok {
+		t.Errorf("ParseTx took an acknowledgment's stamp for a transmit stamp: %+v", tx)
+	}
 	// An ICMP error (origin ICMP) on the error queue is not a stamp.
 	icmp := aligned(t, capturedTx)
 	icmp[64+16+4] = 2 // SO_EE_ORIGIN_ICMP

@@ -14,11 +14,17 @@ func (s Stamp) Best() int64 {
 	return s.SW
 }
 
-// TxStamp is the transmit stamp of the ID-th datagram sent on a socket
+// TxStamp is a transmit stamp of the ID-th datagram sent on a socket
 // since its stamping was turned on (SOF_TIMESTAMPING_OPT_ID), counting
-// from 0.
+// from 0. Sched marks the scheduler's stamp (SCM_TSTAMP_SCHED, taken as
+// the datagram entered the interface's queueing discipline, only on a
+// socket that asked for it: EnableSched); without it the stamp is the one
+// taken as the datagram left for the wire (SCM_TSTAMP_SND), after the
+// queue. One datagram can have both, in two error-queue entries with the
+// same ID.
 type TxStamp struct {
-	ID uint32
+	ID    uint32
+	Sched bool
 	Stamp
 }
 

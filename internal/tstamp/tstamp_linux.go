@@ -56,8 +56,23 @@ const (
 // The IDs of transmit stamps count from 0 at this call. A socket whose
 // transmit stamps are on must have its error queue read (ParseTx), or
 // the stamps use up its receive buffer.
-func Enable(fd int, hw bool) error {
-	flags := swFlags
+func Enable(fd int, hw bool) error { return enable(fd, hw, 0) }
+
+// EnableSched is Enable plus the scheduler's transmit stamp
+// (SOF_TIMESTAMPING_TX_SCHED): each datagram sent then has two on the
+// error queue, one as it enters the queueing discipline (TxStamp.Sched)
+// and one as it leaves for the wire, so that the time it spent queued
+// on this host can be told apart from the rest of the stack's. Where the
+// kernel refuses the scheduler's stamp, it turns on Enable's alone.
+func EnableSched(fd int, hw bool) error {
+	if enable(fd, hw, unix.SOF_TIMESTAMPING_TX_SCHED) == nil {
+		return nil
+	}
+	return enable(fd, hw, 0)
+}
+
+func enable(fd int, hw bool, extra int) error {
+	flags := swFlags | extra
 	if hw {
 		flags |= hwFlags
 	}
@@ -120,8 +135,9 @@ func ParseRx(oob []byte) Stamp {
 }
 
 // ParseTx reads an error-queue entry's control messages; ok is false when
-// it is not a transmit stamp of a sent datagram (a scheduling stamp, or an
-// ICMP error).
+// it is not a transmit stamp of a sent datagram (an ICMP error, or a stamp
+// of another kind: an acknowledgment's). A scheduler stamp has Sched set,
+// and only a software stamp.
 func ParseTx(oob []byte) (st TxStamp, ok bool) {
 	var s Stamp
 	var ee *unix.SockExtendedErr
@@ -136,10 +152,10 @@ func ParseTx(oob []byte) (st TxStamp, ok bool) {
 		}
 	})
 	if ee == nil || ee.Errno != uint32(unix.ENOMSG) || ee.Origin != unix.SO_EE_ORIGIN_TIMESTAMPING ||
-		ee.Info != unix.SCM_TSTAMP_SND || (s.SW == 0 && s.HW == 0) {
+		(ee.Info != unix.SCM_TSTAMP_SND && ee.Info != unix.SCM_TSTAMP_SCHED) || (s.SW == 0 && s.HW == 0) {
 		return TxStamp{}, false
 	}
-	return TxStamp{ID: ee.Data, Stamp: s}, true
+	return TxStamp{ID: ee.Data, Sched: ee.Info == unix.SCM_TSTAMP_SCHED, Stamp: s}, true
 }
 
 // PrepareHardware makes iface stamp in hardware: it checks that the NIC

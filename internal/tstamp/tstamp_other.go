@@ -13,6 +13,9 @@ func Query(iface string) (Caps, error) { return Caps{}, errors.ErrUnsupported }
 // Enable is Linux's.
 func Enable(fd int, hw bool) error { return errors.ErrUnsupported }
 
+// EnableSched is Linux's.
+func EnableSched(fd int, hw bool) error { return errors.ErrUnsupported }
+
 // RxControlLen and TxControlLen are Linux's.
 const (
 	RxControlLen = 0

@@ -111,28 +111,110 @@ func primeStamps(t *testing.T, p *PacketConn, c *Conn) {
 }
 
 // checkTx reads the transmit stamps of n datagrams, and checks they are
-// numbered from first, in order, and not before start.
-func checkTx(t *testing.T, who string, read func([]tstamp.TxStamp) (int, error), first uint32, n int, start int64) {
+// numbered from first, in order, and not before start. It returns the
+// scheduler's stamps read with them (the client's socket asks for them).
+func checkTx(t *testing.T, who string, read func([]tstamp.TxStamp) (int, error), first uint32, n int, start int64) (sched []tstamp.TxStamp) {
 	t.Helper()
+	var snd []tstamp.TxStamp
 	st := make([]tstamp.TxStamp, 2*n)
-	got := 0
-	for deadline := time.Now().Add(5 * time.Second); got < n && time.Now().Before(deadline); {
-		k, err := read(st[got:])
+	for deadline := time.Now().Add(5 * time.Second); len(snd) < n && time.Now().Before(deadline); {
+		k, err := read(st)
 		if err != nil {
 			t.Fatalf("%s: ReadTxStamps: %v", who, err)
 		}
-		got += k
+		for _, s := range st[:k] {
+			if s.Sched {
+				sched = append(sched, s)
+			} else {
+				snd = append(snd, s)
+			}
+		}
 		if k == 0 {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	if got != n {
-		t.Fatalf("%s: %d transmit stamps, want %d", who, got, n)
+	if len(snd) != n {
+		t.Fatalf("%s: %d transmit stamps, want %d", who, len(snd), n)
 	}
-	for i, s := range st[:n] {
+	for i, s := range snd {
 		if s.ID != first+uint32(i) || s.SW < start {
 			t.Errorf("%s: transmit stamp %d = %+v, want ID %d at or after %d", who, i, s, first+uint32(i), start)
 		}
+	}
+	return sched
+}
+
+// TestSchedStamps: the client's socket has the scheduler's stamp of each
+// datagram it sends beside the one taken as it left, with the same ID,
+// taken first, in the same reads; the reflector's has none.
+func TestSchedStamps(t *testing.T) {
+	p, c := pair(t)
+	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeStamps(t, p, c)
+	const n = 8
+	first := c.NextTxID()
+	before := time.Now().UnixNano()
+	// Sent in one batch: their stamps come back in reads of several.
+	ms := make([]Message, n)
+	for i := range ms {
+		ms[i].Buf, ms[i].N = make([]byte, 64), 64
+	}
+	if w, err := c.WriteBatch(ms); err != nil || w != n {
+		t.Fatalf("WriteBatch = %d, %v", w, err)
+	}
+	snd := make(map[uint32]int64)
+	sched := make(map[uint32]int64)
+	st := make([]tstamp.TxStamp, 4*n)
+	for deadline := time.Now().Add(5 * time.Second); len(snd) < n && time.Now().Before(deadline); {
+		k, err := c.ReadTxStamps(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st[:k] {
+			if s.Sched {
+				sched[s.ID] = s.SW
+			} else {
+				snd[s.ID] = s.SW
+			}
+		}
+		if k == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if len(snd) != n {
+		t.Fatalf("%d transmit stamps, want %d", len(snd), n)
+	}
+	if len(sched) == 0 {
+		t.Skip("skipping: this kernel gave transmit stamps but no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED)")
+	}
+	for id := first; id < first+n; id++ {
+		q, ok := sched[id]
+		if !ok || q < before || q > snd[id] {
+			t.Errorf("datagram %d: scheduler stamp %d (present %v), want one at or after %d and at or before its transmit stamp %d", id, q, ok, before, snd[id])
+		}
+	}
+	if len(sched) != n {
+		t.Errorf("%d scheduler stamps, want %d", len(sched), n)
+	}
+	// The reflector's socket asked for none.
+	p.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for got := 0; got < n; {
+		k, err := p.ReadBatch(ms[got:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += k
+	}
+	pfirst := p.NextTxID()
+	if w, err := p.WriteBatch(ms); err != nil || w != n {
+		t.Fatalf("reflector's WriteBatch = %d, %v", w, err)
+	}
+	if q := checkTx(t, "reflector", p.ReadTxStamps, pfirst, n, before); len(q) != 0 {
+		t.Errorf("the reflector's socket has %d scheduler stamps, want none: %+v", len(q), q)
 	}
 }
 

@@ -15,15 +15,19 @@ func (p *PacketConn) EnableTimestamps(hw bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported
 	}
-	return p.b.enableStamps(hw)
+	return p.b.enableStamps(hw, false)
 }
 
-// EnableTimestamps is PacketConn.EnableTimestamps for the client's socket.
+// EnableTimestamps is PacketConn.EnableTimestamps for the client's socket,
+// which also asks for the scheduler's transmit stamps: ReadTxStamps then
+// returns two per datagram sent where the kernel gives both, one as it
+// entered the queueing discipline (tstamp.TxStamp.Sched) and one as it
+// left for the wire, in the order the kernel took them.
 func (c *Conn) EnableTimestamps(hw bool) error {
 	if c.b == nil {
 		return errors.ErrUnsupported
 	}
-	return c.b.enableStamps(hw)
+	return c.b.enableStamps(hw, true)
 }
 
 // NextTxID returns the ID the transmit stamp of the next datagram sent
@@ -35,7 +39,9 @@ func (p *PacketConn) NextTxID() uint32 { return p.b.nextTxID() }
 func (c *Conn) NextTxID() uint32 { return c.b.nextTxID() }
 
 // ReadTxStamps moves the transmit stamps waiting on the socket into st,
-// without waiting, and returns how many it moved. It does not allocate.
+// without waiting, and returns how many it moved: up to MaxBatch
+// error-queue entries a system call, whatever their kind. It does not
+// allocate.
 func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b.readTxStamps(st) }
 
 // ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.

@@ -24,9 +24,13 @@ type txStamps struct {
 	txSent   atomic.Uint32
 }
 
-func (b *batcher) enableStamps(hw bool) error {
+func (b *batcher) enableStamps(hw, sched bool) error {
+	enable := tstamp.Enable
+	if sched {
+		enable = tstamp.EnableSched
+	}
 	var serr error
-	if err := b.rc.Control(func(fd uintptr) { serr = tstamp.Enable(int(fd), hw) }); err != nil {
+	if err := b.rc.Control(func(fd uintptr) { serr = enable(int(fd), hw) }); err != nil {
 		return err
 	}
 	if serr != nil {

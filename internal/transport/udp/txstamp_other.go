@@ -11,7 +11,7 @@ import (
 // Kernel stamps are Linux's: EnableTimestamps refuses them, and no
 // transmit stamp ever waits.
 
-func (b *batcher) enableStamps(bool) error                    { return errors.ErrUnsupported }
+func (b *batcher) enableStamps(bool, bool) error              { return errors.ErrUnsupported }
 func (b *batcher) nextTxID() uint32                           { return 0 }
 func (b *batcher) readTxStamps([]tstamp.TxStamp) (int, error) { return 0, nil }
 func (p *PacketConn) countSent()                              {}

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/volley-net/volley/internal/reflector"
+	"github.com/volley-net/volley/internal/transport"
+	"github.com/volley-net/volley/internal/tstamp"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// fakeStamper is a socket's kernel stamps as a test sets them: the
+// transmit stamps waiting on its error queue, in the order given. With
+// apart, the first stamp of each probe is read before the others are
+// queued (by a drain for another probe's reply).
+type fakeStamper struct {
+	next  uint32
+	queue []tstamp.TxStamp
+	head  int
+	apart bool
+}
+
+func (f *fakeStamper) EnableTimestamps(bool) error { return nil }
+func (f *fakeStamper) NextTxID() uint32            { return f.next }
+
+func (f *fakeStamper) ReadTxStamps(st []tstamp.TxStamp) (int, error) {
+	n := copy(st, f.queue[f.head:])
+	f.head += n
+	if f.head == len(f.queue) {
+		f.queue, f.head = f.queue[:0], 0
+	}
+	return n, nil
+}
+
+// stampedRun returns a measuring run whose socket's stamps are fs's, and
+// probe, which sends one probe, queues its transmit stamps as stamps says
+// (given the probe's ID and the time the tool read the clock for it),
+// and records its reply, received 100 µs after the send.
+func stampedRun(t testing.TB, fs *fakeStamper, stamps func(id uint32, sent int64) []tstamp.TxStamp) (r *run, probe func()) {
+	t.Helper()
+	r, _ = measuringRun(t, Config{Count: 1, history: 4096})
+	r.stamps = &stamping{sock: fs}
+	var h wire.Header
+	return r, func() {
+		id := fs.next
+		if err := r.send(); err != nil {
+			t.Fatal(err)
+		}
+		fs.next++
+		s := &r.ring[r.seq&r.mask]
+		queued := stamps(id, s.sent)
+		if fs.apart && len(queued) > 0 {
+			fs.queue = append(fs.queue, queued[0])
+			r.drainTx()
+			queued = queued[1:]
+		}
+		fs.queue = append(fs.queue, queued...)
+		n, _ := r.conn.Read(r.rbuf)
+		if err := h.Decode(r.rbuf[:n]); err != nil {
+			t.Fatal(err)
+		}
+		t4 := s.sent + 100_000
+		r.reply(&h, n, t4, 0, r.rbuf[:n], tstamp.Stamp{SW: t4 - 5_000})
+	}
+}
+
+// TestLocalQueue: a probe's scheduler stamp and its transmit stamp, read
+// in either order, or in separate reads, give its time in the local
+// queue (transmit less scheduler); the send stack stays T1k-T1; without
+// the scheduler's stamp the local queue has no value and the rest is as
+// before.
+func TestLocalQueue(t *testing.T) {
+	const stack, queue = 2_000, 3_000_000 // ns before the queue, in it
+	sched := func(id uint32, sent int64) tstamp.TxStamp {
+		return tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: sent + stack}}
+	}
+	snd := func(id uint32, sent int64) tstamp.TxStamp {
+		return tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: sent + stack + queue}}
+	}
+	for _, tt := range []struct {
+		name   string
+		apart  bool
+		stamps func(id uint32, sent int64) []tstamp.TxStamp
+		queued bool
+	}{
+		{"scheduler first", false, func(id uint32, sent int64) []tstamp.TxStamp {
+			return []tstamp.TxStamp{sched(id, sent), snd(id, sent)}
+		}, true},
+		{"transmit first", false, func(id uint32, sent int64) []tstamp.TxStamp {
+			return []tstamp.TxStamp{snd(id, sent), sched(id, sent)}
+		}, true},
+		{"read apart", true, func(id uint32, sent int64) []tstamp.TxStamp {
+			return []tstamp.TxStamp{sched(id, sent), snd(id, sent)}
+		}, true},
+		{"no scheduler stamp", false, func(id uint32, sent int64) []tstamp.TxStamp {
+			return []tstamp.TxStamp{snd(id, sent)}
+		}, false},
+		{"a stamp taken before the probe", false, func(id uint32, sent int64) []tstamp.TxStamp {
+			early := sched(id, sent)
+			early.SW = sent - 1
+			return []tstamp.TxStamp{early, snd(id, sent)}
+		}, false},
+		{"the NIC's transmit stamp", false, func(id uint32, sent int64) []tstamp.TxStamp {
+			hw := snd(id, sent)
+			hw.HW, hw.SW = hw.SW, 0
+			return []tstamp.TxStamp{sched(id, sent), hw}
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &fakeStamper{apart: tt.apart}
+			r, probe := stampedRun(t, fs, tt.stamps)
+			const n = 50
+			for range n {
+				probe()
+			}
+			k := r.cur.kernelSummary([]float64{50})
+			if k == nil {
+				t.Fatal("no kernel figures")
+			}
+			if k.SendStack.Count != n || k.SendStack.Min != stack+queue || k.SendStack.Max != stack+queue {
+				t.Errorf("send stack %+v, want %d values of %d ns (T1k-T1, the queue included)", k.SendStack, n, stack+queue)
+			}
+			want, wantMin := int64(0), int64(0)
+			if tt.queued {
+				want, wantMin = n, queue
+			}
+			if k.LocalQueue.Count != want || int64(k.LocalQueue.Min) != wantMin || int64(k.LocalQueue.Max) != wantMin {
+				t.Errorf("local queue %+v, want %d values of %d ns", k.LocalQueue, want, wantMin)
+			}
+			if k.RTT.Count != n {
+				t.Errorf("rtt kern %d values, want %d", k.RTT.Count, n)
+			}
+		})
+	}
+}
+
+// TestLocalQueueAllocs: a probe's path with both transmit stamps to read
+// allocates nothing.
+func TestLocalQueueAllocs(t *testing.T) {
+	fs := &fakeStamper{queue: make([]tstamp.TxStamp, 0, 8)}
+	r, probe := stampedRun(t, fs, func(id uint32, sent int64) []tstamp.TxStamp {
+		fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: sent + 10}},
+			tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: sent + 20}})
+		return nil
+	})
+	probe() // the first interval's kernel histograms are made
+	if allocs := testing.AllocsPerRun(200, probe); allocs != 0 {
+		t.Fatalf("a stamped probe allocated %.1f times, want none", allocs)
+	}
+	if c := r.cur.kern[kLocalQueue].Count(); c < 200 {
+		t.Fatalf("local queue has %d values, want every probe's", c)
+	}
+}
+
+// TestLocalQueueLoopback: a run with kernel stamps over loopback has, for
+// its probes, the scheduler's stamp and the transmit stamp, and a local
+// queue no longer than the send stack.
+func TestLocalQueueLoopback(t *testing.T) {
+	pc, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { refl.Serve(ctx, pc) })
+	defer wg.Wait()
+	defer cancel()
+	target, err := transport.ParseTarget("udp://" + pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Dial(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const n = 200
+	res, err := Run(t.Context(), Config{Count: n, Rate: 2000, Stamps: tstamp.Kernel, ReportInterval: -1}, conn)
+	switch {
+	case errors.Is(err, ErrConfig):
+		t.Skipf("skipping: no kernel stamps here: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	k := res.Summary.Kernel
+	if k == nil || k.SendStack.Count == 0 {
+		t.Fatalf("kernel figures %+v: want the send stack of the probes", k)
+	}
+	if k.LocalQueue.Count == 0 {
+		t.Skip("skipping: this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED): no local queue")
+	}
+	if k.LocalQueue.Count != k.SendStack.Count || k.LocalQueue.Min < 0 || k.LocalQueue.Max > k.SendStack.Max {
+		t.Errorf("local queue %d values from %v to %v, send stack %d up to %v: want one a probe with a transmit stamp, none below 0 or above the send stack",
+			k.LocalQueue.Count, k.LocalQueue.Min, k.LocalQueue.Max, k.SendStack.Count, k.SendStack.Max)
+	}
+}
+
+// BenchmarkProbePathStamped is BenchmarkProbePath with kernel stamps to
+// read for each probe: the transmit stamp alone (a kernel without
+// scheduler stamps), and the scheduler's beside it.
+func BenchmarkProbePathStamped(b *testing.B) {
+	for _, sched := range []bool{false, true} {
+		name := "transmit"
+		if sched {
+			name = "scheduler+transmit"
+		}
+		b.Run(name, func(b *testing.B) {
+			fs := &fakeStamper{queue: make([]tstamp.TxStamp, 0, 8)}
+			r, probe := stampedRun(b, fs, func(id uint32, sent int64) []tstamp.TxStamp {
+				if sched {
+					fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: sent + 10}})
+				}
+				fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: sent + 20}})
+				return nil
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				probe()
+			}
+			if r.cur.kern[kSendStack].Count() == 0 {
+				b.Fatal("no send stack recorded")
+			}
+		})
+	}
+}
