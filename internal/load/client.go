@@ -247,6 +247,11 @@ func (s *Stream) Start(ctx context.Context, dir Direction, dur time.Duration) er
 	return nil
 }
 
+// Done returns a channel closed once the stream's bytes stopped moving:
+// Stop asked, the grant ended, or something cut it (Stop then says
+// what). nil before Start.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
 // Granted returns the duration the reflector granted, and its cap on
 // what it sends in bits/s (0: none); zero before Start.
 func (s *Stream) Granted() (time.Duration, uint64) { return s.granted, s.rate }

@@ -116,7 +116,7 @@ func TestClientStart(t *testing.T) {
 		t.Fatalf("Granted() = %v, %d; want 3s, 1e9", g, rate)
 	}
 	// The reflector closed long before the grant's end: an error.
-	<-s.done
+	<-s.Done()
 	if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "ended the down stream") {
 		t.Fatalf("Stop after the reflector closed early = %v, want it said", err)
 	}
@@ -156,7 +156,7 @@ func TestClientSilentPeer(t *testing.T) {
 	if err := s.Start(t.Context(), Down, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	<-s.done
+	<-s.Done()
 	if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "no progress") {
 		t.Fatalf("Stop of a download nothing came on = %v, want no progress", err)
 	}
