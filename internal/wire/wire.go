@@ -90,14 +90,15 @@
 // A TypeLoad is valid only on a stream connection (TCP or Unix stream),
 // after the Hello and Cookie of that same connection; its token is checked
 // as a probe's, statelessly, and FlagAuth and the tag as any message's. A
-// reflector that serves no load answers TypeError with ErrorLoad (so does
-// one asked over a datagram transport, or it drops the message); one with
+// reflector that serves no load answers TypeError with ErrorLoad; one with
 // as many load streams as it takes, in all or from the client's source,
-// answers ErrorLoadStreams. After the LoadAck the connection carries no
-// more messages: the side that sends (the reflector with FlagLoadDown, the
-// client without) writes raw bytes, the other reads and discards them,
-// until the granted duration ends and the reflector closes, or the client
-// closes first. The LoadAck is signed when the reflector has a key.
+// answers ErrorLoadStreams. A TypeLoad over a datagram transport or a
+// bus, with a wrong token, or asking for no time, gets no answer. After
+// the LoadAck the connection carries no more messages: the side that
+// sends (the reflector with FlagLoadDown, the client without) writes raw
+// bytes, the other reads and discards them, until the granted duration
+// ends and the reflector closes, or the client closes first. The LoadAck
+// echoes FlagLoadDown, and is signed when the reflector has a key.
 //
 // # One-way results
 //
