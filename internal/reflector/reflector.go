@@ -5,6 +5,11 @@
 // (see package wire), and until then never sends more bytes than it
 // received: the Cookie answering a Hello is the 64-byte header, and a Hello
 // is at least that. Replies to probes are the size of the probe.
+//
+// With a load server (Config.Load), a stream connection whose session is
+// open may ask for a bulk stream instead (wire.TypeLoad): the reflector
+// answers with a LoadAck and hands the connection to the load server
+// (package load), within its limits; without one, it refuses.
 package reflector
 
 import (
