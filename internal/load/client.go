@@ -292,8 +292,8 @@ func (s *Stream) upload() error {
 		}
 		n, err := s.conn.Write(zeros[:])
 		s.moved.Add(uint64(n))
-		if err != nil {
-			return err
+		if err != nil && (n == 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
+			return err // a write cut after some progress goes on
 		}
 	}
 }

@@ -188,36 +188,60 @@ func (g *Grant) Serve(c net.Conn) error {
 }
 
 // send writes zeros on c until end, each chunk when the rate bucket lets
-// it, each write within the send timeout.
+// it; a write that makes no progress within the send timeout cuts the
+// stream.
 func (s *Server) send(c net.Conn, end time.Time) error {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var scratch [512]byte // what a client sends on its download, dropped
 	for {
 		now := time.Now()
 		if !now.Before(end) {
 			return nil
 		}
 		if wait := s.bucket.reserve(s.chunk, now.UnixNano()); wait > 0 {
-			if !now.Add(wait).Before(end) {
+			at := now.Add(wait)
+			if !at.Before(end) {
 				s.bucket.give(s.chunk)
 				return nil
 			}
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
+			if err := waitOn(c, at, scratch[:]); err != nil {
+				return err
 			}
-			<-timer.C
 		}
+		if err := s.write(c, zeros[:s.chunk], end); err != nil {
+			return err
+		}
+	}
+}
+
+// write writes b on c, each write within the send timeout (or by end);
+// a write cut by its deadline after some progress goes on.
+func (s *Server) write(c net.Conn, b []byte, end time.Time) error {
+	for len(b) > 0 {
 		if err := c.SetWriteDeadline(earlier(time.Now().Add(s.cfg.SendTimeout), end)); err != nil {
 			return err
 		}
-		n, err := c.Write(zeros[:s.chunk])
+		n, err := c.Write(b)
 		s.sent.Add(uint64(n))
+		b = b[n:]
+		if err != nil && (n == 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitOn waits until at by reading c (what comes is dropped into
+// scratch), so that a connection closed meanwhile, by its client or by
+// the listener, ends the wait at once.
+func waitOn(c net.Conn, at time.Time, scratch []byte) error {
+	for {
+		if err := c.SetReadDeadline(at); err != nil {
+			return err
+		}
+		_, err := c.Read(scratch)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -185,3 +185,28 @@ func TestServeClientCloses(t *testing.T) {
 		})
 	}
 }
+
+// TestDownWaitEndsOnClose: a download waiting for the rate (here most of
+// a minute for its second chunk) ends at once when its connection is
+// closed, as the listener's Close does: a server's shutdown never waits
+// for the rate.
+func TestDownWaitEndsOnClose(t *testing.T) {
+	s := NewServer(ServerConfig{MaxRate: 160}) // 20 bytes/s: 51s a chunk
+	cc, sc := tcpPair(t)
+	g, err := s.Grant(addr("192.0.2.1:1"), Down, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(sc) }()
+	if _, err := io.ReadFull(cc, make([]byte, minChunk)); err != nil {
+		t.Fatal(err)
+	}
+	sc.Close()
+	if err := <-served; err == nil || errors.Is(err, ErrStalled) {
+		t.Fatalf("Serve on a closed connection = %v, want the connection's error", err)
+	}
+	if c := s.Counters(); c.Streams != 0 || c.Sent != minChunk {
+		t.Fatalf("Counters() = %+v, want no stream and one chunk sent", c)
+	}
+}
