@@ -53,6 +53,16 @@ read its replies loses them (slow-reader) or its connection after
 copy of a probe never earns more than it brought, and a CloseAck is no
 larger than its Close.
 
+With --allow-load the reflector also serves the bulk streams of clients'
+--load runs (latency under load) on its TCP and Unix stream listeners, to
+clients that opened a session on the stream's connection (and hold the
+--key): downloads paced to --max-load-rate over all streams together,
+uploads read and dropped. At most 64 streams at once and 16 from one
+source, each for at most 5 minutes and the time it asked, and cut after
+--send-timeout without progress. Without --allow-load a load request is
+refused with the reason, and over UDP, Unix datagrams and D-Bus it is
+dropped.
+
 With --stamp [ADDR:]PORT the server also answers STAMP (RFC 8762)
 Session-Senders (routers, switches, other tools) on a UDP port of its own,
 beside its volley listeners, within the same --allow, rate and session
@@ -113,6 +123,7 @@ type serverFlags struct {
 	dbusName       string
 	format         string
 	lim            limitFlags
+	load           loadServerFlags
 	stamp          stampServerFlags
 	// shared: the reflector is not alone in its process (volley agent),
 	// so it leaves the Go runtime's memory settings alone.
@@ -153,6 +164,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.Var(&f.maxTotalRate, "max-total-rate", "most probes/s of all sessions together, k and M suffixes (0: no limit); the rest are dropped and counted")
 	fl.IntVar(&f.maxSessions, "max-sessions", reflector.DefaultMaxSessions, "most sessions kept at once; more are refused")
 	f.lim.register(cmd)
+	f.load.register(cmd)
 	fl.IntVar(&f.workers, "workers", 1, "reflect with N threads, each its own socket on the port (SO_REUSEPORT); peers (and a client's -P flows) are spread by address, a flow stays on one")
 	fl.StringVar(&f.format, "format", "text", "text, or dping: one-way reports as dpong's lines (MESSAGES recv N lost N LATENCY min A avg B max C THROUGHPUT X m/s, in µs)")
 	fl.Uint64Var(&f.reportEvery, "report-every", 0, "report one-way sessions every N probes instead of every interval (dpong's reporting period)")
@@ -351,6 +363,10 @@ func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
 	if err := f.lim.check(); err != nil {
 		return c, err
 	}
+	loads, err := f.load.server(cmd, f.lim.sendTimeout)
+	if err != nil {
+		return c, err
+	}
 	mem := f.lim.budget(f.shared)
 	so := sockopt.Options{TOS: f.tos, TTL: f.ttl, Buffer: int(f.buffer), Congestion: f.congestion, NoDelayOff: !f.nodelay, Interface: f.iface}
 	udpOpts := so
@@ -362,7 +378,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (serverConfig, error) {
 		MaxSize: int(f.maxSize), MaxHold: f.maxHold, MaxRate: float64(f.maxRate), ReportEvery: f.reportEvery,
 		Key: key, Allow: prefixes, MaxSessions: f.maxSessions, MaxSessionsPerSource: f.lim.sessionsPerSource,
 		SourceSessions: quota.NewCounter(0, f.lim.sessionsPerSource), // one count for every transport
-		MaxDuration:    f.maxDuration, MaxTotalRate: float64(f.maxTotalRate), Memory: mem}
+		MaxDuration:    f.maxDuration, MaxTotalRate: float64(f.maxTotalRate), Memory: mem, Load: loads}
 	if f.reportInterval == 0 {
 		c.reflector.ReportInterval = -1
 	}

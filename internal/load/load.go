@@ -2,7 +2,7 @@
 // client and a volley reflector: the working load of a latency-under-load
 // run (volley client --load). The client's side opens streams (Dial, then
 // Start at the phase's beginning, Stop at its end); the reflector's side
-// serves them within its limits (see Serve).
+// serves them within its limits (see Server).
 //
 // A stream is a TCP (or Unix stream) connection to the reflector's stream
 // listener that runs a session's handshake (Hello, Cookie), then asks for
@@ -15,9 +15,10 @@ package load
 
 import (
 	"context"
-	"errors"
 	"net"
 	"time"
+
+	"github.com/volley-net/volley/internal/wire"
 )
 
 // Direction is which way a stream's data moves.
@@ -56,34 +57,11 @@ type Dialer struct {
 	Timeout time.Duration
 }
 
-// Stream is one bulk stream of a client.
-type Stream struct{}
-
-// ErrUnimplemented is returned until the streams are written.
-var ErrUnimplemented = errors.New("load: not implemented yet")
-
-// Dial connects to the reflector and opens a session (Hello, Cookie), so
-// that Start asks for load at once.
-func (d *Dialer) Dial(ctx context.Context) (*Stream, error) { return nil, ErrUnimplemented }
-
-// Start asks the reflector for a stream of dir lasting at most dur, and
-// returns once it granted it (data then moves on a goroutine the stream
-// owns) or refused it (a *Refused error).
-func (s *Stream) Start(ctx context.Context, dir Direction, dur time.Duration) error {
-	return ErrUnimplemented
+// Refused is a reflector's refusal of a stream (or of the session it
+// opens first): Code is the refusal's, Reason says what it means.
+type Refused struct {
+	Reason string
+	Code   wire.ErrorCode
 }
-
-// Moved returns the payload bytes delivered so far: received by the client
-// (Down), or acknowledged by the reflector's kernel (Up; the bytes written
-// where the system cannot tell). Safe to call from any goroutine.
-func (s *Stream) Moved() uint64 { return 0 }
-
-// Stop ends the stream and waits for its goroutine. It returns what cut
-// the stream short, if anything (nil when it ended because asked, or its
-// granted time was up).
-func (s *Stream) Stop() error { return nil }
-
-// Refused is a reflector's refusal of a stream.
-type Refused struct{ Reason string }
 
 func (r *Refused) Error() string { return "load refused by the reflector: " + r.Reason }

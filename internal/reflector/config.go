@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/load"
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/quota"
 	"github.com/volley-net/volley/internal/wire"
@@ -88,6 +89,12 @@ type Config struct {
 	// each interval's lines (every ReportInterval, or every IdleTimeout
 	// without interval reports), and sooner when they add up to 64 KiB.
 	Log *probelog.Writer
+	// Load, when set, serves bulk streams (volley client --load) to
+	// stream connections, within its limits and rate; one Server shared
+	// by every reflector of a process keeps its limits for them all. nil:
+	// a stream connection's TypeLoad is refused (wire.ErrorLoad). Over
+	// datagrams and buses a TypeLoad is dropped, whatever Load.
+	Load *load.Server
 }
 
 // Defaults for the reflector's limits.

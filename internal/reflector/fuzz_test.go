@@ -23,6 +23,8 @@ func FuzzHandle(f *testing.F) {
 		{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: 3, T1: 1},
 		{Type: wire.TypeClose, Token: tok, Nonce: 99},
 		{Type: wire.TypeReply, Token: tok},
+		{Type: wire.TypeLoad, Flags: wire.FlagLoadDown, Token: tok, Nonce: 99, Seq: 1, HoldMicro: 1e6},
+		{Type: wire.TypeLoad, Token: tok, Nonce: 99, Seq: 2},
 	} {
 		for _, size := range []int{wire.HeaderLen, 200} {
 			f.Add(msg(f, h, size), false)

@@ -91,6 +91,8 @@ func (r *Reflector) answerTo(pkt []byte, in *arrival, o *outcome) []byte {
 		return r.hello(pkt, &h, in.addr, in.t2, o)
 	case wire.TypeProbe, wire.TypeClose:
 		return r.inSession(pkt, &h, in, o)
+	case wire.TypeLoad:
+		return r.loadAsk(pkt, &h, in, o)
 	}
 	r.st.Drops[DropType]++
 	return nil

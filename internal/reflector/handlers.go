@@ -30,7 +30,10 @@ const (
 // connections write their replies after the lock is released.
 type streamHandler struct{ r *Reflector }
 
-var _ transport.Handler = streamHandler{}
+var (
+	_ transport.Handler = streamHandler{}
+	_ transport.Taker   = streamHandler{}
+)
 
 // newStreamHandler puts r in stream mode.
 func newStreamHandler(r *Reflector) streamHandler {
@@ -113,6 +116,12 @@ func (h streamHandler) Gone(from netip.AddrPort) {
 	r := h.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if g := r.loads[from]; g != nil {
+		// A grant its connection never served (Take always comes
+		// first: this is for safety's sake).
+		g.Release()
+		delete(r.loads, from)
+	}
 	tok, ok := r.byAddr[from]
 	if !ok {
 		return

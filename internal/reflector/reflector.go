@@ -5,13 +5,20 @@
 // (see package wire), and until then never sends more bytes than it
 // received: the Cookie answering a Hello is the 64-byte header, and a Hello
 // is at least that. Replies to probes are the size of the probe.
+//
+// With a load server (Config.Load), a stream connection whose session is
+// open may ask for a bulk stream instead (wire.TypeLoad): the reflector
+// answers with a LoadAck and hands the connection to the load server
+// (package load), within its limits; without one, it refuses.
 package reflector
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/load"
 	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/probelog"
 	"github.com/volley-net/volley/internal/quota"
@@ -47,6 +54,9 @@ type Reflector struct {
 	// outside, and a held reply goes back to its connection to wait.
 	stream  bool
 	signers sync.Pool // of *wire.Signer, for the connections
+	// loads are the load streams granted and not yet taken over, by
+	// connection (see loadAsk).
+	loads map[netip.AddrPort]*load.Grant
 }
 
 // unknownRate bounds the ErrorSession answers to probes of unknown
@@ -64,6 +74,7 @@ func New(cfg Config) (*Reflector, error) {
 		cfg:          cfg,
 		clk:          cfg.Clock,
 		sessionTable: newSessionTable(cfg),
+		loads:        make(map[netip.AddrPort]*load.Grant),
 		heldReplies: heldReplies{
 			alarm:  pace.NewAlarm(cfg.Clock),
 			heldBy: quota.NewCounter(0, max(cfg.MaxHeld/heldShare, min(cfg.MaxHeld, minHeldShare))),

@@ -37,7 +37,12 @@ const (
 	AdmitNone    = stream.AdmitNone
 	AdmitLarge   = stream.AdmitLarge
 	AdmitSession = stream.AdmitSession
+	AdmitTake    = stream.AdmitTake
 )
+
+// Taker is a stream listener's Handler that takes connections over
+// (AdmitTake); see stream.Taker.
+type Taker = stream.Taker
 
 // StreamLimits bound what a stream listener's peers may take; see
 // stream.Limits.

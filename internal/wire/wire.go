@@ -48,6 +48,21 @@
 //	                                 <------  CloseAck (Received = final count;
 //	                                                    one-way: the results)
 //
+// A bulk stream of a latency-under-load run runs on a stream connection of
+// its own:
+//
+//	client                                   reflector
+//	  Hello  (Seq = nonce)           ------>
+//	                                 <------  Cookie (Token, Seq = nonce)
+//	  Load   (Token, Nonce, Seq = stream,
+//	          T1, Hold = duration µs,
+//	          FlagLoadDown: down)    ------>
+//	                                 <------  LoadAck (Token, Seq, T2,
+//	                                                   Hold = duration granted,
+//	                                                   RateLimit = bits/s)
+//	  raw bytes, no framing, one way ======>  (up)   or   <====== (down)
+//	  until the granted duration ends (the reflector closes) or the client closes
+//
 // The Cookie's token is a keyed hash of the client's address that the
 // reflector can check without keeping any state, so a reflector keeps no
 // session until the client has shown it receives at its source address. A
@@ -64,6 +79,26 @@
 //     Nonce carries the Hello's nonce, which the cookie was made with, so a
 //     stateless reflector can check the token (Close too).
 //   - Reply: what the reflector applied to this probe.
+//   - Load: Hold is the duration the stream asks for, in microseconds;
+//     Nonce as a Probe's. Reply size is not used.
+//   - LoadAck: Hold is the duration granted (at most the one asked, and
+//     the reflector's longest); RateLimit the most the reflector sends in
+//     all, over all its download streams, in bits/s (0: no cap).
+//
+// # Load
+//
+// A TypeLoad is valid only on a stream connection (TCP or Unix stream),
+// after the Hello and Cookie of that same connection; its token is checked
+// as a probe's, statelessly, and FlagAuth and the tag as any message's. A
+// reflector that serves no load answers TypeError with ErrorLoad; one with
+// as many load streams as it takes, in all or from the client's source,
+// answers ErrorLoadStreams. A TypeLoad over a datagram transport or a
+// bus, with a wrong token, or asking for no time, gets no answer. After
+// the LoadAck the connection carries no more messages: the side that
+// sends (the reflector with FlagLoadDown, the client without) writes raw
+// bytes, the other reads and discards them, until the granted duration
+// ends and the reflector closes, or the client closes first. The LoadAck
+// echoes FlagLoadDown, and is signed when the reflector has a key.
 //
 // # One-way results
 //
@@ -148,6 +183,11 @@ const (
 	TypeClose    Type = 5 // client ends the session
 	TypeCloseAck Type = 6 // reflector confirms with its final count
 	TypeError    Type = 7 // reflector refuses a Hello, or ends a session; Code says why
+	// TypeLoad asks, on a stream connection whose handshake is done, for
+	// a bulk stream (see Load in the package comment).
+	TypeLoad Type = 8
+	// TypeLoadAck grants a bulk stream: the duration, the rate cap.
+	TypeLoadAck Type = 9
 )
 
 // ErrorCode says why a reflector refused a client, in a TypeError's Code.
@@ -178,13 +218,20 @@ const (
 	// its replies would carry no tag, and the client would take none of
 	// them.
 	ErrorNoKey ErrorCode = 10
+	// ErrorLoad refuses a TypeLoad at a reflector that serves no load
+	// (or not on this transport).
+	ErrorLoad ErrorCode = 11
+	// ErrorLoadStreams refuses a TypeLoad beyond the reflector's most
+	// load streams, in all or from one source.
+	ErrorLoadStreams ErrorCode = 12
 )
 
 var errorNames = [...]string{"", "authentication failed", "address not allowed", "too many sessions",
 	"session reached the reflector's longest duration", "session unknown to the reflector (it restarted, or the session idled out)",
 	"too many connections", "too many connections from your address", "too many sessions from your address",
 	"the reflector's memory budget cannot hold the reply asked for now (--max-memory)",
-	"the reflector has no key"}
+	"the reflector has no key", "the reflector serves no load (--allow-load)",
+	"too many load streams, in all or from your address"}
 
 // String says what the code means.
 func (c ErrorCode) String() string {
@@ -194,7 +241,7 @@ func (c ErrorCode) String() string {
 	return "unknown error"
 }
 
-var typeNames = [...]string{"invalid", "hello", "cookie", "probe", "reply", "close", "close-ack", "error"}
+var typeNames = [...]string{"invalid", "hello", "cookie", "probe", "reply", "close", "close-ack", "error", "load", "load-ack"}
 
 // String returns the lowercase name of t.
 func (t Type) String() string {
@@ -260,6 +307,9 @@ const (
 	// tell sends the reply without the flag; reflectors before it ignore
 	// the flag, and clients before it the bytes.
 	FlagPath Flags = 1 << 7
+	// FlagLoadDown on a TypeLoad (and its TypeLoadAck) says the
+	// reflector sends the stream's bytes; without it the client sends.
+	FlagLoadDown Flags = 1 << 8
 )
 
 // ClockIDOf returns the clock identity a Cookie carries (see FlagClockID),
@@ -437,8 +487,8 @@ type Header struct {
 	// has its field: Encode writes the one the type uses, Decode fills it
 	// and zeroes the others.
 	Received  uint64    // Reply, CloseAck: probes the reflector received in the session
-	Nonce     uint64    // Probe, Close: the Hello's nonce, which the token was made with
-	RateLimit uint64    // Cookie: the session's rate limit in probes/s (0: none)
+	Nonce     uint64    // Probe, Close, Load: the Hello's nonce, which the token was made with
+	RateLimit uint64    // Cookie: the session's rate limit in probes/s; LoadAck: the reflector's send cap in bits/s (0: none)
 	Code      ErrorCode // Error: why the reflector refused or ended the session
 	ReplySize uint32
 	HoldMicro uint32
@@ -452,11 +502,11 @@ type Header struct {
 // word returns the field that h's type carries at offset 48.
 func (h *Header) word() uint64 {
 	switch h.Type {
-	case TypeProbe, TypeClose:
+	case TypeProbe, TypeClose, TypeLoad:
 		return h.Nonce
 	case TypeReply, TypeCloseAck:
 		return h.Received
-	case TypeCookie:
+	case TypeCookie, TypeLoadAck:
 		return h.RateLimit
 	case TypeError:
 		return uint64(h.Code)
@@ -469,11 +519,11 @@ func (h *Header) word() uint64 {
 func (h *Header) setWord(w uint64) {
 	h.Received, h.Nonce, h.RateLimit, h.Code = 0, 0, 0, 0
 	switch h.Type {
-	case TypeProbe, TypeClose:
+	case TypeProbe, TypeClose, TypeLoad:
 		h.Nonce = w
 	case TypeReply, TypeCloseAck:
 		h.Received = w
-	case TypeCookie:
+	case TypeCookie, TypeLoadAck:
 		h.RateLimit = w
 	case TypeError:
 		h.Code = ErrorCode(w)
@@ -527,7 +577,7 @@ func (h *Header) Decode(b []byte) error {
 		return ErrVersion
 	}
 	t := Type(b[3])
-	if t < TypeHello || t > TypeError {
+	if t < TypeHello || t > TypeLoadAck {
 		return ErrType
 	}
 	h.Type = t

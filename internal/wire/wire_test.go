@@ -68,6 +68,42 @@ ffffffffffffffff
 			Type: TypeCookie, Flags: FlagClockID, Token: 0x0102030405060708, Seq: 7,
 			T1: 1, T2: 2, T3: -0x7452_0ff2_edcb_a988, RateLimit: 1_000_000, ReplySize: 256, HoldMicro: 1000,
 		}},
+		{"load, down", `
+564c 01 08 0100 0000
+0102030405060708
+0000000000000003
+0000000000000001
+0000000000000000
+0000000000000000
+00000000cafef00d
+00000000
+004c4b40`, Header{
+			Type: TypeLoad, Flags: FlagLoadDown, Token: 0x0102030405060708, Seq: 3,
+			T1: 1, Nonce: 0xcafef00d, HoldMicro: 5_000_000,
+		}},
+		{"load-ack, signed", `
+564c 01 09 0104 0000
+0102030405060708
+0000000000000003
+0000000000000000
+0000000000000009
+0000000000000000
+000000003b9aca00
+00000000
+004c4b40`, Header{
+			Type: TypeLoadAck, Flags: FlagLoadDown | FlagAuth, Token: 0x0102030405060708, Seq: 3,
+			T2: 9, RateLimit: 1_000_000_000, HoldMicro: 5_000_000,
+		}},
+		{"error, load streams", `
+564c 01 07 0000 0000
+0000000000000000
+0000000000000003
+0000000000000000
+0000000000000000
+0000000000000000
+000000000000000c
+00000000
+00000000`, Header{Type: TypeError, Seq: 3, Code: ErrorLoadStreams}},
 		{"negative time", `
 564c 01 01 0000 0000
 0000000000000000
@@ -117,7 +153,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"magic", mod(0, 'X'), ErrMagic},
 		{"version", mod(2, 2), ErrVersion},
 		{"type zero", mod(3, 0), ErrType},
-		{"type too big", mod(3, 8), ErrType},
+		{"type too big", mod(3, 10), ErrType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +180,7 @@ func TestEncodeKeepsPadding(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
-	for ty, want := range map[Type]string{TypeHello: "hello", TypeCloseAck: "close-ack", TypeError: "error", 0: "invalid", 200: "unknown"} {
+	for ty, want := range map[Type]string{TypeHello: "hello", TypeCloseAck: "close-ack", TypeError: "error", TypeLoad: "load", TypeLoadAck: "load-ack", 0: "invalid", 10: "unknown", 200: "unknown"} {
 		if got := ty.String(); got != want {
 			t.Errorf("Type(%d).String() = %q, want %q", ty, got, want)
 		}
@@ -160,6 +196,10 @@ func FuzzDecode(f *testing.F) {
 		{Type: TypeReply, Token: 77, Seq: 2, T1: 1, T2: 2, T3: 3, Received: 1},
 		{Type: TypeClose, Token: 77},
 		{Type: TypeCloseAck, Token: 77, Received: 1 << 40},
+		{Type: TypeLoad, Flags: FlagLoadDown, Token: 77, Nonce: 5, Seq: 1, T1: 1e18, HoldMicro: 5_000_000},
+		{Type: TypeLoad, Token: 77, Nonce: 5, Seq: 64, HoldMicro: 1<<32 - 1},
+		{Type: TypeLoadAck, Flags: FlagLoadDown | FlagAuth, Token: 77, Seq: 1, T2: 2, RateLimit: 1e9, HoldMicro: 300_000_000},
+		{Type: TypeError, Seq: 1, Code: ErrorLoadStreams},
 	}
 	for _, h := range seeds {
 		b := make([]byte, HeaderLen+16)
@@ -258,7 +298,8 @@ func TestSigner(t *testing.T) {
 	if want := m.Sum(nil)[:TagLen]; !bytes.Equal(msg[len(msg)-TagLen:], want) {
 		t.Fatalf("tag %x, want %x", msg[len(msg)-TagLen:], want)
 	}
-	if ErrorAuth.String() != "authentication failed" || ErrorCode(99).String() != "unknown error" {
+	if ErrorAuth.String() != "authentication failed" || ErrorCode(99).String() != "unknown error" ||
+		ErrorLoad.String() != "the reflector serves no load (--allow-load)" || ErrorCode(13).String() != "unknown error" {
 		t.Fatal("ErrorCode names")
 	}
 }
@@ -352,6 +393,8 @@ func TestWordByType(t *testing.T) {
 		{TypeCloseAck, func(h *Header) uint64 { return h.Received }},
 		{TypeCookie, func(h *Header) uint64 { return h.RateLimit }},
 		{TypeError, func(h *Header) uint64 { return uint64(h.Code) }},
+		{TypeLoad, func(h *Header) uint64 { return h.Nonce }},
+		{TypeLoadAck, func(h *Header) uint64 { return h.RateLimit }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ.String(), func(t *testing.T) {
@@ -368,11 +411,11 @@ func TestWordByType(t *testing.T) {
 			}
 			other := Header{Type: tt.typ, Received: 1, Nonce: 1, RateLimit: 1, Code: 1}
 			switch tt.typ {
-			case TypeProbe, TypeClose:
+			case TypeProbe, TypeClose, TypeLoad:
 				other.Nonce = 0
 			case TypeReply, TypeCloseAck:
 				other.Received = 0
-			case TypeCookie:
+			case TypeCookie, TypeLoadAck:
 				other.RateLimit = 0
 			case TypeError:
 				other.Code = 0

@@ -60,7 +60,27 @@ const (
 	AdmitNone    Admission = iota // nothing shown yet
 	AdmitLarge                    // its handshake is done: messages of any size
 	AdmitSession                  // it is in a session: idle timeout, and kept
+	// AdmitTake hands the connection over to the Handler, which must be
+	// a Taker: after the reply, it carries what the Handler makes of it
+	// (a load stream's raw bytes).
+	AdmitTake
 )
+
+// Taker is a Handler that can take a connection over. When Handle
+// returns AdmitTake, the listener drops the peer's queued replies, sends
+// the reply, stops reading messages from the connection, and calls Take
+// with the connection (its socket, unframed) on the connection's own
+// goroutine; it closes the connection when Take returns. Take is called
+// for every AdmitTake, even when the reply could not be sent (the
+// connection is closed then, and Take's first read or write fails), so
+// that it can give back what Handle took. Meanwhile the connection keeps
+// its place in the listener's limits (Limits.MaxConns and
+// MaxConnsPerSource), and the listener neither evicts it nor times it
+// out: Take sets every deadline of its own. Bytes the peer sent after its
+// last message, before the reply, may be lost.
+type Taker interface {
+	Take(c net.Conn, from netip.AddrPort)
+}
 
 // Handler answers the messages of a listener's connections, each on its
 // connection's goroutine, so it must be safe for concurrent use.

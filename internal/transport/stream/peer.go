@@ -140,6 +140,10 @@ func (l *Listener) answer(p *peer, h Handler, n int, now time.Time, last *time.T
 		return reply != nil && p.write(reply, l.lim.SendTimeout) == nil
 	}
 	reply, hold, admit := h.Handle(msg, p.addr)
+	if admit == AdmitTake {
+		l.takeOver(p, h, reply)
+		return false // the connection ends with Take
+	}
 	l.admit(p, admit, now, last)
 	switch {
 	case reply == nil:
@@ -154,6 +158,32 @@ func (l *Listener) answer(p *peer, h Handler, n int, now time.Time, last *time.T
 		return p.write(reply, l.lim.SendTimeout) == nil
 	}
 	return true
+}
+
+// takeOver hands p's connection over to h (see Taker) after sending
+// reply, and returns when h is done with it.
+func (l *Listener) takeOver(p *peer, h Handler, reply []byte) {
+	// The Handler's now: kept, never evicted, and no reply of the
+	// listener's will follow the Handler's bytes.
+	p.admitted.Store(true)
+	p.qmu.Lock()
+	p.dead = true
+	p.qmu.Unlock()
+	p.alarm.Wake()
+	p.writer.Wait()
+	var err error
+	if reply != nil {
+		err = p.write(reply, l.lim.SendTimeout)
+	}
+	t, ok := h.(Taker)
+	if !ok {
+		return
+	}
+	if err != nil {
+		p.c.Close()
+	}
+	_ = p.c.SetReadDeadline(time.Time{})
+	t.Take(p.c.Conn, p.addr)
 }
 
 // makeRoom returns p's message of n bytes, in a buffer with the room its

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLoadServerFlags: --max-load-rate's bad values, and the flag without
+// --allow-load, are usage errors naming the flag and what it takes.
+func TestLoadServerFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--allow-load", "--max-load-rate", "fast"}, []string{`"fast"`, "--max-load-rate", "bits/s", "100M or 1G"}},
+		{[]string{"--allow-load", "--max-load-rate", "-1G"}, []string{`"-1G"`, "--max-load-rate", "0 or more"}},
+		{[]string{"--allow-load", "--max-load-rate", "1e9"}, []string{`"1e9"`, "--max-load-rate", "k, M or G"}},
+		{[]string{"--max-load-rate", "100M"}, []string{"--max-load-rate 100M", "without --allow-load"}},
+		{[]string{"--max-load-rate", "2.5G"}, []string{"--max-load-rate 2.5G", "without --allow-load"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, append([]string{"server", "--listen", "127.0.0.1:0"}, tt.args...), &stdout, &stderr)
+			msg := stderr.String()
+			rest, ok := msg, true
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					ok = false
+					break
+				}
+				rest = rest[i+len(w):]
+			}
+			if code != ExitUsage || !ok || strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
+				t.Fatalf("server %q = %d, stdout %q, stderr %q; want %d and one line with %q in order",
+					tt.args, code, stdout.String(), msg, ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestBitRate(t *testing.T) {
+	for _, tt := range []struct {
+		in, back string
+		want     float64
+	}{{"0", "0", 0}, {"100M", "100M", 100e6}, {"1G", "1G", 1e9}, {"2.5g", "2.5G", 2.5e9}, {"800K", "800k", 800e3}, {"64", "64", 64}} {
+		var r bitRate
+		if err := r.Set(tt.in); err != nil || float64(r) != tt.want {
+			t.Errorf("Set(%q) = %v, %v; want %v", tt.in, float64(r), err, tt.want)
+		}
+		if got := r.String(); got != tt.back {
+			t.Errorf("Set(%q).String() = %q, want %q", tt.in, got, tt.back)
+		}
+	}
+}
