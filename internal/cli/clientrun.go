@@ -43,7 +43,7 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 	}
 	inProcess := target == ""
 	if inProcess {
-		stop, err := loopback(ctx, &t, cfg.Stamps, f.quiet, stderr)
+		stop, err := loopback(ctx, &t, cfg.Stamps, f.loadF.on(), f.quiet, stderr)
 		if err != nil {
 			return err
 		}
@@ -103,9 +103,14 @@ func runClient(ctx context.Context, cmd *cobra.Command, target string, f clientF
 }
 
 // loopback starts the zero-set-up run's reflector, on loopback inside
-// this process, and makes t its address.
-func loopback(ctx context.Context, t *transport.Target, stamps tstamp.Mode, quiet bool, stderr io.Writer) (stop func(), err error) {
-	addr, stop, err := server.Loopback(ctx, stamps)
+// this process (serving bulk streams too, withLoad), and makes t its
+// address.
+func loopback(ctx context.Context, t *transport.Target, stamps tstamp.Mode, withLoad, quiet bool, stderr io.Writer) (stop func(), err error) {
+	var opts []server.LoopbackOption
+	if withLoad {
+		opts = append(opts, server.LoopbackLoad()) // --load: its TCP listener serves the bulk streams
+	}
+	addr, stop, err := server.Loopback(ctx, stamps, opts...)
 	if err != nil {
 		return nil, err
 	}
