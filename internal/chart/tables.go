@@ -36,10 +36,8 @@ func percentiles(runs []Run) []float64 {
 
 // at is l's value at percentile p, "" when l has none.
 func at(l result.Latency, p float64) string {
-	for _, q := range l.Percentiles {
-		if q.P == p {
-			return report.Duration(q.Value)
-		}
+	if v, ok := l.Percentile(p); ok {
+		return report.Duration(v)
 	}
 	return ""
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/load"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/sockopt"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/underload"
 	"github.com/volley-net/volley/internal/units"
@@ -103,9 +106,37 @@ func (f clientFlags) runLoad(ctx context.Context, t transport.Target, cfg client
 	if err != nil {
 		return nil, err
 	}
-	d := load.Dialer{Network: "tcp", Address: t.Address(), Key: cfg.Key}
+	lc := underload.Config{Directions: dirs, Streams: streams, Phase: f.loadF.phase, Dialer: f.loadDialer(t, conn, cfg.Key)}
+	return underload.Run(ctx, lc, cfg, conn)
+}
+
+// loadDialer says how the bulk streams reach the reflector: where the
+// probes go. Over IP that is the address the probes' socket is connected
+// to (not the name again, which round-robin DNS could answer with another
+// host), from the probes' local address, through --interface and with
+// --congestion; --tos, --ttl and --buffer are the probes' own.
+func (f clientFlags) loadDialer(t transport.Target, conn transport.Conn, key []byte) load.Dialer {
 	if t.Scheme == "unix" {
-		d.Network = "unix"
+		return load.Dialer{Network: "unix", Address: t.Address(), Key: key}
 	}
-	return underload.Run(ctx, underload.Config{Directions: dirs, Streams: streams, Phase: f.loadF.phase, Dialer: d}, cfg, conn)
+	d := load.Dialer{Network: "tcp", Address: t.Address(), Key: key}
+	remote, rok := ipOf(conn.RemoteAddr())
+	local, lok := ipOf(conn.LocalAddr())
+	if !rok || !lok {
+		return d
+	}
+	d.Address = netip.AddrPortFrom(remote, uint16(t.Port)).String()
+	opts := sockopt.Options{TOS: -1, Congestion: f.congestion, Interface: f.iface}
+	nd := &net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)), Control: opts.Control}
+	d.Connect = nd.DialContext
+	return d
+}
+
+// ipOf returns the IP address of a (UDP or TCP) socket address.
+func ipOf(a net.Addr) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
 }

@@ -13,7 +13,7 @@ func writeLoad(b *strings.Builder, l *result.Load) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(b, "--- latency under load: %d bulk TCP stream(s) %s, phases of %s ---\n", l.Streams, loadWords[l.Direction], Duration(l.Phase))
+	fmt.Fprintf(b, "--- latency under load: %d bulk stream(s) %s, phases of %s ---\n", l.Streams, loadWords[l.Direction], Duration(l.Phase))
 	fmt.Fprintf(b, "%-11s %12s %12s %9s %9s %9s %9s %9s %9s %9s %11s\n", "phase", "goodput up", "down",
 		"rtt p50", "p90", "p99", "up p50", "up p99", "down p50", "down p99", "lost up/dn")
 	for _, p := range l.Phases {
@@ -47,8 +47,8 @@ func writeLoad(b *strings.Builder, l *result.Load) {
 var loadWords = map[string]string{"down": "downloading", "up": "uploading", "both": "each way"}
 
 var queueWords = map[string]string{
-	"up":   "built on the way up: the up delay grew, the down delay did not",
-	"down": "built on the way down: the down delay grew, the up delay did not",
+	"up":   "built on the way up: the up delay grew, the down delay not or by under a quarter as much",
+	"down": "built on the way down: the down delay grew, the up delay not or by under a quarter as much",
 	"both": "built both ways: the up and the down delays grew",
 	"none": "none seen: neither direction's median delay grew by a millisecond (or a tenth of the idle RTT)",
 }

@@ -64,7 +64,7 @@ func TestGoldenLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "load.txt", b.Bytes())
-	for _, want := range []string{"latency under load: 4 bulk TCP stream(s) uploading", "\nloaded ", "\nidle-after ",
+	for _, want := range []string{"latency under load: 4 bulk stream(s) uploading", "\nloaded ", "\nidle-after ",
 		"added by load (loaded less idle): " + added, "responsiveness 18500 RPM under load, 280000 RPM idle",
 		"queue    built on the way up", "load     load: stream 3"} {
 		if !strings.Contains(b.String(), want) {

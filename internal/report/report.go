@@ -380,13 +380,8 @@ func latMean(l result.Latency) string {
 }
 
 func latP(l result.Latency, p float64) string {
-	if l.Count == 0 {
-		return "-"
-	}
-	for _, q := range l.Percentiles {
-		if q.P == p {
-			return Duration(q.Value)
-		}
+	if v, ok := l.Percentile(p); ok && l.Count > 0 {
+		return Duration(v)
 	}
 	return "-"
 }

@@ -83,7 +83,8 @@ type Responsiveness struct {
 }
 
 // LoadPoint is the bulk streams' goodput over one step of a load series,
-// which ends At (from the end of warm-up).
+// which ends At (from the start of the measurement: a --load run has no
+// warm-up).
 type LoadPoint struct {
 	At             time.Duration `json:"at_ns"`
 	BitsPerSecUp   float64       `json:"bits_per_sec_up"`

@@ -452,6 +452,16 @@ type Latency struct {
 	Percentiles []Percentile  `json:"percentiles"`
 }
 
+// Percentile returns l's value at percentile p, if l has it.
+func (l Latency) Percentile(p float64) (time.Duration, bool) {
+	for _, q := range l.Percentiles {
+		if q.P == p {
+			return q.Value, true
+		}
+	}
+	return 0, false
+}
+
 // Percentile is one point of a distribution.
 type Percentile struct {
 	P     float64       `json:"p"`

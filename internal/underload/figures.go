@@ -16,30 +16,31 @@ const Draft = "draft-ietf-ippm-responsiveness-08"
 // trimKeep is the share of round trips the draft's trimmed mean keeps.
 const trimKeep = 95
 
-// observer keeps each phase's delays, from the replies the run records
-// (on its receiving goroutine; read after the run returns).
+// observer keeps the delays the score needs, from the replies the run
+// records (on its receiving goroutine; read after the run returns): the
+// idle and the loaded phase's round trips, and the loaded phase's one-way
+// delays.
 type observer struct {
-	phase time.Duration
-	rtt   [phases]*stats.Dist
-	up    [phases]*stats.Dist
-	down  [phases]*stats.Dist
+	phase        time.Duration
+	idleRTT, rtt *stats.Dist
+	up, down     *stats.Dist
 }
 
 func newObserver(phase time.Duration) *observer {
-	o := &observer{phase: phase}
-	for i := range phases {
-		o.rtt[i], o.up[i], o.down[i] = stats.NewDist(), stats.NewDist(), stats.NewDist()
-	}
-	return o
+	return &observer{phase: phase, idleRTT: stats.NewDist(), rtt: stats.NewDist(), up: stats.NewDist(), down: stats.NewDist()}
 }
 
-// Reply records r in the phase its probe was sent in.
+// Reply records r by the phase its probe was sent in.
 func (o *observer) Reply(r client.Reply) {
-	i := min(max(int(r.Sent/o.phase), 0), phases-1)
-	o.rtt[i].Record(int64(r.RTT))
-	if r.OneWay {
-		o.up[i].Record(int64(r.Up))
-		o.down[i].Record(int64(r.Down))
+	switch min(max(int(r.Sent/o.phase), 0), phases-1) {
+	case phaseIdle:
+		o.idleRTT.Record(int64(r.RTT))
+	case phaseLoaded:
+		o.rtt.Record(int64(r.RTT))
+		if r.OneWay {
+			o.up.Record(int64(r.Up))
+			o.down.Record(int64(r.Down))
+		}
 	}
 }
 
@@ -56,7 +57,7 @@ func (lc Config) figures(res *result.Result, o *observer, sc *schedule) *result.
 		if p.Loaded {
 			p.Streams = sc.granted
 			p.BytesUp, p.BytesDown = sc.movedUp, sc.movedDown
-			if secs := lc.Phase.Seconds(); secs > 0 {
+			if secs := sc.span().Seconds(); secs > 0 { // from the streams' start to their stop
 				p.BitsPerSecUp, p.BitsPerSecDown = float64(p.BytesUp)*8/secs, float64(p.BytesDown)*8/secs
 			}
 		}
@@ -112,10 +113,8 @@ func minus(l, base result.Latency) []result.Percentile {
 
 // median returns l's 50th percentile (its mean when it has none).
 func median(l result.Latency) time.Duration {
-	for _, p := range l.Percentiles {
-		if p.P == 50 {
-			return p.Value
-		}
+	if v, ok := l.Percentile(50); ok {
+		return v
 	}
 	return l.Mean
 }
@@ -148,16 +147,16 @@ func queue(idleRTT, up, down time.Duration) string {
 // responsiveness returns the loaded phase's score, or nil when it had no
 // replies.
 func responsiveness(o *observer, queue string) *result.Responsiveness {
-	tm, ok := o.rtt[phaseLoaded].TrimmedMean(trimKeep)
+	tm, ok := o.rtt.TrimmedMean(trimKeep)
 	if !ok || tm <= 0 {
 		return nil
 	}
-	r := &result.Responsiveness{Draft: Draft, RPM: rpm(tm), TrimmedMean: tm, Samples: o.rtt[phaseLoaded].Count(), Queue: queue}
-	if idle, ok := o.rtt[phaseIdle].TrimmedMean(trimKeep); ok && idle > 0 {
+	r := &result.Responsiveness{Draft: Draft, RPM: rpm(tm), TrimmedMean: tm, Samples: o.rtt.Count(), Queue: queue}
+	if idle, ok := o.idleRTT.TrimmedMean(trimKeep); ok && idle > 0 {
 		r.IdleRPM = rpm(idle)
 	}
-	r.TrimmedUp, _ = o.up[phaseLoaded].TrimmedMean(trimKeep)
-	r.TrimmedDown, _ = o.down[phaseLoaded].TrimmedMean(trimKeep)
+	r.TrimmedUp, _ = o.up.TrimmedMean(trimKeep)
+	r.TrimmedDown, _ = o.down.TrimmedMean(trimKeep)
 	return r
 }
 

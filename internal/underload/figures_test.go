@@ -7,6 +7,7 @@ import (
 	"github.com/volley-net/volley/internal/client"
 	"github.com/volley-net/volley/internal/load"
 	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/stats"
 )
 
 func TestQueue(t *testing.T) {
@@ -41,24 +42,27 @@ func TestFigures(t *testing.T) {
 	for i := range phases {
 		var iv result.Interval
 		iv.Start, iv.End = time.Duration(i)*phase, time.Duration(i+1)*phase
+		rtt, up, down := stats.NewDist(), stats.NewDist(), stats.NewDist()
 		for k := range 500 {
-			up := 100*time.Microsecond + queued[i] + time.Duration(k)*time.Microsecond
-			r := client.Reply{Sent: iv.Start + time.Duration(k)*10*time.Millisecond, RTT: up + 100*time.Microsecond,
-				Up: up, Down: 100 * time.Microsecond, OneWay: true}
+			u := 100*time.Microsecond + queued[i] + time.Duration(k)*time.Microsecond
+			r := client.Reply{Sent: iv.Start + time.Duration(k)*10*time.Millisecond, RTT: u + 100*time.Microsecond,
+				Up: u, Down: 100 * time.Microsecond, OneWay: true}
 			o.Reply(r)
+			rtt.Record(int64(r.RTT))
+			up.Record(int64(r.Up))
+			down.Record(int64(r.Down))
 		}
-		iv.RTT = o.rtt[i].Summary([]float64{50, 99})
-		iv.Up = o.up[i].Summary([]float64{50, 99})
-		iv.Down = o.down[i].Summary([]float64{50, 99})
+		iv.RTT, iv.Up, iv.Down = rtt.Summary([]float64{50, 99}), up.Summary([]float64{50, 99}), down.Summary([]float64{50, 99})
 		ivs = append(ivs, iv)
 	}
-	sc := &schedule{granted: 4, movedUp: 25_000_000}
+	began := time.Now()
+	sc := &schedule{granted: 4, movedUp: 25_000_000, began: began, ended: began.Add(phase - 100*time.Millisecond)}
 	l := lc.figures(&result.Result{Intervals: ivs}, o, sc)
 	if len(l.Phases) != phases || !l.Phases[phaseLoaded].Loaded || l.Phases[phaseIdle].Loaded {
 		t.Fatalf("phases = %+v, want idle, loaded, idle-after", l.Phases)
 	}
-	if got, want := l.Phases[phaseLoaded].BitsPerSecUp, float64(sc.movedUp)*8/phase.Seconds(); got != want {
-		t.Errorf("loaded goodput up = %v, want %v", got, want)
+	if got, want := l.Phases[phaseLoaded].BitsPerSecUp, float64(sc.movedUp)*8/(phase-100*time.Millisecond).Seconds(); got != want {
+		t.Errorf("loaded goodput up = %v, want %v: the bytes over the span the streams ran", got, want)
 	}
 	a := l.Phases[phaseLoaded].Added
 	if d := median(result.Latency{Count: 1, Percentiles: a.Up}); d < 4900*time.Microsecond || d > 5100*time.Microsecond {

@@ -11,29 +11,23 @@ import (
 	"github.com/volley-net/volley/internal/result"
 )
 
-// stream is one bulk stream and its direction.
+// stream is one bulk stream and its direction; s is nil until it opened.
 type stream struct {
 	s   *load.Stream
 	dir load.Direction
 }
 
-// open dials every stream of the loaded phase and opens its session, so
-// that the phase starts with one message each.
-func (lc Config) open(ctx context.Context) ([]stream, error) {
-	var out []stream
-	for _, dir := range lc.Directions {
-		for range lc.Streams {
-			s, err := lc.Dialer.Dial(ctx)
-			if err != nil {
-				for _, o := range out {
-					o.s.Stop()
-				}
-				return nil, fmt.Errorf("--load: open a bulk stream to %s %s: %w", lc.Dialer.Network, lc.Dialer.Address, err)
-			}
-			out = append(out, stream{s: s, dir: dir})
-		}
+// check dials one stream and opens its session, and closes it: that the
+// reflector can be reached for load is known before the first probe,
+// while the streams themselves open when the loaded phase starts (a
+// reflector closes a connection that stays in its handshake for long).
+func (lc Config) check(ctx context.Context) error {
+	s, err := lc.Dialer.Dial(ctx)
+	if err != nil {
+		return fmt.Errorf("--load: open a bulk stream to %s %s: %w", lc.Dialer.Network, lc.Dialer.Address, err)
 	}
-	return out, nil
+	s.Stop()
+	return nil
 }
 
 // schedule starts the streams when the loaded phase begins and stops them
@@ -44,17 +38,29 @@ type schedule struct {
 	lc      Config
 	streams []stream
 	series  []result.LoadPoint
-	// moved is each direction's bytes at the loaded phase's end; granted
-	// the streams that ran.
+	// movedUp and movedDown are each direction's bytes when the streams
+	// stopped, from began to ended; granted the streams that ran.
 	movedUp, movedDown uint64
+	began, ended       time.Time
 	granted            int
 	stopped            bool
 	errs               []string
-	err                error // what ended the run (a refusal)
+	err                error // what ended the run (a refusal, no stream at all)
+}
+
+func newSchedule(lc Config) *schedule {
+	sc := &schedule{lc: lc}
+	for _, dir := range lc.Directions {
+		for range lc.Streams {
+			sc.streams = append(sc.streams, stream{dir: dir})
+		}
+	}
+	return sc
 }
 
 // run waits for the measurement's start, then keeps the schedule until
-// ctx ends; a stream refused ends the run (stop) with the refusal.
+// ctx ends; a stream refused, or none started in the loaded phase, ends
+// the run (stop) with why.
 func (sc *schedule) run(ctx context.Context, started <-chan time.Time, stop context.CancelCauseFunc) {
 	defer sc.stopAll()
 	var origin time.Time
@@ -69,13 +75,14 @@ func (sc *schedule) run(ctx context.Context, started <-chan time.Time, stop cont
 	loadAt, endAt := time.NewTimer(time.Until(origin.Add(phase))), time.NewTimer(time.Until(origin.Add(2*phase)))
 	defer loadAt.Stop()
 	defer endAt.Stop()
+	last := origin
 	var lastUp, lastDown uint64
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-loadAt.C:
-			if err := sc.startAll(ctx, phase); err != nil {
+			if err := sc.startAll(ctx, origin.Add(2*phase)); err != nil {
 				sc.err = err
 				stop(err)
 				return
@@ -84,24 +91,41 @@ func (sc *schedule) run(ctx context.Context, started <-chan time.Time, stop cont
 			sc.stopAll()
 		case now := <-tick.C:
 			up, down := sc.moved()
-			step := Step.Seconds()
+			// A step held up (by the streams' start) covers more than Step.
+			secs := now.Sub(last).Seconds()
 			sc.series = append(sc.series, result.LoadPoint{At: now.Sub(origin),
-				BitsPerSecUp: float64(up-lastUp) * 8 / step, BitsPerSecDown: float64(down-lastDown) * 8 / step})
-			lastUp, lastDown = up, down
+				BitsPerSecUp: float64(up-lastUp) * 8 / secs, BitsPerSecDown: float64(down-lastDown) * 8 / secs})
+			last, lastUp, lastDown = now, up, down
 		}
 	}
 }
 
-// startAll asks for every stream at once, for the phase and a second more
-// (the client stops them at the phase's end), and returns the first
-// refusal.
-func (sc *schedule) startAll(ctx context.Context, phase time.Duration) error {
+// startAll opens every stream and asks for load at once, for the phase
+// and a second more (the client stops them at the phase's end, before
+// until), and returns the first refusal, or why none started. A run that
+// ended meanwhile is no error.
+func (sc *schedule) startAll(ctx context.Context, until time.Time) error {
+	sctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	dur := time.Until(until) + time.Second
 	errs := make([]error, len(sc.streams))
 	var wg sync.WaitGroup
-	for i, st := range sc.streams {
-		wg.Go(func() { errs[i] = st.s.Start(ctx, st.dir, phase+time.Second) })
+	for i := range sc.streams {
+		st := &sc.streams[i]
+		wg.Go(func() {
+			s, err := sc.lc.Dialer.Dial(sctx)
+			if err == nil {
+				st.s = s
+				err = s.Start(sctx, st.dir, dur)
+			}
+			errs[i] = err
+		})
 	}
 	wg.Wait()
+	sc.began = time.Now()
+	if ctx.Err() != nil {
+		return nil // the run ended first
+	}
 	for _, err := range errs {
 		if err == nil {
 			sc.granted++
@@ -113,8 +137,8 @@ func (sc *schedule) startAll(ctx context.Context, phase time.Duration) error {
 			return fmt.Errorf("--load: %w", err)
 		}
 	}
-	if sc.granted == 0 && len(errs) > 0 {
-		return fmt.Errorf("--load: no bulk stream started: %w", errs[0])
+	if sc.granted == 0 {
+		return fmt.Errorf("--load: no bulk stream started in the loaded phase (a reflector before --load answers nothing): %w", errs[0])
 	}
 	for _, err := range errs {
 		sc.note(err)
@@ -125,6 +149,9 @@ func (sc *schedule) startAll(ctx context.Context, phase time.Duration) error {
 // moved returns the bytes the streams moved so far, each way.
 func (sc *schedule) moved() (up, down uint64) {
 	for _, st := range sc.streams {
+		if st.s == nil {
+			continue
+		}
 		if st.dir == load.Up {
 			up += st.s.Moved()
 		} else {
@@ -134,17 +161,28 @@ func (sc *schedule) moved() (up, down uint64) {
 	return up, down
 }
 
-// stopAll stops the streams, once, keeps what they moved, and notes what
-// cut one short.
+// stopAll stops the streams, once, keeps what they moved and when, and
+// notes what cut one short.
 func (sc *schedule) stopAll() {
 	if sc.stopped {
 		return
 	}
 	sc.stopped = true
 	for _, st := range sc.streams {
-		sc.note(st.s.Stop())
+		if st.s != nil {
+			sc.note(st.s.Stop())
+		}
 	}
+	sc.ended = time.Now()
 	sc.movedUp, sc.movedDown = sc.moved()
+}
+
+// span is how long the streams ran: from their start to their stop.
+func (sc *schedule) span() time.Duration {
+	if sc.began.IsZero() || sc.ended.Before(sc.began) {
+		return 0
+	}
+	return sc.ended.Sub(sc.began)
 }
 
 // note keeps err's text once.

@@ -76,15 +76,15 @@ func (c Config) Check(cfg client.Config) error {
 }
 
 // Run measures through conn with cfg and the bulk streams lc asks for, and
-// returns the result with its Load. The streams open before the probes
-// start; a refusal when the loaded phase starts ends the run, whose
-// result then holds what was measured, with the error.
+// returns the result with its Load. One stream is opened and closed
+// before the probes start, to know that the reflector can be reached; the
+// streams open when the loaded phase starts, and a refusal then ends the
+// run, whose result holds what was measured, with the error.
 func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn) (*result.Result, error) {
 	if err := lc.Check(cfg); err != nil {
 		return nil, err
 	}
-	streams, err := lc.open(ctx)
-	if err != nil {
+	if err := lc.check(ctx); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -96,7 +96,7 @@ func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn)
 	cfg.StreamIntervals = false
 	started := make(chan time.Time, 1)
 	cfg.Handler = startHook{Handler: handlerOr(cfg.Handler), started: started}
-	sch := &schedule{lc: lc, streams: streams}
+	sch := newSchedule(lc)
 	var wg sync.WaitGroup
 	wg.Go(func() { sch.run(ctx, started, cancel) })
 	res, runErr := client.Run(ctx, cfg, conn)
@@ -106,6 +106,9 @@ func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn)
 		res.Load = lc.figures(res, obs, sch)
 	}
 	if sch.err != nil { // the load could not go on: the run was ended for it
+		if res != nil {
+			res.Stopped, res.Error = "error", sch.err.Error()
+		}
 		if runErr == nil || errors.Is(runErr, context.Canceled) {
 			return res, sch.err
 		}
