@@ -299,7 +299,7 @@ func (f *clientFlags) config(cmd *cobra.Command, t transport.Target) (client.Con
 	if err := f.readInputs(&cfg); err != nil {
 		return cfg, err
 	}
-	f.loadConfig(&cfg)
+	f.loadConfig(cmd, &cfg)
 	if err := f.foreignConfig(&cfg, t, cmd.Flags().Changed("size")); err != nil {
 		return cfg, err
 	}

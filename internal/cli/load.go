@@ -28,7 +28,7 @@ type loadFlags struct {
 
 func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.load, "load", "", "latency under load: phases idle, loaded, idle again, the loaded one with N bulk TCP streams (default 4, at most 8) downloading (down), uploading (up) or both (both:N); probes open loop (--rate 100 unless given); needs a reflector with --allow-load")
-	durationVarP(fl, &f.phase, "phase", "", underload.DefaultPhase, false, "with --load: each phase's length, 1s to 1m")
+	durationVarP(fl, &f.phase, "phase", "", underload.DefaultPhase, true, "with --load: each phase's length, 1s to 1m; a bare number is seconds")
 }
 
 // on says whether --load was given.
@@ -71,13 +71,21 @@ func (f clientFlags) checkLoad(cmd *cobra.Command, t transport.Target) error {
 	if f.loadF.phase < underload.MinPhase || f.loadF.phase > underload.MaxPhase {
 		return usagef("--phase %s: want %s to %s", units.FormatDuration(f.loadF.phase), units.FormatDuration(underload.MinPhase), units.FormatDuration(underload.MaxPhase))
 	}
-	for _, flag := range []string{"duration", "count", "report-interval", "warmup", "oneway", "burst", "parallel", "threshold"} {
+	for _, flag := range []string{"duration", "count", "report-interval", "warmup", "threshold"} {
 		if changed(flag) {
 			return usagef("--%s does not go with --load: the run is three --phase long, a phase an interval", flag)
 		}
 	}
+	for _, flag := range []string{"window", "burst", "oneway", "parallel"} {
+		if changed(flag) {
+			return usagef("--%s does not go with --load: its probes are one flow, open loop, with replies (--rate)", flag)
+		}
+	}
 	if f.rate.max {
 		return usagef("--rate max does not go with --load: the probes keep a schedule that the load cannot change")
+	}
+	if f.format == "iperf" || f.format == "dping" {
+		return usagef("--format %s does not go with --load: its lines have no phases (text, json or jsonl have them)", f.format)
 	}
 	switch t.Scheme {
 	case "udp", "tcp", "unix":
@@ -88,14 +96,14 @@ func (f clientFlags) checkLoad(cmd *cobra.Command, t transport.Target) error {
 
 // loadConfig sets the probes' run for the phases: intervals of a phase,
 // three phases, open loop at underload.DefaultRate unless a rate is given.
-func (f clientFlags) loadConfig(cfg *client.Config) {
+func (f clientFlags) loadConfig(cmd *cobra.Command, cfg *client.Config) {
 	if !f.loadF.on() {
 		return
 	}
 	cfg.ReportInterval = f.loadF.phase
 	cfg.Duration = 3 * f.loadF.phase
 	cfg.Count = 0
-	if cfg.Rate == 0 && cfg.SendInterval == 0 {
+	if !cmd.Flags().Changed("rate") && !cmd.Flags().Changed("send-interval") {
 		cfg.Rate = underload.DefaultRate
 	}
 }
@@ -107,7 +115,14 @@ func (f clientFlags) runLoad(ctx context.Context, t transport.Target, cfg client
 		return nil, err
 	}
 	lc := underload.Config{Directions: dirs, Streams: streams, Phase: f.loadF.phase, Dialer: f.loadDialer(t, conn, cfg.Key)}
-	return underload.Run(ctx, lc, cfg, conn)
+	res, err := underload.Run(ctx, lc, cfg, conn)
+	if res == nil && err != nil {
+		// Nothing measured: the streams could not open (nothing listens,
+		// a key refused, load refused), which is the set-up's fault, as a
+		// probe connection that cannot open is.
+		return nil, usageError{err}
+	}
+	return res, err
 }
 
 // loadDialer says how the bulk streams reach the reflector: where the

@@ -36,7 +36,7 @@ func writeLoad(b *strings.Builder, l *result.Load) {
 		fmt.Fprintf(b, "responsiveness %s RPM under load, %s RPM idle (%s: 60 s over the trimmed mean RTT, %s, of %d round trips)\n",
 			rpmText(r.RPM), rpmText(r.IdleRPM), r.Draft, Duration(r.TrimmedMean), r.Samples)
 		if r.Queue != "" {
-			fmt.Fprintf(b, "queue    %s\n", queueWords[r.Queue])
+			fmt.Fprintf(b, "queue    %s%s\n", queueWords[r.Queue], rttGrowth(l, r.Queue))
 		}
 	}
 	for _, e := range l.Errors {
@@ -50,7 +50,7 @@ var queueWords = map[string]string{
 	"up":   "built on the way up: the up delay grew, the down delay not or by under a quarter as much",
 	"down": "built on the way down: the down delay grew, the up delay not or by under a quarter as much",
 	"both": "built both ways: the up and the down delays grew",
-	"none": "none seen: neither direction's median delay grew by a millisecond (or a tenth of the idle RTT)",
+	"none": "none seen on the path: neither direction's median delay grew by a millisecond (or a tenth of the idle RTT)",
 }
 
 // addedText writes p50 and p99 of added delays, signed.
@@ -77,4 +77,24 @@ func rpmText(v float64) string {
 		return SI(v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// rttGrowth says, when no direction's queue grew, by how much the round
+// trip's median did anyway: what the hosts (the reflector's response, the
+// stacks) added under load.
+func rttGrowth(l *result.Load, queue string) string {
+	if queue != "none" {
+		return ""
+	}
+	for _, p := range l.Phases {
+		if !p.Loaded || p.Added == nil {
+			continue
+		}
+		for _, a := range p.Added.RTT {
+			if a.P == 50 && a.Value > 0 {
+				return fmt.Sprintf("; the round trip's grew by %s, in the hosts (the reflector's response, the stacks)", Duration(a.Value))
+			}
+		}
+	}
+	return ""
 }

@@ -30,6 +30,17 @@ func newObserver(phase time.Duration) *observer {
 	return &observer{phase: phase, idleRTT: stats.NewDist(), rtt: stats.NewDist(), up: stats.NewDist(), down: stats.NewDist()}
 }
 
+// lost records the idle and the loaded phase's lost probes as round trips
+// of timeout.
+func (o *observer) lost(idle, loaded uint64, timeout time.Duration) {
+	for range idle {
+		o.idleRTT.Record(int64(timeout))
+	}
+	for range loaded {
+		o.rtt.Record(int64(timeout))
+	}
+}
+
 // Reply records r by the phase its probe was sent in.
 func (o *observer) Reply(r client.Reply) {
 	switch min(max(int(r.Sent/o.phase), 0), phases-1) {
@@ -44,13 +55,17 @@ func (o *observer) Reply(r client.Reply) {
 	}
 }
 
-// figures builds the Load of res from its intervals (one a phase), the
-// observer's delays and the schedule's streams.
-func (lc Config) figures(res *result.Result, o *observer, sc *schedule) *result.Load {
+// figures builds the Load of a run from its intervals (one a phase), the
+// observer's delays and the schedule's streams. A phase whose streams
+// never ran is left out, with those after it: it was not loaded.
+func (lc Config) figures(ivs []result.Interval, o *observer, sc *schedule, timeout time.Duration) *result.Load {
 	l := &result.Load{Direction: directionName(lc.Directions), Streams: lc.Streams, Phase: lc.Phase,
 		SeriesStep: Step, Series: sc.series, Errors: sc.errs}
-	for i, iv := range res.Intervals {
-		if i >= phases {
+	if sc.err != nil {
+		l.Errors = append(l.Errors, sc.err.Error())
+	}
+	for i, iv := range ivs {
+		if i == phaseLoaded && sc.granted == 0 {
 			break
 		}
 		p := result.Phase{Name: phaseNames[i], Loaded: i == phaseLoaded, Probes: iv}
@@ -71,6 +86,9 @@ func (lc Config) figures(res *result.Result, o *observer, sc *schedule) *result.
 		l.Phases[i].Added = added(idle, l.Phases[i].Probes)
 	}
 	if len(l.Phases) > phaseLoaded {
+		// A probe lost is a round trip that did not end in time: it
+		// counts as one of --timeout.
+		o.lost(l.Phases[phaseIdle].Probes.Counts.Lost, l.Phases[phaseLoaded].Probes.Counts.Lost, timeout)
 		l.Responsiveness = responsiveness(o, l.Phases[phaseLoaded].Added.Queue)
 	}
 	return l

@@ -57,7 +57,7 @@ func TestFigures(t *testing.T) {
 	}
 	began := time.Now()
 	sc := &schedule{granted: 4, movedUp: 25_000_000, began: began, ended: began.Add(phase - 100*time.Millisecond)}
-	l := lc.figures(&result.Result{Intervals: ivs}, o, sc)
+	l := lc.figures(ivs, o, sc, time.Second)
 	if len(l.Phases) != phases || !l.Phases[phaseLoaded].Loaded || l.Phases[phaseIdle].Loaded {
 		t.Fatalf("phases = %+v, want idle, loaded, idle-after", l.Phases)
 	}
@@ -83,6 +83,31 @@ func TestFigures(t *testing.T) {
 	}
 	if r.RPM != float64(time.Minute)/float64(r.TrimmedMean) || r.IdleRPM <= r.RPM {
 		t.Errorf("rpm %v, idle %v: want 60 s over the trimmed mean, and more when idle", r.RPM, r.IdleRPM)
+	}
+}
+
+// TestFiguresLostAndUnloaded: a probe lost under load counts in the score
+// as a round trip of the timeout; a run whose streams never started has
+// its idle phase only, and no score.
+func TestFiguresLostAndUnloaded(t *testing.T) {
+	const phase = time.Second
+	lc := Config{Directions: []load.Direction{load.Down}, Streams: 1, Phase: phase}
+	ivs := make([]result.Interval, phases)
+	score := func(lost uint64) float64 {
+		o := newObserver(phase)
+		for k := range 100 {
+			o.Reply(client.Reply{Sent: phase + time.Duration(k)*time.Millisecond, RTT: time.Millisecond})
+		}
+		ivs[phaseLoaded].Counts.Lost = lost
+		l := lc.figures(ivs, o, &schedule{granted: 1}, time.Second)
+		return l.Responsiveness.RPM
+	}
+	if clean, lossy := score(0), score(20); lossy >= clean/10 {
+		t.Errorf("rpm %v with 20 of 120 probes lost, %v with none: want loss to weigh as the timeout", lossy, clean)
+	}
+	l := lc.figures(ivs, newObserver(phase), &schedule{}, time.Second)
+	if len(l.Phases) != 1 || l.Responsiveness != nil {
+		t.Errorf("no stream started: %d phases, score %+v; want the idle phase only", len(l.Phases), l.Responsiveness)
 	}
 }
 

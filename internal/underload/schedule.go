@@ -17,16 +17,20 @@ type stream struct {
 	dir load.Direction
 }
 
-// check dials one stream and opens its session, and closes it: that the
-// reflector can be reached for load is known before the first probe,
-// while the streams themselves open when the loaded phase starts (a
-// reflector closes a connection that stays in its handshake for long).
+// check opens one stream and asks for a millisecond of load: that the
+// reflector can be reached and serves load is known before the first
+// probe, while the streams themselves open when the loaded phase starts
+// (a reflector closes a connection that stays in its handshake for long).
 func (lc Config) check(ctx context.Context) error {
 	s, err := lc.Dialer.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("--load: open a bulk stream to %s %s: %w", lc.Dialer.Network, lc.Dialer.Address, err)
 	}
-	s.Stop()
+	err = s.Start(ctx, lc.Directions[0], time.Millisecond)
+	s.Stop() // what a millisecond's stream says of its end does not matter
+	if err != nil {
+		return fmt.Errorf("--load: %s %s: %w", lc.Dialer.Network, lc.Dialer.Address, err)
+	}
 	return nil
 }
 

@@ -91,19 +91,16 @@ func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn)
 	defer cancel(nil)
 	obs := newObserver(lc.Phase)
 	cfg.Observer = obs
-	// The phases are the run's three intervals: the result keeps them
-	// (the writers may have asked for them to be streamed only).
-	cfg.StreamIntervals = false
-	started := make(chan time.Time, 1)
-	cfg.Handler = startHook{Handler: handlerOr(cfg.Handler), started: started}
+	hook := &hook{Handler: handlerOr(cfg.Handler), started: make(chan time.Time, 1)}
+	cfg.Handler = hook
 	sch := newSchedule(lc)
 	var wg sync.WaitGroup
-	wg.Go(func() { sch.run(ctx, started, cancel) })
+	wg.Go(func() { sch.run(ctx, hook.started, cancel) })
 	res, runErr := client.Run(ctx, cfg, conn)
 	cancel(nil)
 	wg.Wait()
 	if res != nil {
-		res.Load = lc.figures(res, obs, sch)
+		res.Load = lc.figures(hook.intervals, obs, sch, res.Config.Timeout)
 	}
 	if sch.err != nil { // the load could not go on: the run was ended for it
 		if res != nil {
@@ -117,15 +114,26 @@ func Run(ctx context.Context, lc Config, cfg client.Config, conn transport.Conn)
 	return res, runErr
 }
 
-// startHook tells the schedule when the run's measurement starts.
-type startHook struct {
+// hook tells the schedule when the run's measurement starts, and keeps
+// its intervals, which are the phases (the run's writers may have asked
+// for intervals to be streamed, not kept in the result). Its methods are
+// called on the run's goroutines, and intervals is read after the run.
+type hook struct {
 	client.Handler
-	started chan<- time.Time
+	started   chan time.Time
+	intervals []result.Interval
 }
 
-func (h startHook) Start(res *result.Result) {
+func (h *hook) Start(res *result.Result) {
 	h.Handler.Start(res)
 	h.started <- time.Now()
+}
+
+func (h *hook) Interval(iv result.Interval) {
+	if len(h.intervals) < phases {
+		h.intervals = append(h.intervals, iv)
+	}
+	h.Handler.Interval(iv)
 }
 
 // handlerOr returns h, or a Handler that hears nothing.
