@@ -17,7 +17,10 @@ func TestLoadServerFlags(t *testing.T) {
 	}{
 		{[]string{"--allow-load", "--max-load-rate", "fast"}, []string{`"fast"`, "--max-load-rate", "bits/s", "100M or 1G"}},
 		{[]string{"--allow-load", "--max-load-rate", "-1G"}, []string{`"-1G"`, "--max-load-rate", "0 or more"}},
-		{[]string{"--allow-load", "--max-load-rate", "1e9"}, []string{`"1e9"`, "--max-load-rate", "k, M or G"}},
+		{[]string{"--allow-load", "--max-load-rate", "1T"}, []string{`"1T"`, "--max-load-rate", "k, M or G"}},
+		{[]string{"--allow-load", "--max-load-rate", "1e20"}, []string{`"1e20"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
+		{[]string{"--allow-load", "--max-load-rate", "0.0000001"}, []string{`"0.0000001"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
+		{[]string{"--allow-load", "--max-load-rate", "7999"}, []string{`"7999"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
 		{[]string{"--max-load-rate", "100M"}, []string{"--max-load-rate 100M", "without --allow-load"}},
 		{[]string{"--max-load-rate", "2.5G"}, []string{"--max-load-rate 2.5G", "without --allow-load"}},
 	} {
@@ -48,7 +51,7 @@ func TestBitRate(t *testing.T) {
 	for _, tt := range []struct {
 		in, back string
 		want     float64
-	}{{"0", "0", 0}, {"100M", "100M", 100e6}, {"1G", "1G", 1e9}, {"2.5g", "2.5G", 2.5e9}, {"800K", "800k", 800e3}, {"64", "64", 64}} {
+	}{{"0", "0", 0}, {"100M", "100M", 100e6}, {"1G", "1G", 1e9}, {"2.5g", "2.5G", 2.5e9}, {"800K", "800k", 800e3}, {"8k", "8k", 8e3}, {"1000G", "1000G", 1e12}} {
 		var r bitRate
 		if err := r.Set(tt.in); err != nil || float64(r) != tt.want {
 			t.Errorf("Set(%q) = %v, %v; want %v", tt.in, float64(r), err, tt.want)
