@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -59,9 +60,7 @@ func TestLoadServer(t *testing.T) {
 		t.Fatalf("stream %d of one source = %v, want ErrorLoadStreams", load.MaxStreamsPerSource+1, err)
 	}
 	for _, s := range streams[:2] {
-		for s.Moved() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		waitMoved(t, s)
 	}
 	// The server ends with its streams running, and the streams say
 	// the reflector ended them.
@@ -81,5 +80,16 @@ func TestLoadServer(t *testing.T) {
 	defer s.Stop()
 	if err := s.Start(t.Context(), load.Up, time.Second); !errors.As(err, &r) || r.Code != wire.ErrorLoad {
 		t.Fatalf("Start at a server without --allow-load = %v, want ErrorLoad", err)
+	}
+}
+
+// waitMoved waits until s moved a byte, failing the test when the
+// stream ends first or nothing comes within 10 s.
+func waitMoved(t *testing.T, s *load.Stream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitMoved(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
 }
