@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +72,13 @@ func TestLoadServer(t *testing.T) {
 	<-streams[0].Done()
 	if err := streams[0].Stop(); err == nil {
 		t.Errorf("a download the reflector ended early: Stop = nil, want the reason")
+	}
+	// Its totals say what the load streams did: 16 served, one refused
+	// (a load-streams drop), the bytes sent.
+	out := srv.output()
+	if !regexp.MustCompile(`(?m)^--- load totals: streams served 16, refused 1, sent [1-9]\S*B, received \S+B$`).MatchString(out) ||
+		!strings.Contains(out, "load-streams 1") {
+		t.Errorf("the server's totals lack the load totals (16 served, 1 refused, bytes sent) or the load-streams drop:\n%s", out)
 	}
 
 	off := startServer(t, "127.0.0.1:0", "-q")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volley-net/volley/internal/load"
+	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/units"
 )
 
@@ -39,6 +40,52 @@ func (f *loadServerFlags) server(cmd *cobra.Command, sendTimeout time.Duration) 
 	// The flag's value as it is: its default is load.DefaultMaxRate, 0 no
 	// limit, as ServerConfig.MaxRate takes them.
 	return load.NewServer(load.ServerConfig{MaxRate: float64(f.maxRate), SendTimeout: sendTimeout}), nil
+}
+
+// The load server's lines: after each interval's line, one for its
+// streams when any moved, were granted or refused, or ended; after the
+// totals, its totals.
+
+// loadLines follows a load server's counters for the server's lines.
+type loadLines struct {
+	srv  *load.Server // nil: no --allow-load, no lines
+	last load.Counters
+}
+
+// interval returns the line of the load streams over the interval that
+// ended now and lasted elapsed ("" when nothing happened in it): the
+// streams open now, those served (granted) and refused in it, and the rates each
+// way.
+func (l *loadLines) interval(elapsed time.Duration) string {
+	if l.srv == nil {
+		return ""
+	}
+	c := l.srv.Counters()
+	d := load.Counters{Streams: c.Streams, Served: c.Served - l.last.Served, Refused: c.Refused - l.last.Refused,
+		Sent: c.Sent - l.last.Sent, Received: c.Received - l.last.Received}
+	quiet := d.Served == 0 && d.Refused == 0 && d.Sent == 0 && d.Received == 0 && c.Streams == l.last.Streams
+	l.last = c
+	if quiet {
+		return ""
+	}
+	bits := func(n uint64) string {
+		if elapsed <= 0 {
+			return "0"
+		}
+		return report.SI(8 * float64(n) / elapsed.Seconds())
+	}
+	return fmt.Sprintf("load: streams %d, served %d, refused %d, sent %sbit/s, received %sbit/s\n",
+		d.Streams, d.Served, d.Refused, bits(d.Sent), bits(d.Received))
+}
+
+// totals returns the load server's totals line ("" without one).
+func (l *loadLines) totals() string {
+	if l.srv == nil {
+		return ""
+	}
+	c := l.srv.Counters()
+	return fmt.Sprintf("--- load totals: streams served %d, refused %d, sent %sB, received %sB\n",
+		c.Served, c.Refused, report.SI(float64(c.Sent)), report.SI(float64(c.Received)))
 }
 
 // bitRate is a flag of bits/s as units.ParseBitRate reads them (k, M or

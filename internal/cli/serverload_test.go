@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/load"
 )
 
 // TestLoadServerFlags: --max-load-rate's bad values, and the flag without
@@ -59,5 +63,47 @@ func TestBitRate(t *testing.T) {
 		if got := r.String(); got != tt.back {
 			t.Errorf("Set(%q).String() = %q, want %q", tt.in, got, tt.back)
 		}
+	}
+}
+
+// TestLoadLines: the load server's interval line says what happened in
+// the interval (none when nothing did), its totals line what happened in
+// all; without a load server, no lines.
+func TestLoadLines(t *testing.T) {
+	srv := load.NewServer(load.ServerConfig{MaxStreams: 1})
+	l := loadLines{srv: srv}
+	if got := l.interval(time.Second); got != "" {
+		t.Fatalf("interval with nothing done = %q, want none", got)
+	}
+	cc, sc := net.Pipe()
+	defer cc.Close()
+	g, err := srv.Grant(netip.MustParseAddrPort("192.0.2.1:1"), load.Up, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Grant(netip.MustParseAddrPort("192.0.2.2:1"), load.Up, time.Minute); err == nil {
+		t.Fatal("a second stream beyond MaxStreams 1 was granted")
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(sc) }()
+	if _, err := cc.Write(make([]byte, 125_000)); err != nil {
+		t.Fatal(err)
+	}
+	cc.Close()
+	<-served // nil, or a pipe's error for the deadline set after the close: the counts are the test's
+	want := "load: streams 0, served 1, refused 1, sent 0bit/s, received 500kbit/s\n"
+	if got := l.interval(2 * time.Second); got != want {
+		t.Errorf("interval = %q, want %q", got, want)
+	}
+	if got := l.interval(time.Second); got != "" {
+		t.Errorf("the next interval, with nothing done = %q, want none", got)
+	}
+	want = "--- load totals: streams served 1, refused 1, sent 0B, received 125kB\n"
+	if got := l.totals(); got != want {
+		t.Errorf("totals = %q, want %q", got, want)
+	}
+	var off loadLines
+	if got := off.interval(time.Second) + off.totals(); got != "" {
+		t.Errorf("lines without a load server = %q, want none", got)
 	}
 }
