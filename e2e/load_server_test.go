@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,9 +62,7 @@ func TestLoadServer(t *testing.T) {
 		t.Fatalf("stream %d of one source = %v, want ErrorLoadStreams", load.MaxStreamsPerSource+1, err)
 	}
 	for _, s := range streams[:2] {
-		for s.Moved() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		waitMoved(t, s)
 	}
 	// The server ends with its streams running, and the streams say
 	// the reflector ended them.
@@ -72,6 +73,13 @@ func TestLoadServer(t *testing.T) {
 	if err := streams[0].Stop(); err == nil {
 		t.Errorf("a download the reflector ended early: Stop = nil, want the reason")
 	}
+	// Its totals say what the load streams did: 16 served, one refused
+	// (a load-streams drop), the bytes sent.
+	out := srv.output()
+	if !regexp.MustCompile(`(?m)^--- load totals: streams served 16, refused 1, sent [1-9]\S*B, received \S+B$`).MatchString(out) ||
+		!strings.Contains(out, "load-streams 1") {
+		t.Errorf("the server's totals lack the load totals (16 served, 1 refused, bytes sent) or the load-streams drop:\n%s", out)
+	}
 
 	off := startServer(t, "127.0.0.1:0", "-q")
 	s, err = (&load.Dialer{Network: "tcp", Address: off.addr}).Dial(t.Context())
@@ -81,5 +89,16 @@ func TestLoadServer(t *testing.T) {
 	defer s.Stop()
 	if err := s.Start(t.Context(), load.Up, time.Second); !errors.As(err, &r) || r.Code != wire.ErrorLoad {
 		t.Fatalf("Start at a server without --allow-load = %v, want ErrorLoad", err)
+	}
+}
+
+// waitMoved waits until s moved a byte, failing the test when the
+// stream ends first or nothing comes within 10 s.
+func waitMoved(t *testing.T, s *load.Stream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitMoved(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -61,7 +61,10 @@ uploads read and dropped. At most 64 streams at once and 16 from one
 source, each for at most 5 minutes and the time it asked, and cut after
 --send-timeout without progress. Without --allow-load a load request is
 refused with the reason, and over UDP, Unix datagrams and D-Bus it is
-dropped.
+dropped. Refusals and stalled streams count as drops (load-off,
+load-streams, load-stalled); with --allow-load a "load:" line follows an
+interval's when its streams did anything, and a "--- load totals" line
+the totals.
 
 With --stamp [ADDR:]PORT the server also answers STAMP (RFC 8762)
 Session-Senders (routers, switches, other tools) on a UDP port of its own,
@@ -230,6 +233,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f *serverFlags, stdout i
 		ready()
 	}
 	out := newServerOut(stdout, f.iface, c.nic)
+	out.load.srv = c.reflector.Load
 	if !f.quiet {
 		c.reflector.OnOneWay = out.oneWay(f.format)
 	}

@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"errors"
-	"math"
-	"strconv"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volley-net/volley/internal/load"
+	"github.com/volley-net/volley/internal/report"
+	"github.com/volley-net/volley/internal/units"
 )
 
 // The server's load flags: --allow-load, --max-load-rate.
@@ -24,9 +23,9 @@ type loadServerFlags struct {
 // register defines the load flags on cmd.
 func (f *loadServerFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.BoolVar(&f.allow, "allow-load", false, "serve clients' bulk streams (volley client --load) over TCP and Unix streams: downloads from this host, uploads to it; off by default, since a bulk source is an amplifier")
+	fl.BoolVar(&f.allow, "allow-load", false, "serve clients' bulk streams (volley client --load) on the TCP and Unix stream listeners: downloads from this host, uploads to it; off by default, since a bulk source is an amplifier")
 	f.maxRate = load.DefaultMaxRate
-	fl.Var(&f.maxRate, "max-load-rate", "most bits/s sent over all the load streams together, k, M and G suffixes (thousands, millions, billions); 0: no limit")
+	fl.Var(&f.maxRate, "max-load-rate", "most bits/s sent over all the load streams together, k, M and G suffixes (thousands, millions, billions): 0 (no limit) or 8k to 1000G")
 }
 
 // server returns the load server the flags ask for (nil without
@@ -38,47 +37,73 @@ func (f *loadServerFlags) server(cmd *cobra.Command, sendTimeout time.Duration) 
 		}
 		return nil, nil
 	}
-	cfg := load.ServerConfig{MaxRate: float64(f.maxRate), SendTimeout: sendTimeout}
-	if f.maxRate == 0 {
-		cfg.MaxRate = -1 // no limit
-	}
-	return load.NewServer(cfg), nil
+	// The flag's value as it is: its default is load.DefaultMaxRate, 0 no
+	// limit, as ServerConfig.MaxRate takes them.
+	return load.NewServer(load.ServerConfig{MaxRate: float64(f.maxRate), SendTimeout: sendTimeout}), nil
 }
 
-// bitRate is a flag of bits/s with k, M or G suffixes (decimal, as
-// iperf's rates: 100M is 100,000,000 bits/s).
+// The load server's lines: after each interval's line, one for its
+// streams when any moved, were granted or refused, or ended; after the
+// totals, its totals.
+
+// loadLines follows a load server's counters for the server's lines.
+type loadLines struct {
+	srv  *load.Server // nil: no --allow-load, no lines
+	last load.Counters
+}
+
+// interval returns the line of the load streams over the interval that
+// ended now and lasted elapsed ("" when nothing happened in it): the
+// streams open now, those served (granted) and refused in it, and the rates each
+// way.
+func (l *loadLines) interval(elapsed time.Duration) string {
+	if l.srv == nil {
+		return ""
+	}
+	c := l.srv.Counters()
+	d := load.Counters{Streams: c.Streams, Served: c.Served - l.last.Served, Refused: c.Refused - l.last.Refused,
+		Sent: c.Sent - l.last.Sent, Received: c.Received - l.last.Received}
+	quiet := d.Served == 0 && d.Refused == 0 && d.Sent == 0 && d.Received == 0 && c.Streams == l.last.Streams
+	l.last = c
+	if quiet {
+		return ""
+	}
+	bits := func(n uint64) string {
+		if elapsed <= 0 {
+			return "0"
+		}
+		return report.SI(8 * float64(n) / elapsed.Seconds())
+	}
+	return fmt.Sprintf("load: streams %d, served %d, refused %d, sent %sbit/s, received %sbit/s\n",
+		d.Streams, d.Served, d.Refused, bits(d.Sent), bits(d.Received))
+}
+
+// totals returns the load server's totals line ("" without one).
+func (l *loadLines) totals() string {
+	if l.srv == nil {
+		return ""
+	}
+	c := l.srv.Counters()
+	return fmt.Sprintf("--- load totals: streams served %d, refused %d, sent %sB, received %sB\n",
+		c.Served, c.Refused, report.SI(float64(c.Sent)), report.SI(float64(c.Received)))
+}
+
+// bitRate is a flag of bits/s as units.ParseBitRate reads them (k, M or
+// G, decimal, as iperf's rates: 100M is 100,000,000 bits/s): 0 for no
+// limit, or a cap load.NewServer takes as it is.
 type bitRate float64
 
-func (r bitRate) String() string {
-	f := float64(r)
-	for _, u := range []struct {
-		mult   float64
-		suffix string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if f >= u.mult {
-			return strconv.FormatFloat(f/u.mult, 'f', -1, 64) + u.suffix
-		}
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
-}
+func (r bitRate) String() string { return units.FormatBitRate(float64(r)) }
 
 func (r *bitRate) Set(v string) error {
-	mult, num := 1.0, v
-	if n := len(v); n > 0 {
-		switch v[n-1] {
-		case 'k', 'K':
-			mult, num = 1e3, v[:n-1]
-		case 'm', 'M':
-			mult, num = 1e6, v[:n-1]
-		case 'g', 'G':
-			mult, num = 1e9, v[:n-1]
-		}
+	f, err := units.ParseBitRate(v)
+	if err != nil {
+		return err
 	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f < 0 || strings.ContainsAny(num, "xXpP_eE") {
-		return errors.New("want bits/s: a number of 0 or more with k, M or G (thousands, millions, billions), such as 100M or 1G; 0 for no limit")
+	if f != 0 && (f < load.LowestMaxRate || f > load.HighestMaxRate) {
+		return fmt.Errorf("want 0 (no limit) or %s to %s bits/s", units.FormatBitRate(load.LowestMaxRate), units.FormatBitRate(load.HighestMaxRate))
 	}
-	*r = bitRate(f * mult)
+	*r = bitRate(f)
 	return nil
 }
 

@@ -34,6 +34,7 @@ type serverOut struct {
 	mu    sync.Mutex // one line at a time on w
 	w     io.Writer
 	lines *report.ReflectorIntervals
+	load  loadLines // the load streams' lines (none without --allow-load)
 
 	evMu    sync.Mutex // guards closed, so that no event is sent after totals
 	closed  bool
@@ -85,6 +86,7 @@ func (o *serverOut) Interval(iv server.Interval) {
 	defer o.mu.Unlock()
 	o.lines.Interval(reflectorCounts(iv.Counts), iv.NIC, iv.NICOK)
 	o.stampInterval(iv.STAMP)
+	io.WriteString(o.w, o.load.interval(iv.Counts.Elapsed))
 }
 
 // Lost says that a listener no longer answers.
@@ -121,4 +123,5 @@ func (o *serverOut) totals(total reflector.Counters) {
 		fmt.Fprintf(o.w, "volley: %d one-way report lines not written: stdout was not read\n", dropped)
 	}
 	report.WriteReflectorTotals(o.w, reflectorCounts(total))
+	io.WriteString(o.w, o.load.totals())
 }

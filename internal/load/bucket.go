@@ -42,8 +42,13 @@ func (b *bucket) reserve(n int, now int64) time.Duration {
 	if b.tokens >= 0 {
 		return 0
 	}
-	return time.Duration(-b.tokens / b.rate * 1e9)
+	// At most maxWait, which no stream outlives: a debt at a tiny rate
+	// would overflow a Duration into a wait in the past.
+	return time.Duration(min(-b.tokens/b.rate*1e9, float64(maxWait)))
 }
+
+// maxWait bounds reserve's waits: no stream lasts longer.
+const maxWait = MaxDuration
 
 // give returns n bytes' tokens that a caller reserved and will not send.
 func (b *bucket) give(n int) {

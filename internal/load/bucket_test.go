@@ -83,6 +83,16 @@ func TestBucketGive(t *testing.T) {
 	}
 }
 
+// TestBucketTinyRate: at a rate so low that the wait overflows a
+// Duration, reserve waits maxWait, never a time in the past.
+func TestBucketTinyRate(t *testing.T) {
+	b := newBucket(1e-8/8, minChunk)
+	b.reserve(minChunk, 1)
+	if w := b.reserve(minChunk, 1); w != maxWait {
+		t.Fatalf("reserve at 1e-8 bit/s waits %v, want %v", w, maxWait)
+	}
+}
+
 func TestChunkFor(t *testing.T) {
 	for _, tc := range []struct {
 		rate float64

@@ -149,10 +149,13 @@ func TestClientSilentPeer(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	a, _ := fakeReflector(t, nil, grantAll, func(net.Conn) { <-hold })
-	s, err := (&Dialer{Network: "tcp", Address: a, Timeout: 100 * time.Millisecond}).Dial(t.Context())
+	// Dialed with the default timeout, so that a busy machine's handshake
+	// passes; only the waits the test is about are short.
+	s, err := (&Dialer{Network: "tcp", Address: a}).Dial(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.d.Timeout = 100 * time.Millisecond // the download's reads
 	if err := s.Start(t.Context(), Down, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -162,11 +165,12 @@ func TestClientSilentPeer(t *testing.T) {
 	}
 
 	b, _ := fakeReflector(t, nil, func(wire.Header) *wire.Header { return nil }, func(net.Conn) { <-hold })
-	s, err = (&Dialer{Network: "tcp", Address: b, Timeout: 100 * time.Millisecond}).Dial(t.Context())
+	s, err = (&Dialer{Network: "tcp", Address: b}).Dial(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
+	s.d.Timeout = 100 * time.Millisecond // the wait for the LoadAck
 	if err := s.Start(t.Context(), Down, time.Minute); err == nil || !strings.Contains(err.Error(), "no answer") {
 		t.Fatalf("Start with no answer = %v, want no answer within the timeout", err)
 	}
@@ -188,13 +192,96 @@ func TestClientUpStop(t *testing.T) {
 	if err := s.Start(t.Context(), Up, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for s.Moved() < 1<<20 {
-		time.Sleep(time.Millisecond)
-	}
+	waitMoved(t, s, 1<<20)
 	if err := s.Stop(); err != nil {
 		t.Fatalf("Stop = %v, want nil", err)
 	}
 	if m, w := s.Moved(), s.moved.Load(); m == 0 || m > w {
 		t.Fatalf("Moved() = %d with %d written, want 1 to the bytes written", m, w)
 	}
+}
+
+// waitMoved waits until s moved n bytes, failing the test when the
+// stream ends first or nothing comes within 10 s.
+func waitMoved(t *testing.T, s *Stream, n uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitMoved(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientStopDuringStart: a Stop while Start waits for the LoadAck, or
+// while Start dials again, makes Start return ErrStopped and leaves
+// nothing running: the connections closed, no mover (run with -race).
+func TestClientStopDuringStart(t *testing.T) {
+	t.Run("answer", func(t *testing.T) {
+		asked, release := make(chan struct{}), make(chan struct{})
+		a, _ := fakeReflector(t, nil, func(l wire.Header) *wire.Header {
+			close(asked)
+			<-release
+			return grantAll(l)
+		}, func(c net.Conn) {
+			_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_, _ = c.Write(zeros[:]) // fails, or is never read
+		})
+		defer close(release)
+		s, err := (&Dialer{Network: "tcp", Address: a}).Dial(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan error, 1)
+		go func() { started <- s.Start(t.Context(), Down, time.Minute) }()
+		<-asked
+		if err := s.Stop(); err != nil {
+			t.Fatalf("Stop during Start = %v, want nil", err)
+		}
+		if err := <-started; !errors.Is(err, ErrStopped) {
+			t.Fatalf("Start stopped while it waited = %v, want ErrStopped", err)
+		}
+		if s.Done() != nil {
+			t.Fatal("a stream stopped before its grant has a mover")
+		}
+	})
+	t.Run("redial", func(t *testing.T) {
+		dialing, release := make(chan struct{}), make(chan struct{})
+		var far net.Conn
+		a, _ := fakeReflector(t, nil, grantAll, func(net.Conn) {})
+		d := &Dialer{Network: "tcp", Address: a}
+		s, err := d.Dial(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The redial gets a pipe, once Stop was called.
+		s.d.Connect = func(context.Context, string, string) (net.Conn, error) {
+			close(dialing)
+			<-release
+			near, f := net.Pipe()
+			far = f
+			return near, nil
+		}
+		s.mu.Lock()
+		s.dialed = time.Now().Add(-redialAfter - time.Second)
+		s.mu.Unlock()
+		started := make(chan error, 1)
+		go func() { started <- s.Start(t.Context(), Up, time.Minute) }()
+		<-dialing
+		if err := s.Stop(); err != nil {
+			t.Fatalf("Stop during the redial = %v, want nil", err)
+		}
+		close(release)
+		if err := <-started; !errors.Is(err, ErrStopped) {
+			t.Fatalf("Start stopped while it dialed = %v, want ErrStopped", err)
+		}
+		// The connection dialed after Stop was closed: its far end reads
+		// EOF at once.
+		_ = far.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := far.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("the far end of the redial reads %v, want EOF (closed)", err)
+		}
+		if s.Done() != nil {
+			t.Fatal("a stream stopped during its redial has a mover")
+		}
+	})
 }

@@ -11,6 +11,13 @@
 // TypeLoadAck with what it grants (the duration, its rate cap) or refuses
 // with a TypeError; after the grant the connection carries raw bytes one
 // way until the duration ends or either end closes.
+//
+// Memory: the buffers of the bytes moved are fixed and outside the
+// reflector's --max-memory budget (which holds its replies and
+// sessions), but bounded: an upload the reflector serves reads into 32
+// KiB, so at most MaxStreams x 32 KiB (2 MiB) in all, and a download
+// sends from one shared read-only buffer; a client's download reads into
+// 128 KiB per stream, 64 streams at most.
 package load
 
 import (
@@ -64,4 +71,5 @@ type Refused struct {
 	Code   wire.ErrorCode
 }
 
-func (r *Refused) Error() string { return "load refused by the reflector: " + r.Reason }
+// Error says that the reflector refused, and why.
+func (r *Refused) Error() string { return "load: refused by the reflector: " + r.Reason }

@@ -20,8 +20,14 @@ import (
 // Defaults and bounds of a Server.
 const (
 	// DefaultMaxRate is the most a reflector sends over all its download
-	// streams, in bits/s, unless told otherwise (--max-load-rate).
+	// streams, in bits/s, unless told otherwise (--max-load-rate's
+	// default).
 	DefaultMaxRate = 1e9
+	// LowestMaxRate and HighestMaxRate bound --max-load-rate, in bits/s:
+	// below a kilobyte a second a chunk waits more than a second, and
+	// above a terabit a cap is none in practice.
+	LowestMaxRate  = 8e3
+	HighestMaxRate = 1e12
 	// MaxStreams bounds the streams served at once, and
 	// MaxStreamsPerSource those of one source (quota.Source).
 	MaxStreams          = 64
@@ -41,8 +47,11 @@ var zeros [maxChunk]byte
 
 // ServerConfig says what a reflector's Server allows.
 type ServerConfig struct {
-	// MaxRate bounds the bits/s sent over all download streams together
-	// (0: DefaultMaxRate; negative: no limit).
+	// MaxRate bounds the bits/s sent over all download streams together,
+	// as --max-load-rate does: 0 (or less) for no limit, and at most
+	// HighestMaxRate (a higher rate is taken as it). DefaultMaxRate is
+	// the flag's default, not this field's: the zero value sends
+	// unpaced.
 	MaxRate float64
 	// MaxStreams and MaxStreamsPerSource bound the streams served at
 	// once, in all and per source (0: the package's bounds, which they
@@ -69,11 +78,10 @@ type Server struct {
 
 // NewServer returns a Server for cfg, its defaults filled in.
 func NewServer(cfg ServerConfig) *Server {
-	switch {
-	case cfg.MaxRate == 0:
-		cfg.MaxRate = DefaultMaxRate
-	case cfg.MaxRate < 0:
-		cfg.MaxRate = 0
+	if cfg.MaxRate > 0 {
+		cfg.MaxRate = min(cfg.MaxRate, HighestMaxRate)
+	} else {
+		cfg.MaxRate = 0 // none; also NaN
 	}
 	if cfg.MaxStreams <= 0 || cfg.MaxStreams > MaxStreams {
 		cfg.MaxStreams = MaxStreams
@@ -204,30 +212,38 @@ func (s *Server) send(c net.Conn, end time.Time) error {
 				return nil
 			}
 			if err := waitOn(c, at, scratch[:]); err != nil {
+				s.bucket.give(s.chunk) // none of it will go
 				return err
 			}
 		}
-		if err := s.write(c, zeros[:s.chunk], end); err != nil {
+		// A write that fails (the client gone, or the connection closed
+		// by the listener, as after a LoadAck it could not send) gives
+		// back what it did not send: a stream that ends leaves no debt
+		// for the others to wait out.
+		if n, err := s.write(c, zeros[:s.chunk], end); err != nil {
+			s.bucket.give(s.chunk - n)
 			return err
 		}
 	}
 }
 
 // write writes b on c, each write within the send timeout (or by end);
-// a write cut by its deadline after some progress goes on.
-func (s *Server) write(c net.Conn, b []byte, end time.Time) error {
-	for len(b) > 0 {
+// a write cut by its deadline after some progress goes on. It returns
+// the bytes written, all of b unless it fails.
+func (s *Server) write(c net.Conn, b []byte, end time.Time) (int, error) {
+	written := 0
+	for written < len(b) {
 		if err := c.SetWriteDeadline(earlier(time.Now().Add(s.cfg.SendTimeout), end)); err != nil {
-			return err
+			return written, err
 		}
-		n, err := c.Write(b)
+		n, err := c.Write(b[written:])
 		s.sent.Add(uint64(n))
-		b = b[n:]
+		written += n
 		if err != nil && (n == 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
-			return err
+			return written, err
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // waitOn waits until at by reading c (what comes is dropped into

@@ -96,7 +96,7 @@ func TestGrantLimits(t *testing.T) {
 // TestDownNotRead: a download whose client never reads is cut after the
 // send timeout, long before its grant ends, and gives its place back.
 func TestDownNotRead(t *testing.T) {
-	s := NewServer(ServerConfig{MaxRate: -1, SendTimeout: 100 * time.Millisecond})
+	s := NewServer(ServerConfig{SendTimeout: 100 * time.Millisecond})
 	_, sc := tcpPair(t)
 	g, err := s.Grant(addr("192.0.2.1:1"), Down, MaxDuration)
 	if err != nil {
@@ -172,7 +172,7 @@ func TestDownRate(t *testing.T) {
 func TestServeClientCloses(t *testing.T) {
 	for _, dir := range []Direction{Up, Down} {
 		t.Run(dir.String(), func(t *testing.T) {
-			s := NewServer(ServerConfig{MaxRate: -1})
+			s := NewServer(ServerConfig{})
 			cc, sc := tcpPair(t)
 			cc.Close()
 			g, err := s.Grant(addr("192.0.2.1:1"), dir, MaxDuration)
@@ -208,5 +208,53 @@ func TestDownWaitEndsOnClose(t *testing.T) {
 	}
 	if c := s.Counters(); c.Streams != 0 || c.Sent != minChunk {
 		t.Fatalf("Counters() = %+v, want no stream and one chunk sent", c)
+	}
+	// The chunk it waited for went back: the next chunk waits for its
+	// own tokens only (the first chunk's were spent), not for those of
+	// the chunk never sent too.
+	one := time.Duration(float64(s.chunk) / s.rate * 1e9)
+	if w := s.bucket.reserve(s.chunk, time.Now().UnixNano()); w > one {
+		t.Fatalf("after a stream cut while waiting, the next chunk waits %v, want at most a chunk's %v", w, one)
+	}
+}
+
+// TestServeGivesBack: streams whose connection is closed before they
+// send (as after a LoadAck the listener could not send) leave no debt in
+// the rate bucket for the others.
+func TestServeGivesBack(t *testing.T) {
+	s := NewServer(ServerConfig{MaxRate: 160}) // 20 bytes/s: 51s a chunk
+	for i := range 10 {
+		_, sc := tcpPair(t)
+		sc.Close()
+		g, err := s.Grant(addr("192.0.2.1:1"), Down, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Serve(sc); err == nil {
+			t.Fatalf("stream %d: Serve on a closed connection = nil, want its error", i+1)
+		}
+	}
+	if c := s.Counters(); c.Streams != 0 || c.Sent != 0 {
+		t.Fatalf("Counters() = %+v, want no stream and nothing sent", c)
+	}
+	if w := s.bucket.reserve(s.chunk, time.Now().UnixNano()); w != 0 {
+		t.Fatalf("after 10 streams that sent nothing, a chunk waits %v, want 0", w)
+	}
+}
+
+// TestServerRate: ServerConfig.MaxRate as --max-load-rate takes it: 0 (or
+// less) is no limit, a rate beyond HighestMaxRate is taken as it.
+func TestServerRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want uint64
+	}{{0, 0}, {-1, 0}, {DefaultMaxRate, 1e9}, {LowestMaxRate, 8e3}, {1e30, HighestMaxRate}} {
+		s := NewServer(ServerConfig{MaxRate: tc.in})
+		if got := s.RateLimit(); got != tc.want {
+			t.Errorf("NewServer(MaxRate %v).RateLimit() = %d, want %d", tc.in, got, tc.want)
+		}
+		if unpaced := s.bucket.rate == 0; unpaced != (tc.want == 0) {
+			t.Errorf("NewServer(MaxRate %v): the bucket's rate is %v, want none only for no limit", tc.in, s.bucket.rate)
+		}
 	}
 }

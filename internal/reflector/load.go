@@ -36,7 +36,7 @@ func (r *Reflector) loadAsk(pkt []byte, h *wire.Header, in *arrival, o *outcome)
 		return nil
 	}
 	if r.cfg.Load == nil {
-		r.st.Drops[DropType]++ // this reflector takes no load
+		r.st.Drops[DropLoadOff]++
 		return r.loadRefusal(pkt, h, wire.ErrorLoad)
 	}
 	dir := load.Up
@@ -46,7 +46,7 @@ func (r *Reflector) loadAsk(pkt []byte, h *wire.Header, in *arrival, o *outcome)
 	g, err := r.cfg.Load.Grant(in.addr, dir, time.Duration(h.HoldMicro)*time.Microsecond)
 	switch {
 	case errors.Is(err, load.ErrStreams):
-		r.st.Drops[DropSessions]++
+		r.st.Drops[DropLoadStreams]++
 		return r.loadRefusal(pkt, h, wire.ErrorLoadStreams)
 	case err != nil:
 		r.st.Drops[DropType]++ // malformed: no duration
@@ -83,7 +83,7 @@ func (h streamHandler) Take(c net.Conn, from netip.AddrPort) {
 	}
 	if errors.Is(g.Serve(c), load.ErrStalled) {
 		r.mu.Lock()
-		r.st.Drops[DropSlowReader]++
+		r.st.Drops[DropLoadStalled]++
 		r.mu.Unlock()
 	}
 }

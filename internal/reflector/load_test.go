@@ -24,6 +24,13 @@ import (
 // returns its address.
 func serveStream(t *testing.T, network string, cfg Config, lim transport.StreamLimits) string {
 	t.Helper()
+	a, _ := serveReflector(t, network, cfg, lim)
+	return a
+}
+
+// serveReflector is serveStream, which also returns the reflector.
+func serveReflector(t *testing.T, network string, cfg Config, lim transport.StreamLimits) (string, *Reflector) {
+	t.Helper()
 	addr := "127.0.0.1:0"
 	if network == "unix" {
 		addr = filepath.Join(t.TempDir(), "r.sock")
@@ -47,7 +54,26 @@ func serveStream(t *testing.T, network string, cfg Config, lim transport.StreamL
 		pc.Close()
 		<-done
 	})
-	return pc.LocalAddr().String()
+	return pc.LocalAddr().String(), r
+}
+
+// drops returns the messages r dropped for reason so far (under the lock
+// a stream reflector counts under).
+func drops(r *Reflector, reason DropReason) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st.Drops[reason]
+}
+
+// waitMoved waits until s moved a byte, failing the test when the
+// stream ends first or nothing comes within 10 s.
+func waitMoved(t *testing.T, s *load.Stream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitMoved(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // rawClient is a stream connection to a reflector that speaks framed
@@ -123,11 +149,14 @@ func (rc *rawClient) load(down bool, d time.Duration) wire.Header {
 	return rc.recv()
 }
 
-// waitStreams waits until s serves n streams.
+// waitStreams waits until s serves n streams, failing the test after
+// 10 s.
 func waitStreams(t *testing.T, s *load.Server, n int) {
 	t.Helper()
-	for s.Counters().Streams != n {
-		time.Sleep(time.Millisecond)
+	for end := time.Now().Add(10 * time.Second); s.Counters().Streams != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the load server serves %d streams after 10s, want %d", s.Counters().Streams, n)
+		}
 	}
 }
 
@@ -135,11 +164,14 @@ func waitStreams(t *testing.T, s *load.Server, n int) {
 // ErrorLoad and nothing else: the next frame on the connection is the
 // answer to the next message, not bulk data.
 func TestLoadOff(t *testing.T) {
-	a := serveStream(t, "tcp", Config{}, transport.StreamLimits{})
+	a, refl := serveReflector(t, "tcp", Config{}, transport.StreamLimits{})
 	rc := dialRaw(t, a)
 	rc.hello()
 	if e := rc.load(true, time.Minute); e.Type != wire.TypeError || e.Code != wire.ErrorLoad {
 		t.Fatalf("answer to a TypeLoad without load: %+v, want ErrorLoad", e)
+	}
+	if n := drops(refl, DropLoadOff); n != 1 {
+		t.Fatalf("%d load-off drops after a refusal, want 1", n)
 	}
 	rc.nonce++
 	rc.hello()
@@ -178,16 +210,17 @@ func TestLoadKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(t.Context(), load.Down, 200*time.Millisecond); err != nil {
+	if err := s.Start(t.Context(), load.Down, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if g, rate := s.Granted(); g != 200*time.Millisecond || rate != 80e6 {
-		t.Errorf("Granted() = %v, %d; want 200ms, 80e6", g, rate)
+	if g, rate := s.Granted(); g != 2*time.Second || rate != 80e6 {
+		t.Errorf("Granted() = %v, %d; want 2s, 80e6", g, rate)
 	}
-	waitStreams(t, srv, 0) // the grant's end
+	waitMoved(t, s)
 	if err := s.Stop(); err != nil {
 		t.Errorf("Stop = %v, want nil", err)
 	}
+	waitStreams(t, srv, 0) // the reflector saw the client go: all it sent is counted
 	if s.Moved() == 0 || s.Moved() > srv.Counters().Sent {
 		t.Errorf("Moved() = %d, the reflector sent %d: want 1 to that", s.Moved(), srv.Counters().Sent)
 	}
@@ -197,7 +230,7 @@ func TestLoadKey(t *testing.T) {
 // all, are refused with ErrorLoadStreams; a stream that ends makes room.
 func TestLoadStreamLimits(t *testing.T) {
 	srv := load.NewServer(load.ServerConfig{MaxRate: 8e6, MaxStreams: 3, MaxStreamsPerSource: 2})
-	a := serveStream(t, "tcp", Config{Load: srv}, transport.StreamLimits{})
+	a, refl := serveReflector(t, "tcp", Config{Load: srv}, transport.StreamLimits{})
 	from := func(ip string) *load.Dialer {
 		return &load.Dialer{Network: "tcp", Address: a, Connect: func(ctx context.Context, network, address string) (net.Conn, error) {
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
@@ -233,6 +266,9 @@ func TestLoadStreamLimits(t *testing.T) {
 	if _, err := start(from("127.0.0.3")); !full(err) {
 		t.Fatalf("a fourth stream in all = %v, want ErrorLoadStreams", err)
 	}
+	if n, c := drops(refl, DropLoadStreams), srv.Counters(); n != 2 || c.Refused != 2 {
+		t.Fatalf("%d load-streams drops, %d refused; want 2 of each", n, c.Refused)
+	}
 	if err := a1.Stop(); err != nil {
 		t.Fatalf("Stop = %v", err)
 	}
@@ -246,8 +282,8 @@ func TestLoadStreamLimits(t *testing.T) {
 // the send timeout: its place and its goroutine are given back, and its
 // connection closed.
 func TestLoadDownNotRead(t *testing.T) {
-	srv := load.NewServer(load.ServerConfig{MaxRate: -1, SendTimeout: 100 * time.Millisecond})
-	a := serveStream(t, "tcp", Config{Load: srv}, transport.StreamLimits{SendTimeout: 100 * time.Millisecond})
+	srv := load.NewServer(load.ServerConfig{SendTimeout: 100 * time.Millisecond})
+	a, refl := serveReflector(t, "tcp", Config{Load: srv}, transport.StreamLimits{SendTimeout: 100 * time.Millisecond})
 	rc := dialRaw(t, a)
 	rc.hello()
 	if ack := rc.load(true, load.MaxDuration); ack.Type != wire.TypeLoadAck || ack.HoldMicro != uint32(load.MaxDuration/time.Microsecond) {
@@ -256,6 +292,9 @@ func TestLoadDownNotRead(t *testing.T) {
 	waitStreams(t, srv, 0)
 	if _, err := io.Copy(io.Discard, rc.c); errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("reading what was sent: %v, want the connection closed", err)
+	}
+	if n := drops(refl, DropLoadStalled); n != 1 {
+		t.Fatalf("%d load-stalled drops, want 1", n)
 	}
 }
 
@@ -297,9 +336,7 @@ func TestLoadUnix(t *testing.T) {
 	if err := s.Start(t.Context(), load.Up, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for s.Moved() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitMoved(t, s)
 	if err := s.Stop(); err != nil {
 		t.Fatalf("Stop = %v", err)
 	}

@@ -13,28 +13,32 @@ type DropReason int
 
 // The reasons a message is dropped.
 const (
-	DropShort      DropReason = iota // shorter than the header
-	DropMagic                        // not a volley message
-	DropVersion                      // a version this reflector does not speak
-	DropType                         // unknown type, or a type only reflectors send
-	DropToken                        // no session and not a valid cookie
-	DropAddress                      // a session's token from another address
-	DropClosed                       // a probe after its session was closed
-	DropOversize                     // larger than MaxMessage
-	DropRate                         // above the session's rate limit
-	DropHoldFull                     // too many replies already held
-	DropAuth                         // missing or wrong authentication tag
-	DropRefused                      // from an address --allow does not cover
-	DropSessions                     // a new session beyond MaxSessions
-	DropDuration                     // a probe after its session's longest duration
-	DropReplayed                     // a probe older than its session's replay window, or a keyed session's copy
-	DropSlowReader                   // a reply to a stream peer whose earlier replies wait unread
-	DropMemory                       // a reply or session the memory budget cannot hold
-	DropConns                        // a stream connection beyond the most, in all or from its source
+	DropShort       DropReason = iota // shorter than the header
+	DropMagic                         // not a volley message
+	DropVersion                       // a version this reflector does not speak
+	DropType                          // unknown type, or a type only reflectors send
+	DropToken                         // no session and not a valid cookie
+	DropAddress                       // a session's token from another address
+	DropClosed                        // a probe after its session was closed
+	DropOversize                      // larger than MaxMessage
+	DropRate                          // above the session's rate limit
+	DropHoldFull                      // too many replies already held
+	DropAuth                          // missing or wrong authentication tag
+	DropRefused                       // from an address --allow does not cover
+	DropSessions                      // a new session beyond MaxSessions
+	DropDuration                      // a probe after its session's longest duration
+	DropReplayed                      // a probe older than its session's replay window, or a keyed session's copy
+	DropSlowReader                    // a reply to a stream peer whose earlier replies wait unread
+	DropMemory                        // a reply or session the memory budget cannot hold
+	DropConns                         // a stream connection beyond the most, in all or from its source
+	DropLoadOff                       // a load request to a reflector that serves no load (refused: ErrorLoad)
+	DropLoadStreams                   // a load stream beyond the most, in all or from its source (refused: ErrorLoadStreams)
+	DropLoadStalled                   // a load stream cut for no progress within the send timeout
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration", "replayed", "slow-reader", "memory", "conns"}
+var dropNames = [NumDropReasons]string{"short", "magic", "version", "type", "token", "address", "closed", "oversize", "rate", "hold-full", "auth", "refused", "sessions", "duration", "replayed", "slow-reader", "memory", "conns",
+	"load-off", "load-streams", "load-stalled"}
 
 // String returns the reason's short name, as printed in reports.
 func (r DropReason) String() string {

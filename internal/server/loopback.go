@@ -77,7 +77,7 @@ func Loopback(ctx context.Context, stamps tstamp.Mode, opts ...LoopbackOption) (
 	var streams *reflector.Reflector
 	if tcp != nil {
 		streams, err = reflector.New(reflector.Config{ReportInterval: -1, MaxMessage: transport.MaxMessage(tcp),
-			Load: load.NewServer(load.ServerConfig{})})
+			Load: load.NewServer(load.ServerConfig{MaxRate: load.DefaultMaxRate})})
 		if err != nil {
 			closeAll()
 			return "", nil, err

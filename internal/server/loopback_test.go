@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +30,20 @@ func TestLoopbackLoad(t *testing.T) {
 		if err := s.Start(t.Context(), dir, time.Minute); err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		for s.Moved() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		waitMoved(t, s)
 		if err := s.Stop(); err != nil {
 			t.Fatalf("%s: Stop = %v", dir, err)
 		}
+	}
+}
+
+// waitMoved waits until s moved a byte, failing the test when the
+// stream ends first or nothing comes within 10 s.
+func waitMoved(t *testing.T, s *load.Stream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitMoved(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
 }

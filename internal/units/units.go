@@ -52,36 +52,72 @@ func FormatBytes(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// ParseRate reads a rate with an optional k or M suffix (thousands,
-// millions; either case), as iperf's rates: 2.5k is 2500.
-func ParseRate(s string) (float64, error) {
+// suffix is a decimal multiple a rate may be written with.
+type suffix struct {
+	name string
+	mult float64
+}
+
+// decimal are the suffixes of rates, largest first: billions (bits/s
+// only: decimal[1:] are a probe rate's), millions, thousands.
+var decimal = []suffix{{"G", 1e9}, {"M", 1e6}, {"k", 1e3}}
+
+// parseDecimal reads a number with an optional one of suffixes (either
+// case).
+func parseDecimal(s string, suffixes []suffix) (float64, bool) {
 	mult, num := 1.0, s
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K', 'k':
-			mult, num = 1e3, s[:n-1]
-		case 'M', 'm':
-			mult, num = 1e6, s[:n-1]
+	for _, u := range suffixes {
+		if n := len(s); n > 0 && strings.EqualFold(s[n-1:], u.name) {
+			mult, num = u.mult, s[:n-1]
+			break
 		}
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || strings.ContainsAny(num, "xXpP_") {
+		return 0, false
+	}
+	return f * mult, true
+}
+
+// formatDecimal writes f with the largest of suffixes it reaches, without
+// an exponent.
+func formatDecimal(f float64, suffixes []suffix) string {
+	for _, u := range suffixes {
+		if math.Abs(f) >= u.mult {
+			return strconv.FormatFloat(f/u.mult, 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// ParseRate reads a rate with an optional k or M suffix (thousands,
+// millions; either case), as iperf's rates: 2.5k is 2500.
+func ParseRate(s string) (float64, error) {
+	f, ok := parseDecimal(s, decimal[1:])
+	if !ok {
 		return 0, fmt.Errorf("%w: %q: want a number, optionally with k or M (thousands, millions)", ErrSyntax, s)
 	}
-	return f * mult, nil
+	return f, nil
 }
 
 // FormatRate writes f as ParseRate reads it, without an exponent: 2e6 is
 // 2M, 1500 is 1.5k, 0.5 is 0.5.
-func FormatRate(f float64) string {
-	switch a := math.Abs(f); {
-	case a >= 1e6:
-		return strconv.FormatFloat(f/1e6, 'f', -1, 64) + "M"
-	case a >= 1e3:
-		return strconv.FormatFloat(f/1e3, 'f', -1, 64) + "k"
+func FormatRate(f float64) string { return formatDecimal(f, decimal[1:]) }
+
+// ParseBitRate reads a rate of bits/s with an optional k, M or G suffix
+// (thousands, millions, billions; either case), as iperf's: 100M is
+// 100,000,000 bits/s. It takes no negative rate.
+func ParseBitRate(s string) (float64, error) {
+	f, ok := parseDecimal(s, decimal)
+	if !ok || f < 0 {
+		return 0, fmt.Errorf("%w: %q: want bits/s, a number of 0 or more, optionally with k, M or G (thousands, millions, billions), such as 100M or 1G", ErrSyntax, s)
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return f, nil
 }
+
+// FormatBitRate writes f as ParseBitRate reads it, without an exponent:
+// 1e9 is 1G, 2.5e6 is 2.5M, 8000 is 8k.
+func FormatBitRate(f float64) string { return formatDecimal(f, decimal) }
 
 // ParseDuration reads a Go duration (1.5s, 250ms, 10us or 10µs). With
 // bareSeconds, a number without a unit is seconds, as iperf's -t and -i

@@ -81,3 +81,28 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestBitRate(t *testing.T) {
+	for in, want := range map[string]float64{"0": 0, "8000": 8000, "8k": 8e3, "100M": 100e6, "100m": 100e6, "1G": 1e9, "1.5g": 1.5e9, "1000G": 1e12} {
+		if got, err := ParseBitRate(in); err != nil || got != want {
+			t.Errorf("ParseBitRate(%q) = %v, %v, want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "G", "-1", "-1G", "10x", "1T", "inf", "NaN", "0x10", "1_000"} {
+		if got, err := ParseBitRate(bad); !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseBitRate(%q) = %v, %v, want ErrSyntax", bad, got, err)
+		}
+	}
+	for in, want := range map[float64]string{1e9: "1G", 1e12: "1000G", 2.5e6: "2.5M", 8e3: "8k", 500: "500", 0: "0"} {
+		if got := FormatBitRate(in); got != want {
+			t.Errorf("FormatBitRate(%v) = %q, want %q", in, got, want)
+		}
+		if back, err := ParseBitRate(FormatBitRate(in)); err != nil || back != in {
+			t.Errorf("ParseBitRate(FormatBitRate(%v)) = %v, %v", in, back, err)
+		}
+	}
+	// Probe rates keep to k and M: G is no suffix of theirs.
+	if _, err := ParseRate("1G"); !errors.Is(err, ErrSyntax) {
+		t.Errorf("ParseRate(1G) = %v, want ErrSyntax", err)
+	}
+}
