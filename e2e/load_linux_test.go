@@ -77,40 +77,6 @@ func bottleneck(t *testing.T, tag string, subnet int, dir string) (nsA, nsB stri
 	return nsA, nsB
 }
 
-// TestTbfHarness checks the bottleneck itself with what volley could do
-// before --load: a plain open-loop run idle, with four in-test TCP
-// streams uploading through the tbf on the client's side, and idle again.
-// The up delay grows by about the queue's depth, the down delay does not,
-// the streams' goodput is about tbf's rate, and the idle runs agree.
-func TestTbfHarness(t *testing.T) {
-	nsA, nsB := bottleneck(t, "vbh", 215, "up")
-	srv := startServerCmd(t, exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.215.0.2:0", "-q", "--tcp=false"))
-	probe := func(dur string) *result.Interval {
-		t.Helper()
-		r := volleyRunIn(t, nsA, "client", srv.addr, "--rate", "100", "-t", dur, "--format", "json")
-		if r.code != 0 {
-			t.Fatalf("client exit %d: %s", r.code, r.stderr)
-		}
-		res := parseResult(t, r.stdout)
-		return &res.Summary
-	}
-
-	idle := probe("2s")
-	bulk := startBulk(t, nsA, nsB, "10.215.0.1", "10.215.0.2", 4)
-	bulk.waitFor(t, 8*tbfLimit) // past slow start: the queue is full
-	before, start := bulk.read.Load(), time.Now()
-	loaded := probe("3s")
-	goodput := float64(bulk.read.Load()-before) * 8 / time.Since(start).Seconds()
-	bulk.stop()
-	t.Logf("upload goodput %.1f Mbit/s over the loaded run", goodput/1e6)
-	after := probe("2s")
-
-	checkBottleneck(t, "up", idle.Up, loaded.Up, after.Up, idle.Down, loaded.Down)
-	if goodput < 0.5*tbfRate || goodput > 1.1*tbfRate {
-		t.Errorf("upload goodput %.1f Mbit/s through a %d Mbit/s tbf; want 0.5 to 1.1 times its rate", goodput/1e6, tbfRate/1_000_000)
-	}
-}
-
 // TestLoadBottleneck runs volley client --load against a volley server
 // --allow-load in another namespace, through the tbf on the loaded
 // direction: on the client's side for --load up, on the server's for
@@ -402,18 +368,6 @@ func (b *bulk) accept() {
 				}
 			}
 		})
-	}
-}
-
-// waitFor waits until the sink has read n bytes, for at most 10 s.
-func (b *bulk) waitFor(t *testing.T, n uint64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.read.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the bulk streams moved %d bytes in 10 s, want %d", b.read.Load(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -55,19 +55,19 @@ func seriesMoved(s []result.LoadPoint) bool {
 }
 
 // TestLoadRefused: a reflector without --allow-load refuses the bulk
-// streams; the client says why, exits non-zero and still reports the idle
-// phase it measured.
+// streams; the client says why before its first probe, and exits 2, as
+// for a reflector it cannot reach.
 func TestLoadRefused(t *testing.T) {
 	s := startServer(t, "127.0.0.1:0")
 	r := volleyRun(t, "client", s.addr, "--load", "down:1", "--phase", "1s")
-	if r.code == 0 {
-		t.Fatalf("exit 0 against a reflector without --allow-load:\n%s", r.stdout)
+	if r.code != 2 {
+		t.Fatalf("exit %d against a reflector without --allow-load, want 2:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "--allow-load") {
-		t.Errorf("stderr does not say the reflector serves no load (--allow-load): %q", r.stderr)
+	if !strings.Contains(r.stderr, "refused by the reflector") || !strings.Contains(r.stderr, "--allow-load") {
+		t.Errorf("stderr does not say the reflector refused, serving no load (--allow-load): %q", r.stderr)
 	}
-	if !strings.Contains(r.stdout, "summary") || !strings.Contains(r.stdout, "latency under load") {
-		t.Errorf("no partial report of the idle phase:\n%s", r.stdout)
+	if strings.Contains(r.stdout, "summary") {
+		t.Errorf("a report of a run that never started:\n%s", r.stdout)
 	}
 }
 

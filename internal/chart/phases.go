@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/volley-net/volley/internal/report"
 	"github.com/volley-net/volley/internal/result"
 )
 
@@ -87,7 +89,7 @@ func loadRatePanel(runs []Run, phases []result.Phase, end float64) *panel {
 		}
 	}
 	u := rateUnit(top)
-	pn := newPanel("Bulk goodput", "time since the end of warm-up (s)", "goodput ("+u.name+")")
+	pn := newPanel("Bulk goodput", "time since the start of the measurement (s)", "goodput ("+u.name+")")
 	m := markPhases(pn, phases)
 	drawn := false
 	for i, r := range runs {
@@ -182,7 +184,7 @@ func loadSteps(l *result.Load, kind string, u unit) plotter.XYs {
 // its minimum to its p99 and its median as a step.
 func loadDelayPanel(runs []Run, title string, want []string, phases []result.Phase, end float64) *panel {
 	u := durationUnit(loadDelayMax(runs, want))
-	pn := newPanel(title, "time since the end of warm-up (s)", "delay ("+u.name+")")
+	pn := newPanel(title, "time since the start of the measurement (s)", "delay ("+u.name+")")
 	m := markPhases(pn, phases)
 	drawn := false
 	for i, r := range runs {
@@ -372,4 +374,11 @@ func (m *phaseMarks) fit(pn *panel, end float64, negatives bool) {
 	if end > 0 {
 		pn.plot.X.Min, pn.plot.X.Max = 0, end
 	}
+}
+
+// loadPhrase says what a run's load was: "4 bulk streams uploading, phases
+// of 5.00s" (the title block and the HTML report).
+func loadPhrase(l *result.Load) string {
+	what := map[string]string{"down": "downloading", "up": "uploading", "both": "each way"}[l.Direction]
+	return fmt.Sprintf("%d bulk streams %s, phases of %s", l.Streams, what, report.Duration(l.Phase))
 }

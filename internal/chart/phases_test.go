@@ -102,9 +102,9 @@ func TestFiguresLoad(t *testing.T) {
 		}
 	}
 	labels := [][3]string{
-		{"Bulk goodput", "time since the end of warm-up (s)", "goodput (Mbit/s)"},
-		{"RTT under load", "time since the end of warm-up (s)", "delay (ms)"},
-		{"One-way delay under load", "time since the end of warm-up (s)", "delay (ms)"},
+		{"Bulk goodput", "time since the start of the measurement (s)", "goodput (Mbit/s)"},
+		{"RTT under load", "time since the start of the measurement (s)", "delay (ms)"},
+		{"One-way delay under load", "time since the start of the measurement (s)", "delay (ms)"},
 	}
 	for i, pn := range figs[0].panels {
 		p := pn.plot
@@ -290,7 +290,7 @@ func TestFiguresLoadOverlay(t *testing.T) {
 			t.Errorf("phases row %q, want it led by the loaded run's label", row)
 		}
 	}
-	if got := titleLines([]Run{a})[2]; !strings.HasSuffix(got, "under load: up, 4 bulk streams a way, phases of 1.00s") {
+	if got := titleLines([]Run{a})[2]; !strings.HasSuffix(got, "under load: 4 bulk streams uploading, phases of 1.00s") {
 		t.Errorf("title line %q, want it to end with the load", got)
 	}
 }
@@ -337,7 +337,7 @@ func TestHTMLLoad(t *testing.T) {
 		t.Error("a phase's name is in the page's markup unescaped")
 	}
 	for _, want := range []string{"responsiveness: 11000 RPM (draft-ietf-ippm-responsiveness-08), idle 250000 RPM",
-		"queue built: down", "stream 3: cut short", "load down, 4 bulk streams a way, phases of 1.00s"} {
+		"queue built: down", "stream 3: cut short", "load: 4 bulk streams downloading, phases of 1.00s"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the page's text lacks %q", want)
 		}

@@ -84,7 +84,7 @@ func loadLines(runs []Run) []string {
 		if len(runs) > 1 {
 			lead = label(runs, i) + ": "
 		}
-		out = append(out, fmt.Sprintf("%sload %s, %d bulk streams a way, phases of %s", lead, l.Direction, l.Streams, report.Duration(l.Phase)))
+		out = append(out, lead+"load: "+loadPhrase(l))
 		if s := l.Responsiveness; s != nil {
 			line := fmt.Sprintf("%sresponsiveness: %.0f RPM (%s), idle %.0f RPM; trimmed mean RTT %s of %d round trips",
 				lead, s.RPM, s.Draft, s.IdleRPM, report.Duration(s.TrimmedMean), s.Samples)

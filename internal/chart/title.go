@@ -123,7 +123,7 @@ func load(res *result.Result) string {
 		s += fmt.Sprintf(", -P %d flows", c.Parallel)
 	}
 	if l := res.Load; l != nil {
-		s += fmt.Sprintf(", under load: %s, %d bulk streams a way, phases of %s", l.Direction, l.Streams, report.Duration(l.Phase))
+		s += ", under load: " + loadPhrase(l)
 	}
 	return s
 }

@@ -454,6 +454,13 @@ func (s *Stream) Stop() error {
 		s.mu.Unlock()
 		if s.up.Load() {
 			s.acked.read() // the last count, while the socket is open
+			// What the send buffer still holds is dropped, not sent
+			// after the stream's end (a reset, not a FIN behind it):
+			// else it would keep the bottleneck's queue full into the
+			// next phase.
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
 		}
 		c.Close()
 		if done != nil {

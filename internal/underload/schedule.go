@@ -28,10 +28,22 @@ func (lc Config) check(ctx context.Context) error {
 	}
 	err = s.Start(ctx, lc.Directions[0], time.Millisecond)
 	s.Stop() // what a millisecond's stream says of its end does not matter
+	if r := (*load.Refused)(nil); errors.As(err, &r) {
+		return refusal(err)
+	}
 	if err != nil {
 		return fmt.Errorf("--load: %s %s: %w", lc.Dialer.Network, lc.Dialer.Address, err)
 	}
 	return nil
+}
+
+// refusal words a reflector's refusal of the bulk streams (err holds a
+// *load.Refused) for the command line: "--load: refused by the reflector:
+// why".
+func refusal(err error) error {
+	r := (*load.Refused)(nil)
+	errors.As(err, &r)
+	return fmt.Errorf("--load: refused by the reflector: %s", r.Reason)
 }
 
 // schedule starts the streams when the loaded phase begins and stops them
@@ -135,10 +147,9 @@ func (sc *schedule) startAll(ctx context.Context, until time.Time) error {
 			sc.granted++
 		}
 	}
-	var refused *load.Refused
 	for _, err := range errs {
-		if errors.As(err, &refused) {
-			return fmt.Errorf("--load: %w", err)
+		if r := (*load.Refused)(nil); errors.As(err, &r) {
+			return refusal(err)
 		}
 	}
 	if sc.granted == 0 {
