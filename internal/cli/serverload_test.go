@@ -1,55 +1,13 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/volley-net/volley/internal/load"
 )
-
-// TestLoadServerFlags: --max-load-rate's bad values, and the flag without
-// --allow-load, are usage errors naming the flag and what it takes.
-func TestLoadServerFlags(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want []string
-	}{
-		{[]string{"--allow-load", "--max-load-rate", "fast"}, []string{`"fast"`, "--max-load-rate", "bits/s", "100M or 1G"}},
-		{[]string{"--allow-load", "--max-load-rate", "-1G"}, []string{`"-1G"`, "--max-load-rate", "0 or more"}},
-		{[]string{"--allow-load", "--max-load-rate", "1T"}, []string{`"1T"`, "--max-load-rate", "k, M or G"}},
-		{[]string{"--allow-load", "--max-load-rate", "1e20"}, []string{`"1e20"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
-		{[]string{"--allow-load", "--max-load-rate", "0.0000001"}, []string{`"0.0000001"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
-		{[]string{"--allow-load", "--max-load-rate", "7999"}, []string{`"7999"`, "--max-load-rate", "0 (no limit) or 8k to 1000G bits/s"}},
-		{[]string{"--max-load-rate", "100M"}, []string{"--max-load-rate 100M", "without --allow-load"}},
-		{[]string{"--max-load-rate", "2.5G"}, []string{"--max-load-rate 2.5G", "without --allow-load"}},
-	} {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			var stdout, stderr bytes.Buffer
-			code := Main(ctx, append([]string{"server", "--listen", "127.0.0.1:0"}, tt.args...), &stdout, &stderr)
-			msg := stderr.String()
-			rest, ok := msg, true
-			for _, w := range tt.want {
-				i := strings.Index(rest, w)
-				if i < 0 {
-					ok = false
-					break
-				}
-				rest = rest[i+len(w):]
-			}
-			if code != ExitUsage || !ok || strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
-				t.Fatalf("server %q = %d, stdout %q, stderr %q; want %d and one line with %q in order",
-					tt.args, code, stdout.String(), msg, ExitUsage, tt.want)
-			}
-		})
-	}
-}
 
 func TestBitRate(t *testing.T) {
 	for _, tt := range []struct {
