@@ -77,7 +77,7 @@ func (f clientFlags) checkLoad(cmd *cobra.Command, t transport.Target) error {
 		}
 	}
 	for _, flag := range []string{"window", "burst", "oneway", "parallel"} {
-		if changed(flag) {
+		if changed(flag) && !(flag == "window" && f.window == 1) && !(flag == "parallel" && f.parallel == 1) {
 			return usagef("--%s does not go with --load: its probes are one flow, open loop, with replies (--rate)", flag)
 		}
 	}

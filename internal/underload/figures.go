@@ -56,8 +56,9 @@ func (o *observer) Reply(r client.Reply) {
 }
 
 // figures builds the Load of a run from its intervals (one a phase), the
-// observer's delays and the schedule's streams. A phase whose streams
-// never ran is left out, with those after it: it was not loaded.
+// observer's delays and the schedule's streams. A loaded phase whose
+// streams never ran, or were refused (the run ended there), is left out,
+// with those after it: it was not what was asked for.
 func (lc Config) figures(ivs []result.Interval, o *observer, sc *schedule, timeout time.Duration) *result.Load {
 	l := &result.Load{Direction: directionName(lc.Directions), Streams: lc.Streams, Phase: lc.Phase,
 		SeriesStep: Step, Series: sc.series, Errors: sc.errs}
@@ -65,7 +66,7 @@ func (lc Config) figures(ivs []result.Interval, o *observer, sc *schedule, timeo
 		l.Errors = append(l.Errors, sc.err.Error())
 	}
 	for i, iv := range ivs {
-		if i == phaseLoaded && sc.granted == 0 {
+		if i == phaseLoaded && (sc.granted == 0 || sc.err != nil) {
 			break
 		}
 		p := result.Phase{Name: phaseNames[i], Loaded: i == phaseLoaded, Probes: iv}

@@ -1,6 +1,7 @@
 package underload
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -105,9 +106,14 @@ func TestFiguresLostAndUnloaded(t *testing.T) {
 	if clean, lossy := score(0), score(20); lossy >= clean/10 {
 		t.Errorf("rpm %v with 20 of 120 probes lost, %v with none: want loss to weigh as the timeout", lossy, clean)
 	}
-	l := lc.figures(ivs, newObserver(phase), &schedule{}, time.Second)
-	if len(l.Phases) != 1 || l.Responsiveness != nil {
-		t.Errorf("no stream started: %d phases, score %+v; want the idle phase only", len(l.Phases), l.Responsiveness)
+	for name, sc := range map[string]*schedule{
+		"no stream started": {},
+		"some refused":      {granted: 14, err: errors.New("--load: refused by the reflector: too many load streams")},
+	} {
+		l := lc.figures(ivs, newObserver(phase), sc, time.Second)
+		if len(l.Phases) != 1 || l.Responsiveness != nil {
+			t.Errorf("%s: %d phases, score %+v; want the idle phase only", name, len(l.Phases), l.Responsiveness)
+		}
 	}
 }
 
