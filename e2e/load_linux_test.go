@@ -188,13 +188,11 @@ func checkBottleneck(t *testing.T, dir string, idle, loaded, after, otherIdle, o
 // median returns l's 50th percentile, failing the test if l has none.
 func median(t *testing.T, what string, l result.Latency) time.Duration {
 	t.Helper()
-	for _, p := range l.Percentiles {
-		if p.P == 50 {
-			return p.Value
-		}
+	v, ok := l.Percentile(50)
+	if !ok {
+		t.Fatalf("%s delay has no median (%d samples, percentiles %+v)", what, l.Count, l.Percentiles)
 	}
-	t.Fatalf("%s delay has no median (%d samples, percentiles %+v)", what, l.Count, l.Percentiles)
-	return 0
+	return v
 }
 
 // addTbf puts the bottleneck (tbf at tbfRate, tbfLimit bytes of queue) on

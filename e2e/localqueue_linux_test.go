@@ -47,15 +47,7 @@ func TestLocalQueueVeth(t *testing.T) {
 	if flow.read.Load() == 0 {
 		t.Fatal("the bulk upload moved nothing")
 	}
-	p50 := func(l result.Latency) time.Duration {
-		for _, p := range l.Percentiles {
-			if p.P == 50 {
-				return p.Value
-			}
-		}
-		t.Fatalf("no p50 in %+v", l)
-		return 0
-	}
+	p50 := func(l result.Latency) time.Duration { return median(t, "a", l) }
 	ik, lk := idle.Summary.Kernel, loaded.Summary.Kernel
 	t.Logf("p50 idle: rtt %v, rtt kern %v, send stack %v, local queue %v", p50(idle.Summary.RTT), p50(ik.RTT), p50(ik.SendStack), p50(ik.LocalQueue))
 	t.Logf("p50 loaded: rtt %v, rtt kern %v, send stack %v, local queue %v", p50(loaded.Summary.RTT), p50(lk.RTT), p50(lk.SendStack), p50(lk.LocalQueue))
