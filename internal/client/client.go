@@ -140,6 +140,17 @@ func newRun(cfg Config, conn transport.Conn) *run {
 	return r
 }
 
+// loopWaiting runs the loop with its reads waiting in the kernel on this
+// goroutine's thread (transport.WaitInKernel), the lightest wait for a
+// reply, where the run has its process to itself (not Config.Shared: a
+// hundred monitored targets do not take a hundred threads).
+func (r *run) loopWaiting(ctx context.Context) error {
+	if !r.cfg.Shared {
+		defer transport.WaitInKernel(r.conn)()
+	}
+	return r.loop(ctx)
+}
+
 // execute measures, closes the session and fills in the result.
 func (r *run) execute(ctx context.Context) error {
 	if r.cfg.Thread != nil {
@@ -152,7 +163,7 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 	}
-	err := r.loop(ctx)
+	err := r.loopWaiting(ctx)
 	if r.openLoop != nil {
 		err = r.endSender(err)
 	}

@@ -34,6 +34,9 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		r.flushReplies() // the totals returned share the distributions
 	}()
 	sv := r.newServer(conn)
+	// A datagram socket that does not busy-poll: the read loop waits in
+	// the kernel on its own thread, not in the poller.
+	defer transport.WaitInKernel(conn)()
 	if !r.stream && !sv.busy {
 		// Held replies leave from a goroutine of their own, each when
 		// due: this loop waits in the poller, which rounds its

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -90,6 +91,13 @@ type BusyPoller interface {
 	SetBusyPoll(on bool) error
 }
 
+// BlockingReader is a socket whose reads can wait inside the kernel, on
+// the reader's own thread, instead of in the runtime's poller (see
+// udp.PacketConn.SetBlockingReads).
+type BlockingReader interface {
+	SetBlockingReads(on bool) error
+}
+
 // BusyPolled is a socket that says whether its reads spin, for a caller
 // that must then keep its own clock (a spinning reader leaves no CPU for a
 // timer goroutine).
@@ -138,6 +146,8 @@ var (
 	_ BusyPoller      = (*udp.PacketConn)(nil)
 	_ BusyPoller      = (*stream.Conn)(nil)
 	_ BusyPoller      = (*stream.Listener)(nil)
+	_ BlockingReader  = (*udp.Conn)(nil)
+	_ BlockingReader  = (*udp.PacketConn)(nil)
 	_ BusyPolled      = (*udp.PacketConn)(nil)
 	_ BusyPolled      = (*udp.Conn)(nil)
 	_ MaxMessager     = (*dbus.Conn)(nil)
@@ -232,6 +242,30 @@ func MaxMessage(conn any) int {
 
 // ErrNoBusyPoll: the connection cannot busy-poll.
 var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream sockets on Linux")
+
+// WaitInKernel makes c's reads wait inside the kernel on the calling
+// goroutine's thread, which it locks (see BlockingReader), where c can
+// and does not busy-poll; undo turns that off and unlocks the thread. For
+// a reader that has a thread to itself: a run's receive loop, a
+// reflector's read loop.
+func WaitInKernel(c any) (undo func()) {
+	if bp, ok := c.(BusyPolled); ok && bp.BusyPolling() {
+		return func() {}
+	}
+	br, ok := c.(BlockingReader)
+	if !ok {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	if br.SetBlockingReads(true) != nil {
+		runtime.UnlockOSThread()
+		return func() {}
+	}
+	return func() {
+		_ = br.SetBlockingReads(false)
+		runtime.UnlockOSThread()
+	}
+}
 
 // SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is
 // a Conn or a PacketConn.

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -39,6 +40,7 @@ type batcher struct {
 	zones map[uint32]string // IPv6 scope IDs seen, as zone names
 
 	busyPoll // reads spin instead of sleeping (busy_linux.go)
+	blocking // reads wait in the kernel, on the reader's thread (block_linux.go)
 	txStamps // kernel stamps, and the transmit stamps' error queue (txstamp_linux.go)
 }
 
@@ -109,12 +111,21 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 		// scheduler's bookkeeping, and keeps the spinning thread's P.
 		call = unix.RawSyscall6
 	}
-	n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), unix.MSG_DONTWAIT, 0, 0)
+	// A blocking socket's (SetBlockingReads) waits in the kernel for
+	// room, up to the write deadline.
+	flags, wait := b.sendFlags()
+	n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), uintptr(flags), 0, 0)
 	switch errno {
 	case 0:
 		b.wn, b.werr = int(n), nil
 	case unix.EAGAIN:
-		return false
+		if !wait {
+			return false
+		}
+		if b.sendAgain() {
+			return b.sendmmsg(fd)
+		}
+		b.wn, b.werr = 0, os.ErrDeadlineExceeded
 	case unix.EINTR:
 		return b.sendmmsg(fd)
 	default:
@@ -137,12 +148,16 @@ func (b *batcher) read(ms []Message) (int, error) {
 		}
 	}
 	b.rn = n
-	if err := b.rc.Read(b.readFn); err != nil {
+	fn := b.readFn
+	if b.block {
+		fn = b.blockFn
+	}
+	if err := b.rc.Read(fn); err != nil {
 		return 0, err // a deadline, or the socket closed
 	}
 	if b.rerr != nil {
-		if b.rerr == os.ErrDeadlineExceeded {
-			return 0, b.rerr // a busy poll ran out of time
+		if b.rerr == os.ErrDeadlineExceeded || b.rerr == net.ErrClosed {
+			return 0, b.rerr // a busy poll ran out of time, a blocking read saw Close
 		}
 		return 0, wrapErrno("recvmmsg", b.rerr)
 	}
@@ -230,6 +245,9 @@ func (b *batcher) write(ms []Message) (int, error) {
 		b.wn = n
 		if err := b.rc.Write(b.writeFn); err != nil {
 			return done, err
+		}
+		if b.werr == os.ErrDeadlineExceeded {
+			return done, b.werr
 		}
 		if b.werr != nil {
 			return done, wrapErrno("sendmmsg", b.werr)

@@ -38,10 +38,19 @@ func (c *Conn) BusyPolling() bool { return c.busy }
 
 // Read reads one datagram from the peer; with busy polling, spinning.
 func (c *Conn) Read(b []byte) (int, error) {
-	if !c.busy {
-		return c.UDPConn.Read(b)
+	switch {
+	case c.busy:
+		return c.b.read1(b)
+	case c.block:
+		c.one[0].Buf = b
+		n, err := c.b.read(c.one[:])
+		c.one[0].Buf = nil
+		if n == 0 {
+			return 0, err
+		}
+		return c.one[0].N, nil
 	}
-	return c.b.read1(b)
+	return c.UDPConn.Read(b)
 }
 
 // Write sends b to the peer; with busy polling, with a raw call.
@@ -53,4 +62,28 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 		c.b.setDeadline(t)
 	}
 	return c.UDPConn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline sets the deadline for writes, blocking or not.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if c.b != nil {
+		c.b.setWriteDeadline(t)
+	}
+	return c.UDPConn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// Close closes the socket; a blocking read ends.
+func (c *Conn) Close() error {
+	if c.b != nil {
+		c.b.markClosing()
+	}
+	return c.UDPConn.Close()
 }

@@ -34,13 +34,26 @@ type busyPoll struct {
 
 // send1 sends b.wb on a connected socket without telling the scheduler:
 // a non-blocking send returns at once.
+// A blocking socket's (SetBlockingReads) waits in the kernel for room,
+// up to the write deadline.
 func (b *batcher) send1(fd uintptr) bool {
-	n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), unix.MSG_DONTWAIT, 0, 0)
+	flags, wait := b.sendFlags()
+	call := unix.RawSyscall6
+	if wait {
+		call = unix.Syscall6
+	}
+	n, _, errno := call(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), uintptr(flags), 0, 0)
 	switch errno {
 	case 0:
 		b.wres, b.wErr = int(n), nil
 	case unix.EAGAIN:
-		return false // the socket buffer is full: wait
+		if !wait {
+			return false // the socket buffer is full: wait
+		}
+		if b.sendAgain() {
+			return b.send1(fd)
+		}
+		b.wres, b.wErr = 0, os.ErrDeadlineExceeded
 	case unix.EINTR:
 		return b.send1(fd)
 	default:
@@ -56,6 +69,9 @@ func (b *batcher) write1(p []byte) (int, error) {
 	b.wb = nil
 	if err != nil {
 		return 0, err
+	}
+	if b.wErr == os.ErrDeadlineExceeded {
+		return 0, b.wErr
 	}
 	if b.wErr != nil {
 		return 0, wrapErrno("send", b.wErr)
@@ -76,9 +92,11 @@ func (b *batcher) setDeadline(t time.Time) {
 	b.deadline.Store(d)
 }
 
-// write writes one datagram: with a raw call when busy polling.
+// write writes one datagram: with a raw call when busy polling, or when
+// the socket is blocking (a raw call that says MSG_DONTWAIT, so that a full
+// buffer waits in the poller, deadline and all, not in the kernel).
 func (c *Conn) write(b []byte) (int, error) {
-	if c.busy {
+	if c.busy || c.block {
 		return c.b.write1(b)
 	}
 	n, err := c.UDPConn.Write(b)

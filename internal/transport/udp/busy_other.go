@@ -15,3 +15,5 @@ func (b *batcher) setDeadline(time.Time) {}
 func (c *Conn) write(b []byte) (int, error) { return c.UDPConn.Write(b) }
 
 func (b *batcher) read1(p []byte) (int, error) { return 0, errors.ErrUnsupported }
+
+func (b *batcher) setWriteDeadline(time.Time) {}

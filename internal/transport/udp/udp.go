@@ -25,9 +25,10 @@ const MaxMessage = 65000
 // Conn is the client's UDP socket, connected to the reflector.
 type Conn struct {
 	*net.UDPConn
-	b    *batcher // nil where batches are one datagram at a time
-	busy bool     // reads spin (SetBusyPoll)
-	one  [1]Message
+	b     *batcher // nil where batches are one datagram at a time
+	busy  bool     // reads spin (SetBusyPoll)
+	block bool     // reads wait in the kernel (SetBlockingReads)
+	one   [1]Message
 }
 
 // Dial opens a UDP socket connected to addr ("host:port"). A connected
@@ -83,9 +84,11 @@ func setBuffers(c *net.UDPConn) {
 
 // PacketConn is a reflector's UDP socket.
 type PacketConn struct {
-	c    *net.UDPConn
-	b    *batcher // nil where batches are one datagram at a time
-	busy bool     // reads spin (SetBusyPoll)
+	c     *net.UDPConn
+	b     *batcher // nil where batches are one datagram at a time
+	busy  bool     // reads spin (SetBusyPoll)
+	block bool     // reads wait in the kernel (SetBlockingReads)
+	one   [1]Message
 }
 
 func newPacketConn(c *net.UDPConn) *PacketConn {
@@ -172,11 +175,23 @@ func ListenSharedWith(ctx context.Context, addr string, n int, control func(netw
 
 // ReadFrom reads one datagram into b and returns its length and sender.
 func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	if p.block {
+		p.one[0].Buf = b
+		n, err := p.b.read(p.one[:])
+		p.one[0].Buf = nil
+		if n == 0 {
+			return 0, netip.AddrPort{}, err
+		}
+		return p.one[0].N, p.one[0].Addr, nil
+	}
 	return p.c.ReadFromUDPAddrPort(b)
 }
 
 // WriteTo sends b to addr.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
+	if p.block {
+		return p.b.writeTo(b, addr)
+	}
 	n, err := p.c.WriteToUDPAddrPort(b, addr)
 	if err == nil {
 		p.countSent()
@@ -195,10 +210,28 @@ func (p *PacketConn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline for WriteTo and WriteBatch: a send
 // that waits for room in the socket's buffer waits no longer.
-func (p *PacketConn) SetWriteDeadline(t time.Time) error { return p.c.SetWriteDeadline(t) }
+func (p *PacketConn) SetWriteDeadline(t time.Time) error {
+	if p.b != nil {
+		p.b.setWriteDeadline(t)
+	}
+	return p.c.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines.
+func (p *PacketConn) SetDeadline(t time.Time) error {
+	if err := p.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return p.SetWriteDeadline(t)
+}
 
 // LocalAddr returns the bound address.
 func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
 
 // Close closes the socket.
-func (p *PacketConn) Close() error { return p.c.Close() }
+func (p *PacketConn) Close() error {
+	if p.b != nil {
+		p.b.markClosing() // a blocking read sees it
+	}
+	return p.c.Close()
+}

@@ -1,0 +1,184 @@
+package udp
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// blockingPair is pair with both sockets' reads blocking.
+func blockingPair(t *testing.T) (*PacketConn, *Conn) {
+	t.Helper()
+	p, c := pair(t)
+	if err := p.SetBlockingReads(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBlockingReads(true); err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+// inPoller reports whether c's socket is in the runtime's epoll set.
+func inPoller(t *testing.T, c syscall.Conn) bool {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perr error
+	if err := rc.Control(func(fd uintptr) { _, _, perr = pollerEntry(int(fd)) }); err != nil {
+		t.Fatal(err)
+	}
+	return perr == nil
+}
+
+// TestBlockingReads: with blocking reads, datagrams go both ways through
+// every read and write, a quiet socket's read ends at its deadline, and the
+// sockets are out of the runtime's poller until turned back, when the
+// poller hears of what came meanwhile.
+func TestBlockingReads(t *testing.T) {
+	p, c := pair(t)
+	if !inPoller(t, p.c) || !inPoller(t, c.UDPConn) {
+		t.Fatal("the sockets are not in the runtime's poller to begin with")
+	}
+	if err := p.SetBlockingReads(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBlockingReads(true); err != nil {
+		t.Fatal(err)
+	}
+	if inPoller(t, p.c) || inPoller(t, c.UDPConn) {
+		t.Fatal("blocking sockets still in the runtime's poller")
+	}
+	p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	ms := []Message{{Buf: make([]byte, 64)}}
+	if n, err := p.ReadBatch(ms); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("blocking ReadBatch on a quiet socket = %d, %v; want the deadline", n, err)
+	}
+	p.SetDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	for i := range 100 {
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if n, err := p.ReadBatch(ms); n != 1 || err != nil || ms[0].Buf[0] != byte(i) {
+				t.Fatalf("blocking ReadBatch = %d, %v, %v", n, err, ms[0].Buf[:1])
+			}
+			if _, err := p.WriteBatch(ms[:1]); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			n, from, err := p.ReadFrom(buf)
+			if n != 1 || err != nil || buf[0] != byte(i) {
+				t.Fatalf("blocking ReadFrom = %d, %v, %v", n, err, buf[:1])
+			}
+			if _, err := p.WriteTo(buf[:n], from); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != byte(i) {
+			t.Fatalf("blocking Read = %d, %v, %v", n, err, buf[:1])
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("blocking Read on a quiet socket = %v, want the deadline", err)
+	}
+
+	if _, err := c.Write([]byte{'x'}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetBlockingReads(false); err != nil {
+		t.Fatal(err)
+	}
+	if !inPoller(t, p.c) {
+		t.Fatal("the socket did not go back to the runtime's poller")
+	}
+	p.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, _, err := p.ReadFrom(buf); n != 1 || err != nil || buf[0] != 'x' {
+		t.Fatalf("ReadFrom back in the poller = %d, %v; want the datagram sent before", n, err)
+	}
+	// Back in the poller, a read waits there: the datagram sent while it
+	// waits wakes it.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		c.Write([]byte{'y'})
+	}()
+	if n, _, err := p.ReadFrom(buf); n != 1 || err != nil || buf[0] != 'y' {
+		t.Fatalf("ReadFrom waiting in the poller = %d, %v", n, err)
+	}
+}
+
+// TestBlockingInterrupt: a read blocked with no deadline ends when another
+// goroutine sets a deadline in the past (as an interrupt does), and when
+// the socket is closed.
+func TestBlockingInterrupt(t *testing.T) {
+	p, c := blockingPair(t)
+	for _, stop := range []struct {
+		name string
+		do   func()
+		want error
+	}{
+		{"deadline", func() { c.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded},
+		{"close", func() { c.Close() }, net.ErrClosed},
+	} {
+		c.SetReadDeadline(time.Time{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 64))
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let it block
+		stop.do()
+		select {
+		case err := <-done:
+			if !errors.Is(err, stop.want) && !(stop.name == "close" && err != nil) {
+				t.Fatalf("%s: the blocked read returned %v, want %v", stop.name, err, stop.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the blocked read did not return", stop.name)
+		}
+	}
+	_ = p
+}
+
+// TestBlockingAllocs: blocking reads and their writes allocate nothing.
+func TestBlockingAllocs(t *testing.T) {
+	p, c := blockingPair(t)
+	p.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	ms := make([]Message, 8)
+	for i := range ms {
+		ms[i].Buf = make([]byte, 128)
+	}
+	msg, buf := make([]byte, 64), make([]byte, 128)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		n, err := p.ReadBatch(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.WriteBatch(ms[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.WriteTo(ms[0].Buf[:ms[0].N], ms[0].Addr); err != nil {
+			t.Fatal(err)
+		}
+		for range n + 1 {
+			if _, err := c.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per blocking round trip, want 0", allocs)
+	}
+}
