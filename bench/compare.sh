@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # Every side-by-side comparison in one go, by hand (not in CI), from the
-# repository root. Each script alternates volley and its peer round by
-# round (ROUNDS of each, default 3) and installs the peers from Debian
-# packages if they are missing; this one prints their medians in one table
-# of volley/peer ratios with the target beside each.
+# repository root: issue 17's targets, each a row with its verdict. Each
+# script alternates volley and its peer round by round (ROUNDS of each,
+# default 3) and installs the peers from Debian packages if they are
+# missing; this one prints their medians in one table of volley/peer
+# ratios with the target and the verdict beside each. volley runs with the
+# flags a user runs (STAMPS=auto: kernel stamps on UDP, at both ends)
+# unless a row says otherwise. Each script's whole output follows the
+# table, and stays in $OUT when it is set.
 #
 #   bench/compare.sh
-#   ROUNDS=5 SECS=10 bench/compare.sh
+#   ROUNDS=5 SECS=10 OUT=/tmp/cmp bench/compare.sh
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
 export SECS
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+STAMPS=${STAMPS:-auto}
+export STAMPS
+if [ -n "${OUT:-}" ]; then
+	out=$OUT
+	mkdir -p "$out"
+else
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
 
 run() { # NAME SCRIPT [ENV...]: runs a script, keeping its output
 	local name=$1 script=$2
@@ -36,7 +47,8 @@ cc -O2 -o "$out/stalls" bench/stalls.c
 stalls=$("$out/stalls" 3)
 
 run udp bench/udp-rr.sh PAIRS="$ROUNDS"
-run udp-kernel bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=auto
+run udp-user bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=user
+run gofloor-block bench/gofloor.sh ROUNDS="$ROUNDS" MODE=block
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
 run gofloor bench/gofloor.sh ROUNDS="$ROUNDS"
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
@@ -44,42 +56,87 @@ run tcp-busy bench/tcp-rr.sh ROUNDS="$ROUNDS" BUSY=1
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
 run rate bench/rate.sh RATES="1000 100000"
 
-# Unix stream ping-pong has no peer here; its p50 next to UDP's.
+# Unix stream and datagram ping-pong have no peer here: their p50 beside
+# UDP's, alternating, against one reflector.
 . bench/common.sh
-trap 'cleanup; rm -rf "$out"' EXIT
+if [ -z "${OUT:-}" ]; then
+	trap 'cleanup; rm -rf "$out"' EXIT
+fi
 SIZE=64
-rm -f "$tmp/v.sock"
-start_volley_server -q --unix "$tmp/v.sock"
-read -r up50 _ < <(volley_pingpong "$vaddr")
-read -r xp50 _ < <(volley_pingpong "unix://$tmp/v.sock")
+rm -f "$tmp/v.sock" "$tmp/g.sock"
+start_volley_server -q --unix "$tmp/v.sock" --unixgram "$tmp/g.sock"
+ups=() xps=() gps=()
+for _ in $(seq "$ROUNDS"); do
+	read -r p _ < <(volley_pingpong "$vaddr") && ups+=("$p")
+	read -r p _ < <(volley_pingpong "unix://$tmp/v.sock") && xps+=("$p")
+	read -r p _ < <(volley_pingpong "unixgram://$tmp/g.sock") && gps+=("$p")
+done
+up50=$(median "${ups[@]}") xp50=$(median "${xps[@]}") gp50=$(median "${gps[@]}")
+printf 'udp %s\nunix %s\nunixgram %s\n' "${ups[*]}" "${xps[*]}" "${gps[*]}" >"$out/unix"
 
 rate_line() { # RATE TOOL: achieved-rate error and send error p99 from rate.sh
 	awk -v r="$1" -v t="$2" '$1 == r && $2 == t {print $4, $8}' "$out/rate"
 }
-read -r v100k_err v100k_p99 < <(rate_line 100000 volley)
-read -r v1k_err v1k_p99 < <(rate_line 1000 volley)
+read -r v100k_err _ < <(rate_line 100000 volley)
+read -r _ v1k_p99 < <(rate_line 1000 volley)
 
-echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ); volley with --timestamps user unless said"
-printf '%-52s %12s %s\n' check "volley/peer" target
-printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf" "$(median_of "$out/udp" 'median p50 ratio volley\/sockperf:')" "(none set)"
-printf '%-52s %12s %s\n' "UDP ping-pong p50 / sockperf, default kernel stamps" "$(median_of "$out/udp-kernel" 'median p50 ratio volley\/sockperf:')" "(their cost)"
-printf '%-52s %12s %s\n' "UDP ping-pong mean / qperf udp_lat" "$(median_of "$out/udp" 'median mean ratio volley\/qperf:')" ""
-printf '%-52s %12s %s\n' "UDP busy-poll p50 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
-printf '%-52s %12s %s\n' "UDP busy-poll p99.9 / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median p99.9 ratio volley\/sockperf:')" "<= 1.2"
-printf '%-52s %12s %s\n' "  Go floor (bench/gofloor) p50, p99.9 / sockperf" "$(median_of "$out/gofloor" 'median p50 ratio gofloor\/sockperf:'), $(median_of "$out/gofloor" 'median p99.9 ratio gofloor\/sockperf:')" "(what Go costs)"
-printf '%-52s %12s %s\n' "UDP busy-poll round trips/s / sockperf --nonblocked" "$(median_of "$out/udp-busy" 'median round-trip rate ratio volley\/sockperf:')" ">= 1"
-printf '%-52s %12s %s\n' "TCP ping-pong p50 / sockperf --tcp" "$(median_of "$out/tcp" 'median p50 ratio volley\/sockperf:')" ""
-printf '%-52s %12s %s\n' "TCP busy-poll p50 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p50 ratio volley\/sockperf:')" "<= 1.00"
-printf '%-52s %12s %s\n' "TCP busy-poll p99.9 / sockperf --tcp --nonblocked" "$(median_of "$out/tcp-busy" 'median p99.9 ratio volley\/sockperf:')" "<= 1.2"
-printf '%-52s %12s %s\n' "TCP ping-pong mean / iperf 2 bounceback" "$(median_of "$out/tcp" 'median mean ratio volley\/iperf:')" ""
-printf '%-52s %12s %s\n' "replies/s at max rate / sockperf under-load max" "$(median_of "$out/max-rate" 'median replies\/s ratio volley\/sockperf:')" ">= 2"
-printf '%-52s %12s %s\n' "100k/s: achieved rate error (volley)" "$v100k_err" "within 1%"
-printf '%-52s %12s %s\n' "100k/s: send error p99 (volley)" "$v100k_p99" "< 10µs"
-printf '%-52s %12s %s\n' "1k/s: send error p99 (volley)" "$v1k_p99" "< 10µs"
-printf '%-52s %12s %s\n' "Unix stream ping-pong p50 (UDP's beside it)" "${xp50}µs" "(UDP ${up50}µs)"
+# verdict VALUE OP TARGET: "ok" or "MISSED" (or "?" without a value);
+# VALUE and TARGET may carry a unit or a sign, which are dropped.
+verdict() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+def num(s):
+    m = re.search(r"-?[0-9.]+", s)
+    return float(m.group()) if m else None
+v, op, t = num(sys.argv[1]), sys.argv[2], num(sys.argv[3])
+if v is None or t is None:
+    print("?")
+elif op == "abs<=":
+    print("ok" if abs(v) <= t else "MISSED")
+else:
+    print("ok" if {"<=": v <= t, ">=": v >= t}[op] else "MISSED")
+PY
+}
+# over A B: A/B to 3 places (a ratio of ratios: volley/sockperf over
+# floor/sockperf is volley over the floor, both measured beside sockperf).
+over() { python3 -c "print('%.3f' % ($1 / $2))"; }
+
+row() { # CHECK VALUE OP TARGET
+	printf '%-58s %12s %-10s %s\n' "$1" "$2" "$3 $4" "$(verdict "$2" "$3" "$4")"
+}
+m() { median_of "$out/$1" "$2"; }
+udp50=$(m udp 'median p50 ratio volley\/sockperf:')
+floor50=$(m gofloor-block 'median p50 ratio gofloor\/sockperf:')
+busy50=$(m udp-busy 'median p50 ratio volley\/sockperf:')
+busy999=$(m udp-busy 'median p99.9 ratio volley\/sockperf:')
+bfloor50=$(m gofloor 'median p50 ratio gofloor\/sockperf:')
+bfloor999=$(m gofloor 'median p99.9 ratio gofloor\/sockperf:')
+tbusy50=$(m tcp-busy 'median p50 ratio volley\/sockperf:')
+tbusy999=$(m tcp-busy 'median p99.9 ratio volley\/sockperf:')
+
+echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ); volley with --timestamps $STAMPS unless said"
 echo "machine floor (bench/stalls.c, before the runs): $stalls"
+printf '%-58s %12s %-10s %s\n' check value target verdict
+row "UDP ping-pong p50 / sockperf" "$udp50" "<=" 1.00
+row "UDP ping-pong p50 / Go blocking floor (bench/gofloor -mode block)" "$(over "$udp50" "$floor50")" "<=" 1.05
+printf '%-58s %12s\n' "  Go blocking floor p50 / sockperf" "$floor50"
+printf '%-58s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
+printf '%-58s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
+row "TCP ping-pong p50 / sockperf --tcp" "$(m tcp 'median p50 ratio volley\/sockperf:')" "<=" 1.00
+row "TCP ping-pong mean / iperf 2 bounceback" "$(m tcp 'median mean ratio volley\/iperf:')" "<=" 1.00
+row "Unix stream ping-pong p50 / UDP's (${xp50} / ${up50} µs)" "$(over "$xp50" "$up50")" "<=" 1.00
+row "Unix datagram ping-pong p50 / UDP's (${gp50} / ${up50} µs)" "$(over "$gp50" "$up50")" "<=" 1.00
+row "UDP busy-poll p50 / Go busy floor (bench/gofloor)" "$(over "$busy50" "$bfloor50")" "<=" 1.05
+row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<=" 1.5
+row "TCP busy-poll p50 / Go busy floor (UDP's)" "$(over "$tbusy50" "$bfloor50")" "<=" 1.05
+row "TCP busy-poll p99.9 / Go busy floor (UDP's)" "$(over "$tbusy999" "$bfloor999")" "<=" 1.5
+printf '%-58s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
+row "replies/s at max rate / sockperf's server (1 worker)" "$(m max-rate 'median replies\/s ratio volley\/sockperf:')" ">=" 1.5
+row "100k probes/s open loop: achieved rate error" "$v100k_err" "abs<=" "1%"
+row "1k probes/s open loop: send error p99" "$v1k_p99" "<=" "20µs"
+printf '%-58s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
 echo
-for f in udp udp-kernel udp-busy gofloor tcp tcp-busy max-rate rate; do
+for f in udp udp-user gofloor-block udp-busy gofloor tcp tcp-busy max-rate rate unix; do
 	echo "== $f"
 	cat "$out/$f"
 done

@@ -1,12 +1,19 @@
-// Command gofloor is the floor for busy polling in Go on this machine: the
+// Command gofloor is the floor for a Go ping-pong on this machine: the
 // least a Go program can do per UDP round trip, with none of volley's
-// work. The server spins on non-blocking recvfrom and answers with sendto;
-// the client sends, spins on read until the answer and records the round
-// trip. Run by bench/compare.sh beside sockperf --nonblocked, so that
-// volley's busy-poll ratio can be read against what Go itself costs:
+// work, in two modes, each at both ends:
 //
-//	gofloor -server 127.0.0.1:12999 &
-//	gofloor -client 127.0.0.1:12999 -t 3s   # p50 p99 p99.9 (µs) round-trips/s
+//   - busy (default): the server spins on non-blocking recvfrom and
+//     answers with sendto; the client sends and spins on read until the
+//     answer. The floor for volley --busy-poll.
+//   - block: blocking read/recvfrom and sendto system calls on sockets the
+//     program opened itself (never in the runtime's poller), each end on a
+//     locked OS thread. The floor for volley's default path.
+//
+// Run by bench/gofloor.sh and bench/compare.sh beside sockperf, so that
+// volley's ratios can be read against what Go itself costs:
+//
+//	gofloor -server 127.0.0.1:12999 [-mode block] &
+//	gofloor -client 127.0.0.1:12999 -t 3s [-mode block]   # p50 p99 p99.9 (µs) round-trips/s
 //
 // It is a measuring stick, not part of volley.
 package main
@@ -29,9 +36,16 @@ func main() {
 	server := flag.String("server", "", "answer on this UDP address")
 	client := flag.String("client", "", "send to this UDP address")
 	dur := flag.Duration("t", 3*time.Second, "client: how long to run")
+	mode := flag.String("mode", "busy", "busy: spin on non-blocking calls; block: blocking calls on locked threads")
 	flag.Parse()
 	var err error
 	switch {
+	case *mode != "busy" && *mode != "block":
+		err = fmt.Errorf("-mode %q: want busy or block", *mode)
+	case *server != "" && *mode == "block":
+		err = serveBlocking(*server)
+	case *client != "" && *mode == "block":
+		err = runBlocking(*client, *dur)
 	case *server != "":
 		err = serve(*server)
 	case *client != "":
@@ -121,10 +135,15 @@ func run(addr string, dur time.Duration) error {
 			}
 		}
 	}
+	return report(addr, rtts, lost, time.Since(start))
+}
+
+// report prints the round trips' p50, p99 and p99.9 in µs and their rate.
+func report(addr string, rtts []time.Duration, lost int, took time.Duration) error {
 	if len(rtts) == 0 {
 		return fmt.Errorf("no answer from %s", addr)
 	}
-	secs := time.Since(start).Seconds()
+	secs := took.Seconds()
 	slices.Sort(rtts)
 	q := func(p float64) float64 { return float64(rtts[int(p*float64(len(rtts)-1))]) / 1e3 }
 	fmt.Printf("%.2f %.2f %.2f %.0f\n", q(0.5), q(0.99), q(0.999), float64(len(rtts))/secs)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The blocking floor: sockets opened with socket(2), so never in the
+// runtime's poller, read with blocking calls the scheduler hears of
+// (unix.Syscall), each end on a locked thread that yields now and then
+// (a locked thread that goes from one system call to the next makes the
+// runtime's monitor take its P away again and again).
+
+const yieldEvery = 256
+
+// udpSocket opens a blocking UDP socket for addr's family, bound (server)
+// or connected (client) to addr.
+func udpSocket(addr string, connect bool) (int, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return -1, err
+	}
+	var sa unix.Sockaddr
+	family := unix.AF_INET
+	if ap.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if connect {
+		err = unix.Connect(fd, sa)
+	} else {
+		err = unix.Bind(fd, sa)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func serveBlocking(addr string) error {
+	runtime.LockOSThread()
+	fd, err := udpSocket(addr, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 2048)
+	var sa unix.RawSockaddrInet6
+	for i := 0; ; i++ {
+		if i%yieldEvery == 0 {
+			runtime.Gosched()
+		}
+		nl := uint32(unsafe.Sizeof(sa))
+		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0,
+			uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&nl)))
+		switch e {
+		case 0:
+			unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), n, unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&sa)), uintptr(nl))
+		case unix.EINTR:
+		default:
+			return e
+		}
+	}
+}
+
+func runBlocking(addr string, dur time.Duration) error {
+	runtime.LockOSThread()
+	fd, err := udpSocket(addr, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// A lost datagram ends its read after 10 ms.
+	tv := unix.NsecToTimeval(int64(10 * time.Millisecond))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	buf := make([]byte, 2048)
+	rtts := make([]time.Duration, 0, 1<<20)
+	var lost int
+	start := time.Now()
+	for i := 0; time.Since(start) < dur; i++ {
+		if i%yieldEvery == 0 {
+			runtime.Gosched()
+		}
+		t1 := time.Now()
+		if _, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), 64); e != 0 {
+			if e == unix.ECONNREFUSED {
+				return fmt.Errorf("no server at %s", addr)
+			}
+			continue
+		}
+		for {
+			_, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			if e == 0 {
+				rtts = append(rtts, time.Since(t1))
+				break
+			}
+			if e == unix.EAGAIN {
+				lost++
+				break
+			}
+			if e != unix.EINTR {
+				return e
+			}
+		}
+	}
+	return report(addr, rtts, lost, time.Since(start))
+}
