@@ -148,6 +148,7 @@ var (
 	_ BusyPoller      = (*stream.Listener)(nil)
 	_ BlockingReader  = (*udp.Conn)(nil)
 	_ BlockingReader  = (*udp.PacketConn)(nil)
+	_ BlockingReader  = (*stream.Conn)(nil)
 	_ BusyPolled      = (*udp.PacketConn)(nil)
 	_ BusyPolled      = (*udp.Conn)(nil)
 	_ MaxMessager     = (*dbus.Conn)(nil)

@@ -47,6 +47,8 @@ type Listener struct {
 
 	handler atomic.Pointer[Handler]
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
+	// blockers is how many peers read in the kernel (blockPeer).
+	blockers atomic.Int32
 }
 
 // Admission says how far a Handler lets a peer in.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,9 +56,48 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 	return b, nil
 }
 
+// maxBlockingPeers is how many peers at a time read in the kernel, each
+// on a thread of its own (Conn.SetBlockingReads), once in a session; the
+// others wait in the poller. A measurement needs a handful; a crowd of
+// peers does not make a crowd of threads.
+const maxBlockingPeers = 4
+
+// blockPeer has the reader of p, now in a session, wait in the kernel on
+// its locked thread, while fewer than maxBlockingPeers do, and reports
+// whether it does (then the reader unlocks its thread and gives the place
+// back as it ends). Handshakes stay in the poller: the peers a full
+// listener evicts (closing them, which waits for a blocked read) are
+// never blocked.
+func (l *Listener) blockPeer(p *peer) bool {
+	if l.busy.Load() || !busySupported {
+		return false
+	}
+	if l.blockers.Add(1) > maxBlockingPeers {
+		l.blockers.Add(-1)
+		return false
+	}
+	runtime.LockOSThread()
+	p.wmu.Lock() // its writer, if it has one, is not writing meanwhile
+	err := p.c.SetBlockingReads(true)
+	p.wmu.Unlock()
+	if err != nil {
+		runtime.UnlockOSThread()
+		l.blockers.Add(-1)
+		return false
+	}
+	return true
+}
+
 // read answers p's messages until p's connection ends.
 func (l *Listener) read(p *peer) {
 	defer l.drop(p)
+	var blocking, tried bool
+	defer func() {
+		if blocking {
+			l.blockers.Add(-1)
+			runtime.UnlockOSThread()
+		}
+	}()
 	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
 	grow := func(buf []byte, size int) ([]byte, error) {
 		p.buf = buf
@@ -93,6 +133,10 @@ func (l *Listener) read(p *peer) {
 		}
 		if !l.answer(p, *h, n, now, &last) {
 			return
+		}
+		if !tried && p.admitted.Load() {
+			tried = true
+			blocking = l.blockPeer(p)
 		}
 	}
 }
@@ -183,6 +227,7 @@ func (l *Listener) takeOver(p *peer, h Handler, reply []byte) {
 		p.c.Close()
 	}
 	_ = p.c.SetReadDeadline(time.Time{})
+	_ = p.c.SetBlockingReads(false) // the Taker waits in the poller
 	t.Take(p.c.Conn, p.addr)
 }
 

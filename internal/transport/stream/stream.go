@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +55,13 @@ type Conn struct {
 	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
 	busy    *busyReader   // reads spin (SetBusyPoll); nil: they sleep
+	// block: reads wait in the kernel (SetBlockingReads); nil: in the
+	// poller. Atomic: a listener's Close closes its peers from another
+	// goroutine.
+	block atomic.Pointer[blockConn]
+	// The deadlines set (Unix ns; 0: none), for reads and writes that
+	// wait in the kernel, which the poller's timers do not end.
+	rdeadline, wdeadline atomic.Int64
 }
 
 var errBusyUnsupported = errors.New("stream: busy polling is for TCP and Unix sockets on Linux")
@@ -74,32 +82,66 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	return nil
 }
 
-// SetReadDeadline sets the deadline for reads, busy or not.
+// SetReadDeadline sets the deadline for reads, busy, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.busy != nil {
-		var d int64
-		if !t.IsZero() {
-			d = t.UnixNano()
-		}
-		c.busy.deadline.Store(d)
+		c.busy.deadline.Store(unixNano(t))
 	}
+	c.rdeadline.Store(unixNano(t))
 	return c.Conn.SetReadDeadline(t)
 }
 
-// Close closes the connection, and stops a busy read.
+// SetWriteDeadline sets the deadline for writes, blocking or not.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.wdeadline.Store(unixNano(t))
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// unixNano is t in Unix ns, 0 for the zero time (no deadline).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// Close closes the connection, and stops a busy or blocking read.
 func (c *Conn) Close() error {
 	if c.busy != nil {
 		c.busy.closed.Store(true)
 	}
+	if b := c.block.Load(); b != nil {
+		b.closing.Store(true)
+	}
 	return c.Conn.Close()
 }
 
-// rawRead reads from the connection: spinning when busy.
+// rawRead reads from the connection: spinning when busy, in the kernel
+// when blocking.
 func (c *Conn) rawRead(p []byte) (int, error) {
 	if c.busy != nil {
 		return c.busy.read(p)
 	}
+	if b := c.block.Load(); b != nil {
+		return b.read(p)
+	}
 	return c.Conn.Read(p)
+}
+
+// rawWrite writes p whole, or fails: in the kernel when blocking.
+func (c *Conn) rawWrite(p []byte) (int, error) {
+	if b := c.block.Load(); b != nil {
+		return b.write(p)
+	}
+	return c.Conn.Write(p)
 }
 
 // NewConn frames c.
@@ -241,13 +283,13 @@ func (c *Conn) WriteFrame(buf []byte, n int, stall time.Duration) error {
 			// quarter of it has gone by, so it lies 3/4 to all of stall
 			// ahead.
 			if now := time.Now(); now.Sub(c.wset) > stall/4 {
-				if err := c.Conn.SetWriteDeadline(now.Add(stall)); err != nil {
+				if err := c.SetWriteDeadline(now.Add(stall)); err != nil {
 					return err
 				}
 				c.wset = now
 			}
 		}
-		k, err := c.Conn.Write(w)
+		k, err := c.rawWrite(w)
 		w = w[k:]
 		if err == nil || len(w) == 0 {
 			return nil
@@ -310,7 +352,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	w := c.wbuf[:headerLen+len(b)]
 	binary.BigEndian.PutUint32(w, uint32(len(b)))
 	copy(w[headerLen:], b)
-	if _, err := c.Conn.Write(w); err != nil {
+	if _, err := c.rawWrite(w); err != nil {
 		return 0, err
 	}
 	return len(b), nil

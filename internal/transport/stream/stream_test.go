@@ -3,7 +3,6 @@ package stream
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -48,14 +47,31 @@ func busyPipe(t *testing.T, busy bool) (*Conn, *Conn) {
 	return a, b
 }
 
+// readModes are the ways a Conn reads: in the poller, spinning, and
+// waiting in the kernel.
+var readModes = []string{"poller", "busy", "blocking"}
+
+// modePipe is pipe with b reading as mode says.
+func modePipe(t *testing.T, mode string) (*Conn, *Conn) {
+	t.Helper()
+	if mode != "blocking" {
+		return busyPipe(t, mode == "busy")
+	}
+	a, b := pipe(t)
+	if err := b.SetBlockingReads(true); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	return a, b
+}
+
 func TestFraming(t *testing.T) {
-	for _, busy := range []bool{false, true} {
-		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) { testFraming(t, busy) })
+	for _, mode := range readModes {
+		t.Run(mode, func(t *testing.T) { testFraming(t, mode) })
 	}
 }
 
-func testFraming(t *testing.T, busy bool) {
-	a, b := busyPipe(t, busy)
+func testFraming(t *testing.T, mode string) {
+	a, b := modePipe(t, mode)
 	sizes := []int{64, 100, 1, 70000, 512 << 10}
 	go func() {
 		for i, n := range sizes {
@@ -78,13 +94,13 @@ func testFraming(t *testing.T, busy bool) {
 // TestReadAcrossDeadline: a message cut by the read deadline is finished
 // by the next Read, and the framing holds.
 func TestReadAcrossDeadline(t *testing.T) {
-	for _, busy := range []bool{false, true} {
-		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) { testReadAcrossDeadline(t, busy) })
+	for _, mode := range readModes {
+		t.Run(mode, func(t *testing.T) { testReadAcrossDeadline(t, mode) })
 	}
 }
 
-func testReadAcrossDeadline(t *testing.T, busy bool) {
-	a, b := busyPipe(t, busy)
+func testReadAcrossDeadline(t *testing.T, mode string) {
+	a, b := modePipe(t, mode)
 	msg := bytes.Repeat([]byte("0123456789"), 100)
 	frame := append([]byte{0, 0, 0x03, 0xe8}, msg...) // 1000 bytes
 	a.Conn.Write(frame[:3])                           // part of the header

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
 )
 
 // blockingPair is pair with both sockets' reads blocking.
@@ -29,11 +31,11 @@ func inPoller(t *testing.T, c syscall.Conn) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var perr error
-	if err := rc.Control(func(fd uintptr) { _, _, perr = pollerEntry(int(fd)) }); err != nil {
+	var in bool
+	if err := rc.Control(func(fd uintptr) { in = kwait.InPoller(int(fd)) }); err != nil {
 		t.Fatal(err)
 	}
-	return perr == nil
+	return in
 }
 
 // TestBlockingReads: with blocking reads, datagrams go both ways through

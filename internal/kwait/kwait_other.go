@@ -1,0 +1,42 @@
+//go:build !linux
+
+package kwait
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Waiting in the kernel out of the poller is Linux's: elsewhere Leave
+// refuses it.
+
+// Cap is the longest a blocking call waits before it looks at its
+// deadline again.
+const Cap = 20 * time.Millisecond
+
+// Socket is one socket's state out of the poller.
+type Socket struct{}
+
+// Out reports whether the socket is out of the poller: never here.
+func (s *Socket) Out() bool { return false }
+
+// Leave refuses: there is no poller to leave here.
+func (s *Socket) Leave(int) error { return errors.ErrUnsupported }
+
+// Rejoin does nothing: the socket never left.
+func (s *Socket) Rejoin(int) error { return nil }
+
+// InPoller is true: sockets never leave it here.
+func InPoller(int) bool { return true }
+
+// Wait never waits here.
+func (s *Socket) Wait(uintptr, int64) bool { return true }
+
+// Read is not for here.
+func (s *Socket) Read(uintptr, []byte, *atomic.Int64, *atomic.Bool) (int, error) {
+	return 0, errors.ErrUnsupported
+}
+
+// SendAgain says whether a send tries again: until the deadline.
+func SendAgain(deadline int64) bool { return deadline == 0 || time.Now().UnixNano() < deadline }

@@ -1,0 +1,139 @@
+package stream
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
+)
+
+// inPoller reports whether c's socket is in the runtime's epoll set.
+func inPoller(t *testing.T, c net.Conn) bool {
+	t.Helper()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in bool
+	if err := rc.Control(func(fd uintptr) { in = kwait.InPoller(int(fd)) }); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestBlockingConn: a blocking Conn leaves the poller and comes back to
+// it; its reads end at the peer's end, at Close and at a deadline another
+// goroutine moves into the past.
+func TestBlockingConn(t *testing.T) {
+	a, b := modePipe(t, "blocking")
+	if inPoller(t, b.Conn) {
+		t.Fatal("a blocking connection is still in the runtime's poller")
+	}
+	buf := make([]byte, 100)
+	a.Write([]byte("one"))
+	b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := b.Read(buf); err != nil || string(buf[:n]) != "one" {
+		t.Fatalf("blocking Read = %q, %v", buf[:n], err)
+	}
+	if err := b.SetBlockingReads(false); err != nil {
+		t.Fatal(err)
+	}
+	if !inPoller(t, b.Conn) {
+		t.Fatal("the connection did not go back to the runtime's poller")
+	}
+	a.Write([]byte("two"))
+	if n, err := b.Read(buf); err != nil || string(buf[:n]) != "two" {
+		t.Fatalf("Read back in the poller = %q, %v", buf[:n], err)
+	}
+
+	for _, end := range []struct {
+		name string
+		do   func(a, b *Conn)
+		want error
+	}{
+		{"peer gone", func(a, b *Conn) { a.Close() }, io.EOF},
+		{"interrupt", func(a, b *Conn) { b.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded},
+		{"close", func(a, b *Conn) { b.Close() }, nil},
+	} {
+		a, b := modePipe(t, "blocking")
+		b.SetReadDeadline(time.Time{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Read(make([]byte, 100))
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let it block
+		end.do(a, b)
+		select {
+		case err := <-done:
+			if err == nil || end.want != nil && !errors.Is(err, end.want) {
+				t.Errorf("%s: the blocked Read returned %v, want %v", end.name, err, end.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the blocked Read did not return", end.name)
+		}
+	}
+}
+
+// TestBlockingWriteStall: a blocking Conn's writes to a peer that reads
+// nothing end at their stall limit, as in the poller.
+func TestBlockingWriteStall(t *testing.T) {
+	a, _ := pipe(t)
+	if err := a.SetBlockingReads(true); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	frame := make([]byte, FrameHeaderLen+1<<20)
+	done := make(chan error, 1)
+	go func() {
+		for range 64 { // far more than the socket buffers hold
+			if err := a.WriteFrame(frame, 1<<20, 200*time.Millisecond); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("writes to a peer that reads nothing = %v, want the stall's deadline", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a write to a stalled peer did not end")
+	}
+}
+
+// TestBlockingPeers: a listener's peers read in the kernel once in a
+// session, at most maxBlockingPeers at a time; the others, and those out
+// of a session, in the poller; and a place is given back as a peer leaves.
+func TestBlockingPeers(t *testing.T) {
+	l := listen(t, Limits{}, &echoHandler{})
+	cs := make([]*Conn, maxBlockingPeers+2)
+	for i := range cs {
+		cs[i] = dial(t, l)
+		roundTrip(t, cs[i], "small, no session")
+	}
+	if n := l.blockers.Load(); n != 0 {
+		t.Fatalf("%d peers out of a session read in the kernel, want 0", n)
+	}
+	for _, c := range cs {
+		roundTrip(t, c, "A session")
+		roundTrip(t, c, "A again") // its reader went blocking after the first
+	}
+	if n := l.blockers.Load(); n != maxBlockingPeers {
+		t.Fatalf("%d peers in sessions read in the kernel, want %d", n, maxBlockingPeers)
+	}
+	cs[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.blockers.Load() == maxBlockingPeers {
+		if time.Now().After(deadline) {
+			t.Fatal("a blocking peer that left kept its place")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
