@@ -102,7 +102,7 @@ PY
 over() { python3 -c "print('%.3f' % ($1 / $2))"; }
 
 row() { # CHECK VALUE OP TARGET
-	printf '%-58s %12s %-10s %s\n' "$1" "$2" "$3 $4" "$(verdict "$2" "$3" "$4")"
+	printf '%-66s %12s %-10s %s\n' "$1" "$2" "$3 $4" "$(verdict "$2" "$3" "$4")"
 }
 m() { median_of "$out/$1" "$2"; }
 udp50=$(m udp 'median p50 ratio volley\/sockperf:')
@@ -116,12 +116,12 @@ tbusy999=$(m tcp-busy 'median p99.9 ratio volley\/sockperf:')
 
 echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ); volley with --timestamps $STAMPS unless said"
 echo "machine floor (bench/stalls.c, before the runs): $stalls"
-printf '%-58s %12s %-10s %s\n' check value target verdict
+printf '%-66s %12s %-10s %s\n' check value target verdict
 row "UDP ping-pong p50 / sockperf" "$udp50" "<=" 1.00
 row "UDP ping-pong p50 / Go blocking floor (bench/gofloor -mode block)" "$(over "$udp50" "$floor50")" "<=" 1.05
-printf '%-58s %12s\n' "  Go blocking floor p50 / sockperf" "$floor50"
-printf '%-58s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
-printf '%-58s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
+printf '%-66s %12s\n' "  Go blocking floor p50 / sockperf" "$floor50"
+printf '%-66s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
+printf '%-66s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
 row "TCP ping-pong p50 / sockperf --tcp" "$(m tcp 'median p50 ratio volley\/sockperf:')" "<=" 1.00
 row "TCP ping-pong mean / iperf 2 bounceback" "$(m tcp 'median mean ratio volley\/iperf:')" "<=" 1.00
 row "Unix stream ping-pong p50 / UDP's (${xp50} / ${up50} µs)" "$(over "$xp50" "$up50")" "<=" 1.00
@@ -130,11 +130,11 @@ row "UDP busy-poll p50 / Go busy floor (bench/gofloor)" "$(over "$busy50" "$bflo
 row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<=" 1.5
 row "TCP busy-poll p50 / Go busy floor (UDP's)" "$(over "$tbusy50" "$bfloor50")" "<=" 1.05
 row "TCP busy-poll p99.9 / Go busy floor (UDP's)" "$(over "$tbusy999" "$bfloor999")" "<=" 1.5
-printf '%-58s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
+printf '%-66s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
 row "replies/s at max rate / sockperf's server (1 worker)" "$(m max-rate 'median replies\/s ratio volley\/sockperf:')" ">=" 1.5
 row "100k probes/s open loop: achieved rate error" "$v100k_err" "abs<=" "1%"
 row "1k probes/s open loop: send error p99" "$v1k_p99" "<=" "20µs"
-printf '%-58s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
+printf '%-66s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
 echo
 for f in udp udp-user gofloor-block udp-busy gofloor tcp tcp-busy max-rate rate unix; do
 	echo "== $f"

@@ -235,7 +235,14 @@ func (r *run) read() (int, error) {
 		}
 	}
 	if r.batch != nil {
-		return r.batch.ReadBatch(r.in)
+		in := r.in
+		if r.openLoop == nil {
+			// No more replies than probes in flight are waiting, as a
+			// rule: asking for more costs a receive that finds nothing
+			// (recvmmsg tries again after the first).
+			in = in[:max(1, min(r.inflight, len(in)))]
+		}
+		return r.batch.ReadBatch(in)
 	}
 	n, err := r.conn.Read(r.in[0].Buf)
 	if err != nil {

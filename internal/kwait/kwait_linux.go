@@ -27,12 +27,14 @@ package kwait
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -190,7 +192,7 @@ func (s *Socket) Wait(fd uintptr, deadline int64) (expired bool) {
 // Read reads from fd, out of the poller, into p with blocking read(2)
 // calls until data comes (n bytes, which may be 0: a stream's end), the
 // call fails (its errno), the deadline passes (Unix ns; 0: none;
-// os.ErrDeadlineExceeded) or closing is set (os.ErrClosed). Call it from a
+// os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from a
 // syscall.RawConn's Read, which holds the socket open meanwhile. It does
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
@@ -206,7 +208,7 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 			// The socket's timeout (or a signal): look at the deadline
 			// and at Close again.
 			if closing.Load() {
-				return 0, os.ErrClosed
+				return 0, net.ErrClosed
 			}
 		default:
 			return 0, errno
@@ -218,4 +220,109 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 // Cap tries again: until the write deadline (Unix ns, 0: none).
 func SendAgain(deadline int64) bool {
 	return deadline == 0 || time.Now().UnixNano() < deadline
+}
+
+// Conn reads and writes a connected socket out of the poller, each call
+// waiting in the kernel on the caller's thread: a read up to the read
+// deadline, a write (whole) for room up to the write deadline. The
+// deadlines are the owner's (Unix ns; 0: none), which its
+// SetReadDeadline and SetWriteDeadline keep. A read and a write may run
+// at once, on two goroutines; two reads or two writes may not.
+type Conn struct {
+	rc                  syscall.RawConn
+	ks                  Socket
+	deadline, wdeadline *atomic.Int64
+	closing             atomic.Bool
+	rbuf, wbuf          []byte
+	rn, wn              int
+	rerr, werr          error
+	readFn, writeFn     func(fd uintptr) bool // made once: a call does not allocate
+}
+
+// NewConn takes rc's socket out of the poller (see Socket.Leave) for
+// reads and writes through the Conn.
+func NewConn(rc syscall.RawConn, deadline, wdeadline *atomic.Int64) (*Conn, error) {
+	c := &Conn{rc: rc, deadline: deadline, wdeadline: wdeadline}
+	c.readFn, c.writeFn = c.recv, c.send
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = c.ks.Leave(int(fd)) }); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	return c, nil
+}
+
+// Rejoin puts the socket back in the poller; the Conn is not to be used
+// after.
+func (c *Conn) Rejoin() error {
+	var serr error
+	if err := c.rc.Control(func(fd uintptr) { serr = c.ks.Rejoin(int(fd)) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// Closing tells a read or write waiting in the kernel that the socket is
+// closing (it ends within Cap); call it before closing the socket.
+func (c *Conn) Closing() { c.closing.Store(true) }
+
+func (c *Conn) recv(fd uintptr) bool {
+	c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
+	return true
+}
+
+// Read reads once into p, as read(2) does (0 bytes: a stream's end, or an
+// empty datagram), waiting in the kernel.
+func (c *Conn) Read(p []byte) (int, error) {
+	c.rbuf = p
+	err := c.rc.Read(c.readFn)
+	c.rbuf = nil
+	if err != nil {
+		return 0, err
+	}
+	if errno, ok := c.rerr.(syscall.Errno); ok {
+		return 0, &os.SyscallError{Syscall: "read", Err: errno}
+	}
+	return c.rn, c.rerr
+}
+
+func (c *Conn) send(fd uintptr) bool {
+	c.wn, c.werr = 0, nil
+	for {
+		p := c.wbuf[c.wn:]
+		n, _, errno := unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		switch errno {
+		case 0:
+			if c.wn += int(n); c.wn >= len(c.wbuf) {
+				return true // all of it (or an empty datagram)
+			}
+		case unix.EAGAIN:
+			if !SendAgain(c.wdeadline.Load()) {
+				c.werr = os.ErrDeadlineExceeded
+				return true
+			}
+			if c.closing.Load() {
+				c.werr = net.ErrClosed
+				return true
+			}
+		case unix.EINTR:
+		default:
+			c.werr = &os.SyscallError{Syscall: "write", Err: errno}
+			return true
+		}
+	}
+}
+
+// Write writes p whole, waiting in the kernel for room (Cap at a time)
+// until the write deadline; it returns what it wrote before an error.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wbuf = p
+	err := c.rc.Write(c.writeFn)
+	c.wbuf = nil
+	if err != nil {
+		return 0, err
+	}
+	return c.wn, c.werr
 }

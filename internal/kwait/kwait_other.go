@@ -5,6 +5,7 @@ package kwait
 import (
 	"errors"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -40,3 +41,23 @@ func (s *Socket) Read(uintptr, []byte, *atomic.Int64, *atomic.Bool) (int, error)
 
 // SendAgain says whether a send tries again: until the deadline.
 func SendAgain(deadline int64) bool { return deadline == 0 || time.Now().UnixNano() < deadline }
+
+// Conn is not for here: NewConn refuses.
+type Conn struct{}
+
+// NewConn refuses: there is no poller to leave here.
+func NewConn(syscall.RawConn, *atomic.Int64, *atomic.Int64) (*Conn, error) {
+	return nil, errors.ErrUnsupported
+}
+
+// Rejoin does nothing.
+func (c *Conn) Rejoin() error { return nil }
+
+// Closing does nothing.
+func (c *Conn) Closing() {}
+
+// Read refuses.
+func (c *Conn) Read([]byte) (int, error) { return 0, errors.ErrUnsupported }
+
+// Write refuses.
+func (c *Conn) Write([]byte) (int, error) { return 0, errors.ErrUnsupported }

@@ -149,6 +149,8 @@ var (
 	_ BlockingReader  = (*udp.Conn)(nil)
 	_ BlockingReader  = (*udp.PacketConn)(nil)
 	_ BlockingReader  = (*stream.Conn)(nil)
+	_ BlockingReader  = (*unixgram.Conn)(nil)
+	_ BlockingReader  = (*unixgram.PacketConn)(nil)
 	_ BusyPolled      = (*udp.PacketConn)(nil)
 	_ BusyPolled      = (*udp.Conn)(nil)
 	_ MaxMessager     = (*dbus.Conn)(nil)

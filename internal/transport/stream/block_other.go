@@ -4,13 +4,9 @@ package stream
 
 import (
 	"errors"
-	"sync/atomic"
-)
 
-// blockConn is Linux's: elsewhere SetBlockingReads refuses.
-type blockConn struct {
-	closing atomic.Bool
-}
+	"github.com/volley-net/volley/internal/kwait"
+)
 
 // SetBlockingReads refuses here: waiting in the kernel out of the poller
 // is Linux's.
@@ -21,5 +17,4 @@ func (c *Conn) SetBlockingReads(on bool) error {
 	return errors.ErrUnsupported
 }
 
-func (b *blockConn) read([]byte) (int, error)  { return 0, errors.ErrUnsupported }
-func (b *blockConn) write([]byte) (int, error) { return 0, errors.ErrUnsupported }
+func readBlocking(*kwait.Conn, []byte) (int, error) { return 0, errors.ErrUnsupported }

@@ -20,6 +20,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
 )
 
 // MaxMessage is the largest message a stream carries.
@@ -58,7 +60,7 @@ type Conn struct {
 	// block: reads wait in the kernel (SetBlockingReads); nil: in the
 	// poller. Atomic: a listener's Close closes its peers from another
 	// goroutine.
-	block atomic.Pointer[blockConn]
+	block atomic.Pointer[kwait.Conn]
 	// The deadlines set (Unix ns; 0: none), for reads and writes that
 	// wait in the kernel, which the poller's timers do not end.
 	rdeadline, wdeadline atomic.Int64
@@ -119,7 +121,7 @@ func (c *Conn) Close() error {
 		c.busy.closed.Store(true)
 	}
 	if b := c.block.Load(); b != nil {
-		b.closing.Store(true)
+		b.Closing()
 	}
 	return c.Conn.Close()
 }
@@ -131,7 +133,7 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 		return c.busy.read(p)
 	}
 	if b := c.block.Load(); b != nil {
-		return b.read(p)
+		return readBlocking(b, p)
 	}
 	return c.Conn.Read(p)
 }
@@ -139,7 +141,7 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 // rawWrite writes p whole, or fails: in the kernel when blocking.
 func (c *Conn) rawWrite(p []byte) (int, error) {
 	if b := c.block.Load(); b != nil {
-		return b.write(p)
+		return b.Write(p)
 	}
 	return c.Conn.Write(p)
 }

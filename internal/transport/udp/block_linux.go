@@ -29,7 +29,15 @@ type blocking struct {
 	closing   atomic.Bool  // Close was called: a blocking read ends
 	blockFn   func(fd uintptr) bool
 	to        toSender // PacketConn.WriteTo
+	// slept: the last blocking read waited for its datagram, so the next
+	// asks for one (see recvBlock).
+	slept bool
 }
+
+// sleptAfter is how long a blocking read must take for it to have waited
+// for its datagram rather than found it queued: a queued one comes back
+// within a microsecond or two.
+const sleptAfter = 3000 // ns
 
 // setBlocking makes the socket blocking and takes it out of the runtime's
 // poller (on), or puts it back as it was.
@@ -65,9 +73,21 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 			b.rn, b.rerr = 0, os.ErrDeadlineExceeded
 			return true
 		}
+		// After a read that waited, ask for one datagram: recvmmsg
+		// with MSG_WAITFORONE tries once more, without waiting, after
+		// the first, a whole receive that finds nothing when datagrams
+		// come one at a time (a ping-pong), and comes before the
+		// caller's clock read. One that found its datagram queued asks
+		// for a batch: more may be waiting.
+		ask := b.rn
+		if b.slept {
+			ask = 1
+		}
 		// A call the scheduler hears of: it blocks, and the thread's P
 		// may go to other goroutines meanwhile.
-		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_WAITFORONE, 0, 0)
+		t0 := time.Now().UnixNano()
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
+		b.slept = time.Now().UnixNano()-t0 > sleptAfter
 		switch errno {
 		case 0:
 			b.rn, b.rerr = int(n), nil

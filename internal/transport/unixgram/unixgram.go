@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,7 @@ const bufferSize = 4 << 20
 
 // Dial opens a Unix datagram socket bound to a fresh abstract address and
 // connected to path.
-func Dial(path string) (*net.UnixConn, error) {
+func Dial(path string) (*Conn, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	laddr := &net.UnixAddr{Name: "@volley-" + hex.EncodeToString(b[:]), Net: "unixgram"}
@@ -39,7 +40,7 @@ func Dial(path string) (*net.UnixConn, error) {
 	}
 	_ = c.SetReadBuffer(bufferSize)
 	_ = c.SetWriteBuffer(bufferSize)
-	return c, nil
+	return &Conn{UnixConn: c}, nil
 }
 
 // PacketConn is a reflector's Unix datagram socket.
@@ -56,6 +57,10 @@ type PacketConn struct {
 	next  uint64
 
 	sender sender // see send
+	// block: ReadFrom waits in the kernel (SetBlockingReads); nil: in
+	// the poller.
+	block     atomic.Pointer[blockReader]
+	rdeadline atomic.Int64 // the read deadline set, Unix ns (0: none)
 }
 
 type peer struct {
@@ -89,6 +94,13 @@ func Listen(path string) (*PacketConn, error) {
 // stand-in address. A datagram from an unbound socket, which cannot be
 // answered, comes from the zero address.
 func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	if br := p.block.Load(); br != nil {
+		n, from, err := br.read(b)
+		if err != nil || from == "" {
+			return n, netip.AddrPort{}, err
+		}
+		return n, p.id(&net.UnixAddr{Name: from, Net: "unixgram"}), nil
+	}
 	n, from, err := p.c.ReadFromUnix(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, err
@@ -146,7 +158,10 @@ func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.
-func (p *PacketConn) SetReadDeadline(t time.Time) error { return p.c.SetReadDeadline(t) }
+func (p *PacketConn) SetReadDeadline(t time.Time) error {
+	p.rdeadline.Store(unixNano(t))
+	return p.c.SetReadDeadline(t)
+}
 
 // LocalAddr returns the socket's address.
 func (p *PacketConn) LocalAddr() net.Addr { return p.c.LocalAddr() }
@@ -163,6 +178,9 @@ func (p *PacketConn) Close() error {
 		if fi, err := os.Lstat(p.path); err == nil && os.SameFile(fi, p.file) {
 			_ = os.Remove(p.path)
 		}
+	}
+	if br := p.block.Load(); br != nil {
+		br.closing.Store(true)
 	}
 	return p.c.Close()
 }

@@ -1,7 +1,8 @@
 package unixgram
 
 import (
-	"net"
+	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,6 +15,12 @@ import (
 // from lately can still be answered (on Linux, where clients bind
 // abstract addresses).
 func TestPeerTableBound(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprint("blocking=", blocking), func(t *testing.T) { testPeerTableBound(t, blocking) })
+	}
+}
+
+func testPeerTableBound(t *testing.T, blocking bool) {
 	dir, err := os.MkdirTemp("", "v")
 	if err != nil {
 		t.Fatal(err)
@@ -24,10 +31,15 @@ func TestPeerTableBound(t *testing.T) {
 		t.Skipf("skipping: %v", err)
 	}
 	defer l.Close()
+	if blocking {
+		if err := l.SetBlockingReads(true); err != nil {
+			t.Skipf("skipping: %v", err)
+		}
+	}
 	l.max = 8
 	buf := make([]byte, 64)
 	type client struct {
-		c    *net.UnixConn
+		c    *Conn
 		from netip.AddrPort
 	}
 	var last *client
@@ -35,6 +47,11 @@ func TestPeerTableBound(t *testing.T) {
 		c, err := Dial(filepath.Join(dir, "g"))
 		if err != nil {
 			t.Skipf("skipping: no abstract Unix addresses here: %v", err)
+		}
+		if blocking {
+			if err := c.SetBlockingReads(true); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := c.Write([]byte{byte(i)}); err != nil {
 			t.Fatal(err)
@@ -59,5 +76,61 @@ func TestPeerTableBound(t *testing.T) {
 	last.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := last.c.Read(buf); err != nil || n != 1 || buf[0] != 42 {
 		t.Fatalf("the latest peer read %v, %v; want its answer", buf[:n], err)
+	}
+}
+
+// TestBlockingEnds: a blocking read on either side ends at its deadline,
+// at a deadline another goroutine moves into the past, and at Close.
+func TestBlockingEnds(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Listen(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	defer l.Close()
+	if err := l.SetBlockingReads(true); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	c, err := Dial(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	defer c.Close()
+	if err := c.SetBlockingReads(true); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	l.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, _, err := l.ReadFrom(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("blocking ReadFrom on a quiet socket = %v, want the deadline", err)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("blocking Read on a quiet socket = %v, want the deadline", err)
+	}
+	for _, end := range []struct {
+		name string
+		read func() error
+		do   func()
+	}{
+		{"client interrupted", func() error { _, err := c.Read(buf); return err }, func() { c.SetReadDeadline(time.Unix(1, 0)) }},
+		{"reflector interrupted", func() error { _, _, err := l.ReadFrom(buf); return err }, func() { l.SetReadDeadline(time.Unix(1, 0)) }},
+		{"client closed", func() error { _, err := c.Read(buf); return err }, func() { c.Close() }},
+		{"reflector closed", func() error { _, _, err := l.ReadFrom(buf); return err }, func() { l.Close() }},
+	} {
+		c.SetReadDeadline(time.Time{})
+		l.SetReadDeadline(time.Time{})
+		done := make(chan error, 1)
+		go func() { done <- end.read() }()
+		time.Sleep(50 * time.Millisecond) // let it block
+		end.do()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: the blocked read returned no error", end.name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the blocked read did not return", end.name)
+		}
 	}
 }

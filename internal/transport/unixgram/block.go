@@ -1,0 +1,117 @@
+package unixgram
+
+import (
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
+)
+
+// Conn is the client's Unix datagram socket, connected to the reflector.
+type Conn struct {
+	*net.UnixConn
+	// block: reads and writes wait in the kernel (SetBlockingReads);
+	// nil: in the poller.
+	block atomic.Pointer[kwait.Conn]
+	// The deadlines set (Unix ns; 0: none), for calls that wait in the
+	// kernel, which the poller's timers do not end.
+	rdeadline, wdeadline atomic.Int64
+}
+
+// SetBlockingReads makes reads (and writes) wait inside the kernel on the
+// caller's thread, out of the runtime's poller (see package kwait), as
+// udp.Conn.SetBlockingReads does. Linux only.
+func (c *Conn) SetBlockingReads(on bool) error {
+	if !on {
+		if b := c.block.Swap(nil); b != nil {
+			return b.Rejoin()
+		}
+		return nil
+	}
+	if c.block.Load() != nil {
+		return nil
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	b, err := kwait.NewConn(rc, &c.rdeadline, &c.wdeadline)
+	if err != nil {
+		return err
+	}
+	c.block.Store(b)
+	return nil
+}
+
+// Read reads one datagram from the reflector.
+func (c *Conn) Read(p []byte) (int, error) {
+	if b := c.block.Load(); b != nil {
+		return b.Read(p)
+	}
+	return c.UnixConn.Read(p)
+}
+
+// Write sends p to the reflector.
+func (c *Conn) Write(p []byte) (int, error) {
+	if b := c.block.Load(); b != nil {
+		return b.Write(p)
+	}
+	return c.UnixConn.Write(p)
+}
+
+// SetReadDeadline sets the deadline for reads, blocking or not.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.rdeadline.Store(unixNano(t))
+	return c.UnixConn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline sets the deadline for writes, blocking or not.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.wdeadline.Store(unixNano(t))
+	return c.UnixConn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// Close closes the socket; a blocking read or write ends.
+func (c *Conn) Close() error {
+	if b := c.block.Load(); b != nil {
+		b.Closing()
+	}
+	return c.UnixConn.Close()
+}
+
+// errDeadline is a read's deadline passing, as the poller says it.
+var errDeadline = os.ErrDeadlineExceeded
+
+// unixNano is t in Unix ns, 0 for the zero time (no deadline).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// blockReader is the reflector's PacketConn.ReadFrom out of the poller
+// (SetBlockingReads): made once, so that a read does not allocate more
+// than the sender's address.
+type blockReader struct {
+	rc       syscall.RawConn
+	ks       kwait.Socket
+	deadline *atomic.Int64 // the PacketConn's
+	closing  atomic.Bool
+	buf      []byte
+	n        int
+	from     string // the sender's socket address; "" for an unbound one
+	err      error
+	fn       func(fd uintptr) bool
+}

@@ -1,0 +1,88 @@
+//go:build unix
+
+package unixgram
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetBlockingReads makes ReadFrom wait inside the kernel on the caller's
+// thread, out of the runtime's poller (see package kwait), as
+// udp.PacketConn.SetBlockingReads does; replies never waited anyway
+// (MSG_DONTWAIT). Linux only.
+func (p *PacketConn) SetBlockingReads(on bool) error {
+	rc, err := p.c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if !on {
+		br := p.block.Swap(nil)
+		if br == nil {
+			return nil
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = br.ks.Rejoin(int(fd)) }); err != nil {
+			return err
+		}
+		return serr
+	}
+	if p.block.Load() != nil {
+		return nil
+	}
+	br := &blockReader{rc: rc, deadline: &p.rdeadline}
+	br.fn = br.recv
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = br.ks.Leave(int(fd)) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	p.block.Store(br)
+	return nil
+}
+
+// recv receives one datagram into br.buf, waiting in the kernel up to the
+// read deadline.
+func (br *blockReader) recv(fd uintptr) bool {
+	br.n, br.from, br.err = 0, "", nil
+	for {
+		if br.ks.Wait(fd, br.deadline.Load()) {
+			br.err = errDeadline
+			return true
+		}
+		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)
+		switch err {
+		case nil:
+			br.n = n
+			if sa, ok := from.(*unix.SockaddrUnix); ok {
+				br.from = sa.Name
+			}
+			return true
+		case unix.EAGAIN, unix.EINTR:
+			// The socket's timeout (or a signal): look at the deadline
+			// and at Close again.
+			if br.closing.Load() {
+				br.err = net.ErrClosed
+				return true
+			}
+		default:
+			br.err = err
+			return true
+		}
+	}
+}
+
+// read reads one datagram into b: its length and its sender's socket
+// address ("" for an unbound sender).
+func (br *blockReader) read(b []byte) (int, string, error) {
+	br.buf = b
+	err := br.rc.Read(br.fn)
+	br.buf = nil
+	if err != nil {
+		return 0, "", err
+	}
+	return br.n, br.from, br.err
+}
