@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -87,24 +88,30 @@ func runBlocking(addr string, dur time.Duration) error {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return err
 	}
-	buf := make([]byte, 2048)
+	out, buf := make([]byte, 64), make([]byte, 2048)
 	rtts := make([]time.Duration, 0, 1<<20)
 	var lost int
 	start := time.Now()
-	for i := 0; time.Since(start) < dur; i++ {
+	for i := uint64(0); time.Since(start) < dur; i++ {
 		if i%yieldEvery == 0 {
 			runtime.Gosched()
 		}
+		// Each probe carries its number: a late answer to a lost one is
+		// not taken for this one's.
+		binary.LittleEndian.PutUint64(out, i)
 		t1 := time.Now()
-		if _, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), 64); e != 0 {
+		if _, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&out[0])), uintptr(len(out))); e != 0 {
 			if e == unix.ECONNREFUSED {
 				return fmt.Errorf("no server at %s", addr)
 			}
 			continue
 		}
 		for {
-			_, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			n, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 			if e == 0 {
+				if n < 8 || binary.LittleEndian.Uint64(buf) != i {
+					continue // a late answer to an earlier probe
+				}
 				rtts = append(rtts, time.Since(t1))
 				break
 			}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/result"
@@ -142,13 +143,37 @@ func newRun(cfg Config, conn transport.Conn) *run {
 
 // loopWaiting runs the loop with its reads waiting in the kernel on this
 // goroutine's thread (transport.WaitInKernel), the lightest wait for a
-// reply, where the run has its process to itself (not Config.Shared: a
-// hundred monitored targets do not take a hundred threads).
+// reply, where it fits (waitsInKernel).
 func (r *run) loopWaiting(ctx context.Context) error {
-	if !r.cfg.Shared {
+	if r.waitsInKernel() {
 		defer transport.WaitInKernel(r.conn)()
 	}
 	return r.loop(ctx)
+}
+
+// kernelWaitSlack is the shortest wait a run that waits in the kernel may
+// need kept to the time: the kernel's timeout wakes up to two of its ticks
+// late (8 ms at HZ=250).
+const kernelWaitSlack = 50 * time.Millisecond
+
+// waitsInKernel says whether the run's reads wait in the kernel: a
+// closed-loop run alone in its process (not Config.Shared: a hundred
+// monitored targets do not take a hundred threads) that never needs a
+// wake-up finer than the kernel's tick. Open-loop runs (whose receiver
+// wakes every few ms for the sender's probes, and whose sender writes
+// meanwhile), bursts with a period, workload gaps and short timeouts keep
+// the poller's finer timers.
+func (r *run) waitsInKernel() bool {
+	cfg := &r.cfg
+	if cfg.Shared || r.openLoop != nil || cfg.Period > 0 || cfg.Timeout < kernelWaitSlack {
+		return false
+	}
+	for _, e := range cfg.Workload {
+		if e.Gap > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // execute measures, closes the session and fills in the result.

@@ -1,27 +1,3 @@
-// Package kwait lets a reader that has a thread to itself wait for its
-// socket inside the kernel, in one blocking system call, as a C tool's
-// blocking recv does, instead of in the runtime's poller (a failed
-// non-blocking read, a park, the poller's wake-up, and the read again:
-// 3-5 µs of every loopback round trip at each end).
-//
-// A Socket leaves the runtime's epoll set for as long: while it is in it,
-// everything that arrives on it (and every transmit stamp queued on it)
-// also wakes whichever thread waits in epoll for the runtime's timers, two
-// context switches more per round trip (measured: 3 per round trip instead
-// of 1, p50 22.6 µs instead of 20.1 in a bare Go ping-pong with one timer
-// pending). The runtime says nothing of its epoll instance, so the
-// socket's entry is found in /proc/self/fdinfo and put back as it was
-// (Rejoin); where that fails, Leave fails and the poller stays.
-//
-// Out of the poller, nothing on the socket may wait in it: a blocking
-// socket's sends wait in the kernel too (SO_SNDTIMEO, blockCap at a time,
-// up to their deadline; the runtime's deadline timers still end a write
-// that waits in the poller), and both timeouts are counted in the
-// kernel's ticks (jiffies), so deadlines are kept by waking early: a read
-// waits at most half of what is left before its deadline less two ticks,
-// and at most Cap, so that a deadline moved earlier by another goroutine
-// (an interrupt) or a Close is seen within Cap; within three ticks of the
-// deadline it waits one tick at a time, and may return up to a tick late.
 package kwait
 
 import (
@@ -29,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,12 +19,6 @@ import (
 // Cap is the longest a blocking call waits before it looks at its
 // deadline (and at Close) again.
 const Cap = 20 * time.Millisecond
-
-// yieldEvery is how many blocking reads pass between two yields of the
-// reader's thread: a locked thread that goes from one system call to the
-// next makes the runtime's monitor take its P away again and again
-// (../shared/PERF-NOTES.md); a yield now and then stops that.
-const yieldEvery = 256
 
 // tick is the kernel's timer tick (the resolution of the coarse clock,
 // which advances once a tick), once per process.
@@ -68,7 +37,6 @@ type Socket struct {
 	epfd  int  // the runtime's epoll instance
 	entry unix.EpollEvent
 	timeo int64 // SO_RCVTIMEO set on the socket, ns (0: none)
-	reads int   // blocking reads since the last yield
 }
 
 // Out reports whether the socket is out of the poller (Leave).
@@ -120,6 +88,30 @@ func (s *Socket) Rejoin(fd int) error {
 // poller: the process's only one that does) and fd's entry in it, from
 // /proc/self/fdinfo.
 func pollerEntry(fd int) (epfd int, entry unix.EpollEvent, err error) {
+	// The runtime keeps one epoll instance for the process's life: the
+	// one found last is looked at first.
+	if ep := int(lastPoller.Load()); ep > 0 {
+		if l, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(ep)); l == "anon_inode:[eventpoll]" {
+			if info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(ep)); err == nil {
+				if e, ok := parseEntry(string(info), fd); ok {
+					return ep, e, nil
+				}
+			}
+		}
+	}
+	epfd, entry, err = scanPollers(fd)
+	if err == nil {
+		lastPoller.Store(int32(epfd))
+	}
+	return epfd, entry, err
+}
+
+// lastPoller is the epoll instance pollerEntry found last.
+var lastPoller atomic.Int32
+
+// scanPollers looks for fd's entry in every epoll instance the process
+// has.
+func scanPollers(fd int) (epfd int, entry unix.EpollEvent, err error) {
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return 0, entry, err
@@ -133,60 +125,94 @@ func pollerEntry(fd int) (epfd int, entry unix.EpollEvent, err error) {
 		if err != nil {
 			continue
 		}
-		// "tfd:        5 events: 8000201d data: 3fc3b9f248000001  pos:0 ..."
-		for line := range strings.Lines(string(info)) {
-			var tfd int
-			var events uint32
-			var data uint64
-			if n, _ := fmt.Sscanf(line, "tfd: %d events: %x data: %x", &tfd, &events, &data); n != 3 || tfd != fd {
-				continue
-			}
+		if e, ok := parseEntry(string(info), fd); ok {
 			epfd, _ = strconv.Atoi(f.Name())
-			entry = unix.EpollEvent{Events: events}
-			// The 64-bit data, as the struct splits it (little-endian).
-			*(*uint64)(unsafe.Pointer(&entry.Fd)) = data
+			entry = e
 			found++
 		}
 	}
 	if found != 1 {
-		return 0, entry, fmt.Errorf("the socket is in %d epoll sets, not in the runtime's alone: %w", found, errors.ErrUnsupported)
+		return 0, entry, fmt.Errorf("%w: the socket is in %d epoll sets, not in the runtime's alone", ErrNoPoller, found)
 	}
 	return epfd, entry, nil
 }
 
-// InPoller reports whether fd is in the runtime's epoll set.
-func InPoller(fd int) bool {
-	_, _, err := pollerEntry(fd)
-	return err == nil
+// ErrNoPoller: the socket's entry in the runtime's epoll set could not be
+// found; it stays in the poller.
+var ErrNoPoller = errors.New("kwait: the runtime's poller entry was not found")
+
+// parseEntry finds fd's entry in an epoll instance's fdinfo text, whose
+// lines for its targets read
+// "tfd:        5 events: 8000201d data: 3fc3b9f248000001  pos:0 ...".
+func parseEntry(info string, fd int) (unix.EpollEvent, bool) {
+	for line := range strings.Lines(info) {
+		if !strings.HasPrefix(line, "tfd:") {
+			continue
+		}
+		var tfd int
+		var events uint32
+		var data uint64
+		if n, _ := fmt.Sscanf(line, "tfd: %d events: %x data: %x", &tfd, &events, &data); n != 3 || tfd != fd {
+			continue
+		}
+		entry := unix.EpollEvent{Events: events}
+		// The 64-bit data, as the struct splits it (little-endian).
+		*(*uint64)(unsafe.Pointer(&entry.Fd)) = data
+		return entry, true
+	}
+	return unix.EpollEvent{}, false
+}
+
+// InPoller reports whether c's socket is in the runtime's epoll set.
+func InPoller(c syscall.Conn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var in bool
+	if rc.Control(func(fd uintptr) { _, _, err := pollerEntry(int(fd)); in = err == nil }) != nil {
+		return false
+	}
+	return in
 }
 
 // Wait readies a blocking read on fd now: it sets the socket's timeout
-// for the read deadline (Unix ns, 0: none), and yields the thread now and
-// then. expired says the deadline has passed: do not read.
-func (s *Socket) Wait(fd uintptr, deadline int64) (expired bool) {
-	if s.reads++; s.reads >= yieldEvery {
-		s.reads = 0
-		runtime.Gosched()
-	}
+// for the read deadline (Unix ns, 0: none). It returns
+// os.ErrDeadlineExceeded when the deadline has passed, or the error of a
+// timeout that could not be set (a read then would wait for ever): do not
+// read.
+func (s *Socket) Wait(fd uintptr, deadline int64) error {
 	want := int64(Cap)
 	if deadline != 0 {
 		left := deadline - time.Now().UnixNano()
 		if left <= 0 {
-			return true
+			return os.ErrDeadlineExceeded
 		}
 		j := tick()
 		want = max(min(want, (left-2*j)/2), 1) // 1 ns: one tick
 		if s.timeo != 0 && s.timeo <= max(left-2*j, 1) && s.timeo >= want/2 {
-			return false // the timeout set still wakes in time
+			return nil // the timeout set still wakes in time
 		}
 	} else if s.timeo == want {
-		return false
+		return nil
 	}
 	tv := unix.NsecToTimeval(want)
-	if unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv) == nil {
-		s.timeo = want
+	if err := unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		if s.timeo != 0 {
+			return nil // the one set before still wakes (later, but it wakes)
+		}
+		return &os.SyscallError{Syscall: "setsockopt SO_RCVTIMEO", Err: err}
 	}
-	return false
+	s.timeo = want
+	return nil
+}
+
+// Shutdown wakes a read waiting in the kernel on fd at once, for a Close
+// from another goroutine (which otherwise waits for the read, up to Cap):
+// shutdown(SHUT_RD), which on an unconnected datagram socket fails but
+// wakes it all the same. The reader must have been told first (closing).
+func Shutdown(rc syscall.RawConn) {
+	_ = rc.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_RD) })
 }
 
 // Read reads from fd, out of the poller, into p with blocking read(2)
@@ -197,10 +223,13 @@ func (s *Socket) Wait(fd uintptr, deadline int64) (expired bool) {
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
 	for {
-		if s.Wait(fd, deadline.Load()) {
-			return 0, os.ErrDeadlineExceeded
+		if err := s.Wait(fd, deadline.Load()); err != nil {
+			return 0, err
 		}
 		n, _, errno := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		if closing.Load() {
+			return 0, net.ErrClosed // what came, if anything, came too late
+		}
 		switch errno {
 		case 0:
 			return int(n), nil
@@ -265,8 +294,12 @@ func (c *Conn) Rejoin() error {
 }
 
 // Closing tells a read or write waiting in the kernel that the socket is
-// closing (it ends within Cap); call it before closing the socket.
-func (c *Conn) Closing() { c.closing.Store(true) }
+// closing, and wakes the read at once (a write within Cap); call it before
+// closing the socket.
+func (c *Conn) Closing() {
+	c.closing.Store(true)
+	Shutdown(c.rc)
+}
 
 func (c *Conn) recv(fd uintptr) bool {
 	c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)

@@ -29,10 +29,13 @@ func (s *Socket) Leave(int) error { return errors.ErrUnsupported }
 func (s *Socket) Rejoin(int) error { return nil }
 
 // InPoller is true: sockets never leave it here.
-func InPoller(int) bool { return true }
+func InPoller(syscall.Conn) bool { return true }
 
-// Wait never waits here.
-func (s *Socket) Wait(uintptr, int64) bool { return true }
+// Wait refuses here.
+func (s *Socket) Wait(uintptr, int64) error { return errors.ErrUnsupported }
+
+// Shutdown does nothing here.
+func Shutdown(syscall.RawConn) {}
 
 // Read is not for here.
 func (s *Socket) Read(uintptr, []byte, *atomic.Int64, *atomic.Bool) (int, error) {

@@ -39,8 +39,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	defer transport.WaitInKernel(conn)()
 	if !r.stream && !sv.busy {
 		// Held replies leave from a goroutine of their own, each when
-		// due: this loop waits in the poller, which rounds its
-		// deadlines up to the millisecond.
+		// due: this loop's read deadline is kept to the millisecond in
+		// the poller, to the kernel's tick when it waits in the kernel.
 		defer r.startHolder(sv.send)()
 	}
 	sv.start = r.clk.Now()

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"errors"
 	"io"
 	"syscall"
 
@@ -27,7 +26,7 @@ func (c *Conn) SetBlockingReads(on bool) error {
 		return nil
 	}
 	if c.busy != nil {
-		return errors.New("stream: blocking reads with busy polling")
+		return ErrBusyBlocking
 	}
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {

@@ -3,7 +3,6 @@ package stream
 import (
 	"errors"
 	"io"
-	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -12,26 +11,12 @@ import (
 	"github.com/volley-net/volley/internal/kwait"
 )
 
-// inPoller reports whether c's socket is in the runtime's epoll set.
-func inPoller(t *testing.T, c net.Conn) bool {
-	t.Helper()
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in bool
-	if err := rc.Control(func(fd uintptr) { in = kwait.InPoller(int(fd)) }); err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
-
 // TestBlockingConn: a blocking Conn leaves the poller and comes back to
 // it; its reads end at the peer's end, at Close and at a deadline another
 // goroutine moves into the past.
 func TestBlockingConn(t *testing.T) {
 	a, b := modePipe(t, "blocking")
-	if inPoller(t, b.Conn) {
+	if kwait.InPoller(b.Conn.(syscall.Conn)) {
 		t.Fatal("a blocking connection is still in the runtime's poller")
 	}
 	buf := make([]byte, 100)
@@ -43,7 +28,7 @@ func TestBlockingConn(t *testing.T) {
 	if err := b.SetBlockingReads(false); err != nil {
 		t.Fatal(err)
 	}
-	if !inPoller(t, b.Conn) {
+	if !kwait.InPoller(b.Conn.(syscall.Conn)) {
 		t.Fatal("the connection did not go back to the runtime's poller")
 	}
 	a.Write([]byte("two"))

@@ -26,6 +26,7 @@ type peer struct {
 	admitted atomic.Bool   // it is in a session (AdmitSession)
 	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
 	counted  atomic.Bool   // it holds a place in Listener.conns
+	blocking bool          // its reader waits in the kernel (blockPeer); the reader's alone
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
 	// The queue WriteTo and held replies fill, and a writer goroutine
@@ -62,19 +63,17 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 // peers does not make a crowd of threads.
 const maxBlockingPeers = 4
 
-// blockPeer has the reader of p, now in a session, wait in the kernel on
-// its locked thread, while fewer than maxBlockingPeers do, and reports
-// whether it does (then the reader unlocks its thread and gives the place
-// back as it ends). Handshakes stay in the poller: the peers a full
-// listener evicts (closing them, which waits for a blocked read) are
-// never blocked.
-func (l *Listener) blockPeer(p *peer) bool {
-	if l.busy.Load() || !busySupported {
-		return false
+// blockPeer has the reader of p, in a session, wait in the kernel on its
+// locked thread, while fewer than maxBlockingPeers do (p.blocking says
+// whether it does). Only p's reader calls it, and unblockPeer, which gives
+// the place back as p leaves its session, is taken over or ends.
+func (l *Listener) blockPeer(p *peer) {
+	if p.blocking || l.busy.Load() || !busySupported {
+		return
 	}
 	if l.blockers.Add(1) > maxBlockingPeers {
 		l.blockers.Add(-1)
-		return false
+		return
 	}
 	runtime.LockOSThread()
 	p.wmu.Lock() // its writer, if it has one, is not writing meanwhile
@@ -83,21 +82,30 @@ func (l *Listener) blockPeer(p *peer) bool {
 	if err != nil {
 		runtime.UnlockOSThread()
 		l.blockers.Add(-1)
-		return false
+		return
 	}
-	return true
+	p.blocking = true
+}
+
+// unblockPeer puts p's connection back in the poller, unlocks its
+// reader's thread and gives its place back, if it had one.
+func (l *Listener) unblockPeer(p *peer) error {
+	if !p.blocking {
+		return nil
+	}
+	p.wmu.Lock()
+	err := p.c.SetBlockingReads(false)
+	p.wmu.Unlock()
+	runtime.UnlockOSThread()
+	l.blockers.Add(-1)
+	p.blocking = false
+	return err
 }
 
 // read answers p's messages until p's connection ends.
 func (l *Listener) read(p *peer) {
 	defer l.drop(p)
-	var blocking, tried bool
-	defer func() {
-		if blocking {
-			l.blockers.Add(-1)
-			runtime.UnlockOSThread()
-		}
-	}()
+	defer func() { _ = l.unblockPeer(p) }()
 	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
 	grow := func(buf []byte, size int) ([]byte, error) {
 		p.buf = buf
@@ -134,9 +142,8 @@ func (l *Listener) read(p *peer) {
 		if !l.answer(p, *h, n, now, &last) {
 			return
 		}
-		if !tried && p.admitted.Load() {
-			tried = true
-			blocking = l.blockPeer(p)
+		if !p.blocking && p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
+			l.blockPeer(p)
 		}
 	}
 }
@@ -227,7 +234,11 @@ func (l *Listener) takeOver(p *peer, h Handler, reply []byte) {
 		p.c.Close()
 	}
 	_ = p.c.SetReadDeadline(time.Time{})
-	_ = p.c.SetBlockingReads(false) // the Taker waits in the poller
+	if l.unblockPeer(p) != nil {
+		// Out of the poller, the Taker's reads would wait for ever.
+		p.c.Close()
+		return
+	}
 	t.Take(p.c.Conn, p.addr)
 }
 
@@ -274,7 +285,9 @@ func (l *Listener) admit(p *peer, admit Admission, now time.Time, last *time.Tim
 	case p.admitted.Load():
 		// Out of its session (it closed it, or lost it): as a new
 		// connection, it has the handshake timeout to open another,
-		// and makes room for others meanwhile.
+		// and makes room for others meanwhile, its place to wait in
+		// the kernel too.
+		_ = l.unblockPeer(p)
 		p.admitted.Store(false)
 		p.since.Store(now.UnixNano())
 		_ = p.c.SetReadDeadline(now.Add(l.lim.HandshakeTimeout))

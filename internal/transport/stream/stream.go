@@ -68,6 +68,10 @@ type Conn struct {
 
 var errBusyUnsupported = errors.New("stream: busy polling is for TCP and Unix sockets on Linux")
 
+// ErrBusyBlocking: busy polling and blocking reads are two ways to wait;
+// a connection takes one.
+var ErrBusyBlocking = errors.New("stream: busy polling and blocking reads at once")
+
 // SetBusyPoll makes reads spin on the socket until data comes or the read
 // deadline passes, instead of sleeping in the kernel: lower and steadier
 // latency for a core's worth of CPU.
@@ -75,6 +79,9 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	if !on {
 		c.busy = nil
 		return nil
+	}
+	if c.block.Load() != nil {
+		return ErrBusyBlocking
 	}
 	b, err := newBusyReader(c.Conn)
 	if err != nil {

@@ -1,7 +1,6 @@
 package udp
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -114,24 +113,27 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 	// A blocking socket's (SetBlockingReads) waits in the kernel for
 	// room, up to the write deadline.
 	flags, wait := b.sendFlags()
-	n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), uintptr(flags), 0, 0)
-	switch errno {
-	case 0:
-		b.wn, b.werr = int(n), nil
-	case unix.EAGAIN:
-		if !wait {
-			return false
+	for {
+		n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), uintptr(flags), 0, 0)
+		switch errno {
+		case 0:
+			b.wn, b.werr = int(n), nil
+		case unix.EAGAIN:
+			if !wait {
+				return false
+			}
+			if err := b.sendAgain(); err != nil {
+				b.wn, b.werr = 0, err
+				return true
+			}
+			continue
+		case unix.EINTR:
+			continue
+		default:
+			b.wn, b.werr = 0, errno
 		}
-		if b.sendAgain() {
-			return b.sendmmsg(fd)
-		}
-		b.wn, b.werr = 0, os.ErrDeadlineExceeded
-	case unix.EINTR:
-		return b.sendmmsg(fd)
-	default:
-		b.wn, b.werr = 0, errno
+		return true
 	}
-	return true
 }
 
 func (b *batcher) read(ms []Message) (int, error) {
@@ -232,7 +234,7 @@ func (b *batcher) write(ms []Message) (int, error) {
 				namelen, ok := b.putAddr(&b.wnames[i], m.Addr)
 				if !ok {
 					if i == 0 {
-						return done, errors.New("udp: an IPv6 destination on an IPv4 socket")
+						return done, errFamily
 					}
 					n = i // send those before it; it fails on the next round
 					break
@@ -246,7 +248,7 @@ func (b *batcher) write(ms []Message) (int, error) {
 		if err := b.rc.Write(b.writeFn); err != nil {
 			return done, err
 		}
-		if b.werr == os.ErrDeadlineExceeded {
+		if b.werr == os.ErrDeadlineExceeded || b.werr == net.ErrClosed {
 			return done, b.werr
 		}
 		if b.werr != nil {

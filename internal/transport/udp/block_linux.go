@@ -1,7 +1,6 @@
 package udp
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -27,6 +26,7 @@ type blocking struct {
 	ks        kwait.Socket
 	wdeadline atomic.Int64 // the write deadline, Unix ns (0: none)
 	closing   atomic.Bool  // Close was called: a blocking read ends
+	out       atomic.Bool  // block, for Close on another goroutine
 	blockFn   func(fd uintptr) bool
 	to        toSender // PacketConn.WriteTo
 	// slept: the last blocking read waited for its datagram, so the next
@@ -62,6 +62,7 @@ func (b *batcher) setBlocking(on bool) error {
 		b.blockFn = b.recvBlock
 	}
 	b.block = on
+	b.out.Store(on)
 	return nil
 }
 
@@ -69,8 +70,8 @@ func (b *batcher) setBlocking(on bool) error {
 // the first datagram, up to the read deadline.
 func (b *batcher) recvBlock(fd uintptr) bool {
 	for {
-		if expired := b.ks.Wait(fd, b.deadline.Load()); expired {
-			b.rn, b.rerr = 0, os.ErrDeadlineExceeded
+		if err := b.ks.Wait(fd, b.deadline.Load()); err != nil {
+			b.rn, b.rerr = 0, err
 			return true
 		}
 		// After a read that waited, ask for one datagram: recvmmsg
@@ -88,18 +89,19 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 		t0 := time.Now().UnixNano()
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
 		b.slept = time.Now().UnixNano()-t0 > sleptAfter
+		if b.closing.Load() {
+			// Close woke it (markClosing): what came, if anything, came
+			// too late.
+			b.rn, b.rerr = 0, net.ErrClosed
+			return true
+		}
 		switch errno {
 		case 0:
 			b.rn, b.rerr = int(n), nil
 			return true
 		case unix.EAGAIN, unix.EINTR:
 			// The socket's timeout (or a signal): look at the deadline
-			// again, and whether the socket is closing (Close waits for
-			// this read).
-			if b.closing.Load() {
-				b.rn, b.rerr = 0, net.ErrClosed
-				return true
-			}
+			// again.
 		default:
 			b.rn, b.rerr = 0, errno
 			return true
@@ -117,9 +119,19 @@ func (b *batcher) sendFlags() (flags int, wait bool) {
 	return unix.MSG_DONTWAIT, false
 }
 
-// sendAgain says whether a blocking socket's send that found no room
-// tries again: until the write deadline.
-func (b *batcher) sendAgain() bool { return kwait.SendAgain(b.wdeadline.Load()) }
+// sendAgain says, for a blocking socket's send that found no room in
+// kwait.Cap, why not to try again: the write deadline passed
+// (os.ErrDeadlineExceeded) or the socket is closing (net.ErrClosed); nil:
+// try again.
+func (b *batcher) sendAgain() error {
+	if b.closing.Load() {
+		return net.ErrClosed
+	}
+	if !kwait.SendAgain(b.wdeadline.Load()) {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
 
 // setWriteDeadline records the write deadline for blocking sends.
 func (b *batcher) setWriteDeadline(t time.Time) {
@@ -141,7 +153,7 @@ type toSender struct {
 	n       int
 	err     error
 	fn      func(fd uintptr) bool
-	again   func() bool // the batcher's sendAgain
+	again   func() error // the batcher's sendAgain
 }
 
 // sendto sends on a blocking socket (out of the poller), waiting in the
@@ -154,10 +166,11 @@ func (t *toSender) sendto(fd uintptr) bool {
 		case 0:
 			t.n, t.err = int(n), nil
 		case unix.EAGAIN:
-			if t.again() {
-				continue
+			if err := t.again(); err != nil {
+				t.n, t.err = 0, err
+				return true
 			}
-			t.n, t.err = 0, os.ErrDeadlineExceeded
+			continue
 		case unix.EINTR:
 			continue
 		default:
@@ -175,7 +188,7 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 	defer t.mu.Unlock()
 	namelen, ok := b.putAddr(&t.sa, addr)
 	if !ok {
-		return 0, errors.New("udp: an IPv6 destination on an IPv4 socket")
+		return 0, errFamily
 	}
 	if t.fn == nil {
 		t.fn, t.again = t.sendto, b.sendAgain
@@ -186,7 +199,7 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if t.err == os.ErrDeadlineExceeded {
+	if t.err == os.ErrDeadlineExceeded || t.err == net.ErrClosed {
 		return 0, t.err
 	}
 	if t.err != nil {
@@ -196,5 +209,11 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 	return t.n, nil
 }
 
-// markClosing tells a blocking read that the socket is closing.
-func (b *batcher) markClosing() { b.closing.Store(true) }
+// markClosing tells a blocking read or send that the socket is closing,
+// and wakes the read at once.
+func (b *batcher) markClosing() {
+	b.closing.Store(true)
+	if b.out.Load() {
+		kwait.Shutdown(b.rc)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,27 +23,13 @@ func blockingPair(t *testing.T) (*PacketConn, *Conn) {
 	return p, c
 }
 
-// inPoller reports whether c's socket is in the runtime's epoll set.
-func inPoller(t *testing.T, c syscall.Conn) bool {
-	t.Helper()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in bool
-	if err := rc.Control(func(fd uintptr) { in = kwait.InPoller(int(fd)) }); err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
-
 // TestBlockingReads: with blocking reads, datagrams go both ways through
 // every read and write, a quiet socket's read ends at its deadline, and the
 // sockets are out of the runtime's poller until turned back, when the
 // poller hears of what came meanwhile.
 func TestBlockingReads(t *testing.T) {
 	p, c := pair(t)
-	if !inPoller(t, p.c) || !inPoller(t, c.UDPConn) {
+	if !kwait.InPoller(p.c) || !kwait.InPoller(c.UDPConn) {
 		t.Fatal("the sockets are not in the runtime's poller to begin with")
 	}
 	if err := p.SetBlockingReads(true); err != nil {
@@ -53,7 +38,7 @@ func TestBlockingReads(t *testing.T) {
 	if err := c.SetBlockingReads(true); err != nil {
 		t.Fatal(err)
 	}
-	if inPoller(t, p.c) || inPoller(t, c.UDPConn) {
+	if kwait.InPoller(p.c) || kwait.InPoller(c.UDPConn) {
 		t.Fatal("blocking sockets still in the runtime's poller")
 	}
 	p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
@@ -99,7 +84,7 @@ func TestBlockingReads(t *testing.T) {
 	if err := p.SetBlockingReads(false); err != nil {
 		t.Fatal(err)
 	}
-	if !inPoller(t, p.c) {
+	if !kwait.InPoller(p.c) {
 		t.Fatal("the socket did not go back to the runtime's poller")
 	}
 	p.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -13,6 +13,9 @@ func (p *PacketConn) SetBusyPoll(on bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported
 	}
+	if on && p.block {
+		return ErrBusyBlocking
+	}
 	p.b.setBusyPoll(on)
 	p.busy = on
 	return nil
@@ -27,6 +30,9 @@ func (p *PacketConn) BusyPolling() bool { return p.busy }
 func (c *Conn) SetBusyPoll(on bool) error {
 	if c.b == nil {
 		return errors.ErrUnsupported
+	}
+	if on && c.block {
+		return ErrBusyBlocking
 	}
 	c.b.setBusyPoll(on)
 	c.busy = on

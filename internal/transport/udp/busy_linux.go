@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"net"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -35,31 +36,34 @@ type busyPoll struct {
 // send1 sends b.wb on a connected socket without telling the scheduler:
 // a non-blocking send returns at once.
 // A blocking socket's (SetBlockingReads) waits in the kernel for room,
-// up to the write deadline.
+// up to the write deadline, without MSG_DONTWAIT.
 func (b *batcher) send1(fd uintptr) bool {
 	flags, wait := b.sendFlags()
 	call := unix.RawSyscall6
 	if wait {
 		call = unix.Syscall6
 	}
-	n, _, errno := call(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), uintptr(flags), 0, 0)
-	switch errno {
-	case 0:
-		b.wres, b.wErr = int(n), nil
-	case unix.EAGAIN:
-		if !wait {
-			return false // the socket buffer is full: wait
+	for {
+		n, _, errno := call(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), uintptr(flags), 0, 0)
+		switch errno {
+		case 0:
+			b.wres, b.wErr = int(n), nil
+		case unix.EAGAIN:
+			if !wait {
+				return false // the socket buffer is full: wait
+			}
+			if err := b.sendAgain(); err != nil {
+				b.wres, b.wErr = 0, err
+				return true
+			}
+			continue
+		case unix.EINTR:
+			continue
+		default:
+			b.wres, b.wErr = 0, errno
 		}
-		if b.sendAgain() {
-			return b.send1(fd)
-		}
-		b.wres, b.wErr = 0, os.ErrDeadlineExceeded
-	case unix.EINTR:
-		return b.send1(fd)
-	default:
-		b.wres, b.wErr = 0, errno
+		return true
 	}
-	return true
 }
 
 // write1 sends one datagram on a connected socket with a raw call.
@@ -70,7 +74,7 @@ func (b *batcher) write1(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if b.wErr == os.ErrDeadlineExceeded {
+	if b.wErr == os.ErrDeadlineExceeded || b.wErr == net.ErrClosed {
 		return 0, b.wErr
 	}
 	if b.wErr != nil {
@@ -92,9 +96,9 @@ func (b *batcher) setDeadline(t time.Time) {
 	b.deadline.Store(d)
 }
 
-// write writes one datagram: with a raw call when busy polling, or when
-// the socket is blocking (a raw call that says MSG_DONTWAIT, so that a full
-// buffer waits in the poller, deadline and all, not in the kernel).
+// write writes one datagram: with a raw call when busy polling, and in
+// the kernel, up to the write deadline, when the socket is blocking
+// (send1).
 func (c *Conn) write(b []byte) (int, error) {
 	if c.busy || c.block {
 		return c.b.write1(b)

@@ -2,7 +2,6 @@ package unixgram
 
 import (
 	"net"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -89,9 +88,6 @@ func (c *Conn) Close() error {
 	}
 	return c.UnixConn.Close()
 }
-
-// errDeadline is a read's deadline passing, as the poller says it.
-var errDeadline = os.ErrDeadlineExceeded
 
 // unixNano is t in Unix ns, 0 for the zero time (no deadline).
 func unixNano(t time.Time) int64 {

@@ -49,11 +49,15 @@ func (p *PacketConn) SetBlockingReads(on bool) error {
 func (br *blockReader) recv(fd uintptr) bool {
 	br.n, br.from, br.err = 0, "", nil
 	for {
-		if br.ks.Wait(fd, br.deadline.Load()) {
-			br.err = errDeadline
+		if err := br.ks.Wait(fd, br.deadline.Load()); err != nil {
+			br.err = err
 			return true
 		}
 		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)
+		if br.closing.Load() {
+			br.err = net.ErrClosed // Close woke it: what came came too late
+			return true
+		}
 		switch err {
 		case nil:
 			br.n = n
@@ -63,11 +67,7 @@ func (br *blockReader) recv(fd uintptr) bool {
 			return true
 		case unix.EAGAIN, unix.EINTR:
 			// The socket's timeout (or a signal): look at the deadline
-			// and at Close again.
-			if br.closing.Load() {
-				br.err = net.ErrClosed
-				return true
-			}
+			// again.
 		default:
 			br.err = err
 			return true

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
 )
 
 // MaxMessage is the largest message volley sends over a Unix datagram
@@ -181,6 +183,7 @@ func (p *PacketConn) Close() error {
 	}
 	if br := p.block.Load(); br != nil {
 		br.closing.Store(true)
+		kwait.Shutdown(br.rc) // wakes the read at once
 	}
 	return p.c.Close()
 }
