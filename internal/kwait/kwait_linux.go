@@ -37,6 +37,10 @@ type Socket struct {
 	epfd  int  // the runtime's epoll instance
 	entry unix.EpollEvent
 	timeo int64 // SO_RCVTIMEO set on the socket, ns (0: none)
+	// The reader's thread (it is locked to it: Leave is called there),
+	// and whether it waits in a read now, for Wake.
+	tid     int
+	waiting atomic.Bool
 }
 
 // Out reports whether the socket is out of the poller (Leave).
@@ -56,6 +60,7 @@ func (s *Socket) Leave(fd int) error {
 		return fmt.Errorf("leave the poller: %w", err)
 	}
 	s.epfd, s.entry, s.out = epfd, entry, true
+	s.tid = unix.Gettid()
 	tv := unix.NsecToTimeval(int64(Cap))
 	if err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err == nil {
 		if err = unix.SetNonblock(fd, false); err == nil {
@@ -207,6 +212,23 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 	return nil
 }
 
+// Block and Unblock bracket a blocking read's system call, for Wake.
+func (s *Socket) Block()   { s.waiting.Store(true) }
+func (s *Socket) Unblock() { s.waiting.Store(false) }
+
+// Wake ends a read waiting in the kernel now, for a deadline moved into
+// the past by another goroutine (an interrupt), instead of within Cap: a
+// signal to the reader's thread, which a socket with a receive timeout
+// answers with EINTR (signal(7)); the read then looks at its deadline.
+// The signal is SIGURG, which the Go runtime takes for its own and lets
+// pass when it wanted nothing. A read that was not waiting yet sees the
+// deadline as it starts.
+func (s *Socket) Wake() {
+	if s.waiting.Load() && s.tid != 0 {
+		_ = unix.Tgkill(unix.Getpid(), s.tid, unix.SIGURG)
+	}
+}
+
 // Shutdown wakes a read waiting in the kernel on fd at once, for a Close
 // from another goroutine (which otherwise waits for the read, up to Cap):
 // shutdown(SHUT_RD), which on an unconnected datagram socket fails but
@@ -224,9 +246,20 @@ func Shutdown(rc syscall.RawConn) {
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
 	for {
 		if err := s.Wait(fd, deadline.Load()); err != nil {
+			if err == os.ErrDeadlineExceeded {
+				// What is there already is read, deadline or not: a
+				// process stopped (SIGSTOP) past its deadline finds its
+				// replies waiting.
+				n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
+				if errno == 0 && !closing.Load() {
+					return int(n), nil
+				}
+			}
 			return 0, err
 		}
+		s.Block()
 		n, _, errno := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		s.Unblock()
 		if closing.Load() {
 			return 0, net.ErrClosed // what came, if anything, came too late
 		}
@@ -265,7 +298,8 @@ type Conn struct {
 	rbuf, wbuf          []byte
 	rn, wn              int
 	rerr, werr          error
-	readFn, writeFn     func(fd uintptr) bool // made once: a call does not allocate
+	readFn              func(fd uintptr)      // made once: a call does not allocate
+	writeFn             func(fd uintptr) bool // likewise
 }
 
 // NewConn takes rc's socket out of the poller (see Socket.Leave) for
@@ -293,6 +327,9 @@ func (c *Conn) Rejoin() error {
 	return serr
 }
 
+// Wake ends a read waiting in the kernel now (see Socket.Wake).
+func (c *Conn) Wake() { c.ks.Wake() }
+
 // Closing tells a read or write waiting in the kernel that the socket is
 // closing, and wakes the read at once (a write within Cap); call it before
 // closing the socket.
@@ -301,16 +338,18 @@ func (c *Conn) Closing() {
 	Shutdown(c.rc)
 }
 
-func (c *Conn) recv(fd uintptr) bool {
+func (c *Conn) recv(fd uintptr) {
 	c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
-	return true
 }
 
 // Read reads once into p, as read(2) does (0 bytes: a stream's end, or an
 // empty datagram), waiting in the kernel.
 func (c *Conn) Read(p []byte) (int, error) {
 	c.rbuf = p
-	err := c.rc.Read(c.readFn)
+	// Control, not Read: it holds the socket open as Read does, but
+	// leaves the deadline to Socket.Read, which reads what is there even
+	// past it.
+	err := c.rc.Control(c.readFn)
 	c.rbuf = nil
 	if err != nil {
 		return 0, err

@@ -34,6 +34,18 @@ func InPoller(syscall.Conn) bool { return true }
 // Wait refuses here.
 func (s *Socket) Wait(uintptr, int64) error { return errors.ErrUnsupported }
 
+// Block does nothing here.
+func (s *Socket) Block() {}
+
+// Unblock does nothing here.
+func (s *Socket) Unblock() {}
+
+// Wake does nothing here.
+func (s *Socket) Wake() {}
+
+// Wake does nothing here.
+func (c *Conn) Wake() {}
+
 // Shutdown does nothing here.
 func Shutdown(syscall.RawConn) {}
 

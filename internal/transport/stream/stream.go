@@ -97,6 +97,9 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 		c.busy.deadline.Store(unixNano(t))
 	}
 	c.rdeadline.Store(unixNano(t))
+	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
+		b.Wake() // an interrupt: the blocked read ends now
+	}
 	return c.Conn.SetReadDeadline(t)
 }
 

@@ -150,11 +150,16 @@ func (b *batcher) read(ms []Message) (int, error) {
 		}
 	}
 	b.rn = n
-	fn := b.readFn
+	var err error
 	if b.block {
-		fn = b.blockFn
+		// Control, not Read: it holds the socket open as Read does,
+		// but leaves the deadline to recvBlock, which reads what is
+		// queued even past it.
+		err = b.rc.Control(b.blockFn)
+	} else {
+		err = b.rc.Read(b.readFn)
 	}
-	if err := b.rc.Read(fn); err != nil {
+	if err != nil {
 		return 0, err // a deadline, or the socket closed
 	}
 	if b.rerr != nil {

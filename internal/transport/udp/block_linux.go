@@ -27,7 +27,7 @@ type blocking struct {
 	wdeadline atomic.Int64 // the write deadline, Unix ns (0: none)
 	closing   atomic.Bool  // Close was called: a blocking read ends
 	out       atomic.Bool  // block, for Close on another goroutine
-	blockFn   func(fd uintptr) bool
+	blockFn   func(fd uintptr) // recvBlock, made once
 	to        toSender // PacketConn.WriteTo
 	// slept: the last blocking read waited for its datagram, so the next
 	// asks for one (see recvBlock).
@@ -59,7 +59,7 @@ func (b *batcher) setBlocking(on bool) error {
 		return serr
 	}
 	if b.blockFn == nil {
-		b.blockFn = b.recvBlock
+		b.blockFn = func(fd uintptr) { b.recvBlock(fd) }
 	}
 	b.block = on
 	b.out.Store(on)
@@ -71,6 +71,16 @@ func (b *batcher) setBlocking(on bool) error {
 func (b *batcher) recvBlock(fd uintptr) bool {
 	for {
 		if err := b.ks.Wait(fd, b.deadline.Load()); err != nil {
+			if err == os.ErrDeadlineExceeded {
+				// What is there already is read, deadline or not: a
+				// process stopped (SIGSTOP) past its deadline finds its
+				// replies waiting.
+				n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
+				if errno == 0 && !b.closing.Load() {
+					b.rn, b.rerr = int(n), nil
+					return true
+				}
+			}
 			b.rn, b.rerr = 0, err
 			return true
 		}
@@ -87,7 +97,9 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 		// A call the scheduler hears of: it blocks, and the thread's P
 		// may go to other goroutines meanwhile.
 		t0 := time.Now().UnixNano()
+		b.ks.Block()
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
+		b.ks.Unblock()
 		b.slept = time.Now().UnixNano()-t0 > sleptAfter
 		if b.closing.Load() {
 			// Close woke it (markClosing): what came, if anything, came

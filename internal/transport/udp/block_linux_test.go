@@ -169,3 +169,22 @@ func TestBlockingAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per blocking round trip, want 0", allocs)
 	}
 }
+
+// TestBlockingPastDeadline: a datagram already queued is read even when
+// the read deadline has passed (a process stopped past its deadline finds
+// its replies waiting); with nothing queued, the read says the deadline.
+func TestBlockingPastDeadline(t *testing.T) {
+	p, c := blockingPair(t)
+	if _, err := c.Write([]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let it arrive
+	p.SetReadDeadline(time.Unix(1, 0))
+	ms := []Message{{Buf: make([]byte, 64)}}
+	if n, err := p.ReadBatch(ms); n != 1 || err != nil || ms[0].Buf[0] != 7 {
+		t.Fatalf("ReadBatch past its deadline with a datagram queued = %d, %v", n, err)
+	}
+	if n, err := p.ReadBatch(ms); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("ReadBatch past its deadline with nothing queued = %d, %v; want the deadline", n, err)
+	}
+}

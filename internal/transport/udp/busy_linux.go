@@ -87,13 +87,17 @@ func (b *batcher) write1(p []byte) (int, error) {
 // setBusyPoll turns busy polling on or off.
 func (b *batcher) setBusyPoll(on bool) { b.busy = on }
 
-// setDeadline records the read deadline for busy polls.
+// setDeadline records the read deadline for busy polls and blocking reads,
+// and wakes a blocking read for one in the past.
 func (b *batcher) setDeadline(t time.Time) {
 	var d int64
 	if !t.IsZero() {
 		d = t.UnixNano()
 	}
 	b.deadline.Store(d)
+	if d != 0 && d <= time.Now().UnixNano() && b.out.Load() {
+		b.ks.Wake() // an interrupt: the blocked read ends now
+	}
 }
 
 // write writes one datagram: with a raw call when busy polling, and in

@@ -64,6 +64,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 // SetReadDeadline sets the deadline for reads, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.rdeadline.Store(unixNano(t))
+	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
+		b.Wake() // an interrupt: the blocked read ends now
+	}
 	return c.UnixConn.SetReadDeadline(t)
 }
 
@@ -109,5 +112,5 @@ type blockReader struct {
 	n        int
 	from     string // the sender's socket address; "" for an unbound one
 	err      error
-	fn       func(fd uintptr) bool
+	fn       func(fd uintptr)
 }

@@ -4,6 +4,7 @@ package unixgram
 
 import (
 	"net"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,17 +47,29 @@ func (p *PacketConn) SetBlockingReads(on bool) error {
 
 // recv receives one datagram into br.buf, waiting in the kernel up to the
 // read deadline.
-func (br *blockReader) recv(fd uintptr) bool {
+func (br *blockReader) recv(fd uintptr) {
 	br.n, br.from, br.err = 0, "", nil
 	for {
 		if err := br.ks.Wait(fd, br.deadline.Load()); err != nil {
+			if err == os.ErrDeadlineExceeded {
+				// What is there already is read, deadline or not.
+				if n, from, rerr := unix.Recvfrom(int(fd), br.buf, unix.MSG_DONTWAIT); rerr == nil && !br.closing.Load() {
+					br.n = n
+					if sa, ok := from.(*unix.SockaddrUnix); ok {
+						br.from = sa.Name
+					}
+					return
+				}
+			}
 			br.err = err
-			return true
+			return
 		}
+		br.ks.Block()
 		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)
+		br.ks.Unblock()
 		if br.closing.Load() {
 			br.err = net.ErrClosed // Close woke it: what came came too late
-			return true
+			return
 		}
 		switch err {
 		case nil:
@@ -64,13 +77,13 @@ func (br *blockReader) recv(fd uintptr) bool {
 			if sa, ok := from.(*unix.SockaddrUnix); ok {
 				br.from = sa.Name
 			}
-			return true
+			return
 		case unix.EAGAIN, unix.EINTR:
 			// The socket's timeout (or a signal): look at the deadline
 			// again.
 		default:
 			br.err = err
-			return true
+			return
 		}
 	}
 }
@@ -79,7 +92,8 @@ func (br *blockReader) recv(fd uintptr) bool {
 // address ("" for an unbound sender).
 func (br *blockReader) read(b []byte) (int, string, error) {
 	br.buf = b
-	err := br.rc.Read(br.fn)
+	err := br.rc.Control(br.fn) // Read would end at the deadline before recv looks
+
 	br.buf = nil
 	if err != nil {
 		return 0, "", err
