@@ -24,11 +24,11 @@ import (
 type blocking struct {
 	block     bool
 	ks        kwait.Socket
-	wdeadline atomic.Int64 // the write deadline, Unix ns (0: none)
-	closing   atomic.Bool  // Close was called: a blocking read ends
-	out       atomic.Bool  // block, for Close on another goroutine
+	wdeadline atomic.Int64     // the write deadline, Unix ns (0: none)
+	closing   atomic.Bool      // Close was called: a blocking read ends
+	out       atomic.Bool      // block, for Close on another goroutine
 	blockFn   func(fd uintptr) // recvBlock, made once
-	to        toSender // PacketConn.WriteTo
+	to        toSender         // PacketConn.WriteTo
 	// slept: the last blocking read waited for its datagram, so the next
 	// asks for one (see recvBlock).
 	slept bool
