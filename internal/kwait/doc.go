@@ -27,3 +27,14 @@
 // finer wake-ups (short timeouts, bursts with a period, gaps) keep the
 // poller.
 package kwait
+
+import "time"
+
+// UnixNano is a deadline as the waits here take it: t in Unix ns, 0 for
+// the zero time (no deadline).
+func UnixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}

@@ -94,9 +94,9 @@ func (c *Conn) SetBusyPoll(on bool) error {
 // SetReadDeadline sets the deadline for reads, busy, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.busy != nil {
-		c.busy.deadline.Store(unixNano(t))
+		c.busy.deadline.Store(kwait.UnixNano(t))
 	}
-	c.rdeadline.Store(unixNano(t))
+	c.rdeadline.Store(kwait.UnixNano(t))
 	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
 		b.Wake() // an interrupt: the blocked read ends now
 	}
@@ -105,7 +105,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline for writes, blocking or not.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.wdeadline.Store(unixNano(t))
+	c.wdeadline.Store(kwait.UnixNano(t))
 	return c.Conn.SetWriteDeadline(t)
 }
 
@@ -115,14 +115,6 @@ func (c *Conn) SetDeadline(t time.Time) error {
 		return err
 	}
 	return c.SetWriteDeadline(t)
-}
-
-// unixNano is t in Unix ns, 0 for the zero time (no deadline).
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }
 
 // Close closes the connection, and stops a busy or blocking read.

@@ -146,13 +146,7 @@ func (b *batcher) sendAgain() error {
 }
 
 // setWriteDeadline records the write deadline for blocking sends.
-func (b *batcher) setWriteDeadline(t time.Time) {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
-	b.wdeadline.Store(d)
-}
+func (b *batcher) setWriteDeadline(t time.Time) { b.wdeadline.Store(kwait.UnixNano(t)) }
 
 // toSender is PacketConn.WriteTo for a blocking socket: one datagram to
 // an address with MSG_DONTWAIT, so that a full buffer waits in the poller

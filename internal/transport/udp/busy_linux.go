@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/spin"
 )
 
@@ -90,10 +91,7 @@ func (b *batcher) setBusyPoll(on bool) { b.busy = on }
 // setDeadline records the read deadline for busy polls and blocking reads,
 // and wakes a blocking read for one in the past.
 func (b *batcher) setDeadline(t time.Time) {
-	var d int64
-	if !t.IsZero() {
-		d = t.UnixNano()
-	}
+	d := kwait.UnixNano(t)
 	b.deadline.Store(d)
 	if d != 0 && d <= time.Now().UnixNano() && b.out.Load() {
 		b.ks.Wake() // an interrupt: the blocked read ends now

@@ -63,7 +63,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // SetReadDeadline sets the deadline for reads, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.rdeadline.Store(unixNano(t))
+	c.rdeadline.Store(kwait.UnixNano(t))
 	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
 		b.Wake() // an interrupt: the blocked read ends now
 	}
@@ -72,7 +72,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline for writes, blocking or not.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.wdeadline.Store(unixNano(t))
+	c.wdeadline.Store(kwait.UnixNano(t))
 	return c.UnixConn.SetWriteDeadline(t)
 }
 
@@ -90,14 +90,6 @@ func (c *Conn) Close() error {
 		b.Closing()
 	}
 	return c.UnixConn.Close()
-}
-
-// unixNano is t in Unix ns, 0 for the zero time (no deadline).
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }
 
 // blockReader is the reflector's PacketConn.ReadFrom out of the poller

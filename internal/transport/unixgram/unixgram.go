@@ -161,7 +161,7 @@ func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (p *PacketConn) SetReadDeadline(t time.Time) error {
-	p.rdeadline.Store(unixNano(t))
+	p.rdeadline.Store(kwait.UnixNano(t))
 	if br := p.block.Load(); br != nil && !t.IsZero() && !t.After(time.Now()) {
 		br.ks.Wake() // an interrupt: the blocked read ends now
 	}
