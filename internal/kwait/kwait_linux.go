@@ -43,9 +43,6 @@ type Socket struct {
 	waiting atomic.Bool
 }
 
-// Out reports whether the socket is out of the poller (Leave).
-func (s *Socket) Out() bool { return s.out }
-
 // Leave takes fd out of the runtime's epoll set, keeping its entry, and
 // makes it blocking, its sends waiting at most Cap at a time.
 func (s *Socket) Leave(fd int) error {
@@ -161,7 +158,8 @@ func parseEntry(info string, fd int) (unix.EpollEvent, bool) {
 			continue
 		}
 		entry := unix.EpollEvent{Events: events}
-		// The 64-bit data, as the struct splits it (little-endian).
+		// The 64-bit data, written whole where the struct keeps it
+		// (Fd and Pad), in the machine's byte order as the kernel reads it.
 		*(*uint64)(unsafe.Pointer(&entry.Fd)) = data
 		return entry, true
 	}
@@ -213,7 +211,19 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 }
 
 // Block and Unblock bracket a blocking read's system call, for Wake.
-func (s *Socket) Block()   { s.waiting.Store(true) }
+// Block reports false, unblocked again, when the deadline (Unix ns; 0:
+// none) has passed meanwhile: a Wake that came between Wait and Block
+// found no read to signal, and the read is not to start.
+func (s *Socket) Block(deadline int64) bool {
+	s.waiting.Store(true)
+	if deadline != 0 && time.Now().UnixNano() >= deadline {
+		s.waiting.Store(false)
+		return false
+	}
+	return true
+}
+
+// Unblock ends what Block began.
 func (s *Socket) Unblock() { s.waiting.Store(false) }
 
 // Wake ends a read waiting in the kernel now, for a deadline moved into
@@ -241,7 +251,8 @@ func Shutdown(rc syscall.RawConn) {
 // calls until data comes (n bytes, which may be 0: a stream's end), the
 // call fails (its errno), the deadline passes (Unix ns; 0: none;
 // os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from a
-// syscall.RawConn's Read, which holds the socket open meanwhile. It does
+// syscall.RawConn's Control, which holds the socket open meanwhile (Read
+// would end at the deadline before looking at what is queued). It does
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
 	for {
@@ -257,7 +268,9 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 			}
 			return 0, err
 		}
-		s.Block()
+		if !s.Block(deadline.Load()) {
+			continue // Wait takes what is queued and says the deadline
+		}
 		n, _, errno := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		s.Unblock()
 		if closing.Load() {

@@ -19,9 +19,6 @@ const Cap = 20 * time.Millisecond
 // Socket is one socket's state out of the poller.
 type Socket struct{}
 
-// Out reports whether the socket is out of the poller: never here.
-func (s *Socket) Out() bool { return false }
-
 // Leave refuses: there is no poller to leave here.
 func (s *Socket) Leave(int) error { return errors.ErrUnsupported }
 
@@ -34,8 +31,8 @@ func InPoller(syscall.Conn) bool { return true }
 // Wait refuses here.
 func (s *Socket) Wait(uintptr, int64) error { return errors.ErrUnsupported }
 
-// Block does nothing here.
-func (s *Socket) Block() {}
+// Block refuses here.
+func (s *Socket) Block(int64) bool { return false }
 
 // Unblock does nothing here.
 func (s *Socket) Unblock() {}

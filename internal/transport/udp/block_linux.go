@@ -96,8 +96,10 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 		}
 		// A call the scheduler hears of: it blocks, and the thread's P
 		// may go to other goroutines meanwhile.
+		if !b.ks.Block(b.deadline.Load()) {
+			continue // Wait takes what is queued and says the deadline
+		}
 		t0 := time.Now().UnixNano()
-		b.ks.Block()
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
 		b.ks.Unblock()
 		b.slept = time.Now().UnixNano()-t0 > sleptAfter

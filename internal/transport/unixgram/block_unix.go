@@ -64,7 +64,9 @@ func (br *blockReader) recv(fd uintptr) {
 			br.err = err
 			return
 		}
-		br.ks.Block()
+		if !br.ks.Block(br.deadline.Load()) {
+			continue // Wait takes what is queued and says the deadline
+		}
 		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)
 		br.ks.Unblock()
 		if br.closing.Load() {
