@@ -195,6 +195,11 @@ func (l *Listener) Close() error {
 		close(l.closed)
 		err = l.ln.Close()
 		l.mu.Lock()
+		// Every read waiting in the kernel is woken first, so that the
+		// closes, each of which waits for its read to return, overlap.
+		for _, p := range l.peers {
+			p.c.wakeClosing()
+		}
 		for _, p := range l.peers {
 			p.c.Close()
 		}

@@ -122,10 +122,16 @@ func (c *Conn) Close() error {
 	if c.busy != nil {
 		c.busy.closed.Store(true)
 	}
+	c.wakeClosing()
+	return c.Conn.Close()
+}
+
+// wakeClosing tells a read or write waiting in the kernel that the
+// connection is closing, and wakes the read.
+func (c *Conn) wakeClosing() {
 	if b := c.block.Load(); b != nil {
 		b.Closing()
 	}
-	return c.Conn.Close()
 }
 
 // rawRead reads from the connection: spinning when busy, in the kernel
