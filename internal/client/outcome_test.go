@@ -116,3 +116,39 @@ func TestReflectorEndsSession(t *testing.T) {
 		}
 	})
 }
+
+// TestTimeoutWithoutIntervals: a closed-loop run with no interval reports
+// still wakes at its oldest probe's timeout: the probe whose reply is held
+// up is declared lost then (and late when its reply comes), and the probes
+// after it go on meanwhile. The loop once looked for the timeout in the
+// slot of the probe answered last, found none, and slept until the reply
+// (an RTT of a second, nothing lost) or the next report. This test did
+// not fail before that fix: in the bubble a deadline passes only while the
+// loop waits, which kept a stale deadline chain alive; the real binary
+// (a reflector stopped for 1 s, --timeout 300ms -i 0) showed it: lost 0
+// and an RTT of 1.00 s before, lost 3 and late 3 after.
+func TestTimeoutWithoutIntervals(t *testing.T) {
+	const held = 5000
+	runCases(t, []runCase{{
+		name:  "held up",
+		delay: 50 * time.Microsecond,
+		path: func(t *testing.T, c *testconn.Conn) {
+			c.DelayUpOf = func(seq uint64) time.Duration {
+				if seq == held {
+					return time.Second
+				}
+				return 50 * time.Microsecond
+			}
+		},
+		cfg: Config{Duration: 3 * time.Second, Timeout: 100 * time.Millisecond, ReportInterval: -1},
+		check: func(t *testing.T, r ran) {
+			c := r.res.Summary.Counts
+			if c.Lost != 1 {
+				t.Fatalf("sent %d lost %d, want 50 sent and probe %d lost at its timeout", c.Sent, c.Lost, held)
+			}
+			if max := r.res.Summary.RTT.Max; max >= 100*time.Millisecond {
+				t.Fatalf("RTT max %v: the held-up reply was taken as an answer, not as late", max)
+			}
+		},
+	}})
+}

@@ -195,11 +195,20 @@ func (rec *recorder) expire(now int64) {
 
 // oldestDue returns when the oldest probe outstanding times out, if there
 // is one.
+// The slots before it that were answered are passed, as expire passes
+// them: in a ping-pong, where a reply leaves nothing in flight at the
+// loop's expire, the oldest slot was the last one answered, and the probe
+// after it had no timeout to wake for (found by an outside test: with no
+// interval reports, a reply held up a second was taken as a 1 s round
+// trip instead of a loss at --timeout).
 func (rec *recorder) oldestDue() (int64, bool) {
-	if rec.inflight > 0 {
-		if s := &rec.ring[rec.oldest&rec.mask]; s.state == stateOutstanding {
-			return s.sent + int64(rec.cfg.Timeout), true
+	for rec.inflight > 0 && rec.oldest <= rec.seq {
+		s := &rec.ring[rec.oldest&rec.mask]
+		if s.seq != rec.oldest || s.state != stateOutstanding {
+			rec.oldest++
+			continue
 		}
+		return s.sent + int64(rec.cfg.Timeout), true
 	}
 	return 0, false
 }
