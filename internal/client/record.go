@@ -194,8 +194,7 @@ func (rec *recorder) expire(now int64) {
 }
 
 // oldestDue returns when the oldest probe outstanding times out, if there
-// is one.
-// The slots before it that were answered are passed, as expire passes
+// is one. The slots before it that were answered are passed, as expire passes
 // them: in a ping-pong, where a reply leaves nothing in flight at the
 // loop's expire, the oldest slot was the last one answered, and the probe
 // after it had no timeout to wake for (found by an outside test: with no
