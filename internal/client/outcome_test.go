@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/testconn"
+	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 )
@@ -123,10 +126,9 @@ func TestReflectorEndsSession(t *testing.T) {
 // after it go on meanwhile. The loop once looked for the timeout in the
 // slot of the probe answered last, found none, and slept until the reply
 // (an RTT of a second, nothing lost) or the next report. This test did
-// not fail before that fix: in the bubble a deadline passes only while the
-// loop waits, which kept a stale deadline chain alive; the real binary
-// (a reflector stopped for 1 s, --timeout 300ms -i 0) showed it: lost 0
-// and an RTT of 1.00 s before, lost 3 and late 3 after.
+// not fail before that fix (in the bubble a deadline passes only while the
+// loop waits, which kept a stale deadline chain alive); TestTimeoutRealSocket
+// did, every time.
 func TestTimeoutWithoutIntervals(t *testing.T) {
 	const held = 5000
 	runCases(t, []runCase{{
@@ -151,4 +153,57 @@ func TestTimeoutWithoutIntervals(t *testing.T) {
 			}
 		},
 	}})
+}
+
+// TestTimeoutRealSocket is TestTimeoutWithoutIntervals through real UDP
+// sockets, a reflector and a relay that holds one probe a second, in real
+// time (where the bug showed): the held probe is lost at its timeout and
+// its reply, when it comes, is not taken for a round trip.
+func TestTimeoutRealSocket(t *testing.T) {
+	pc, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { refl.Serve(ctx, pc) })
+	defer wg.Wait()
+	defer cancel()
+	const held = 2000
+	up := func(h wire.Header) testrelay.Action {
+		if h.Type == wire.TypeProbe && h.Seq == held {
+			return testrelay.Action{Delay: time.Second}
+		}
+		return testrelay.Action{}
+	}
+	relay, err := testrelay.Start(pc.LocalAddr().String(), up, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	target, err := transport.ParseTarget("udp://" + relay.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Dial(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const timeout = 200 * time.Millisecond
+	res, err := Run(t.Context(), Config{Count: 4000, Timeout: timeout, ReportInterval: -1}, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Summary.Counts; c.Lost < 1 {
+		t.Fatalf("counts %+v: want probe %d lost at its timeout", c, held)
+	}
+	if max := res.Summary.RTT.Max; max >= timeout {
+		t.Fatalf("RTT max %v, past the %v timeout: a held-up reply was taken for a round trip", max, timeout)
+	}
 }
