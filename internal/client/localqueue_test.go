@@ -159,29 +159,7 @@ func TestLocalQueueAllocs(t *testing.T) {
 // its probes, the scheduler's stamp and the transmit stamp, and a local
 // queue no longer than the send stack.
 func TestLocalQueueLoopback(t *testing.T) {
-	pc, err := transport.ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { refl.Serve(ctx, pc) })
-	defer wg.Wait()
-	defer cancel()
-	target, err := transport.ParseTarget("udp://" + pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := transport.Dial(t.Context(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialUDP(t, loopbackReflector(t))
 	const n = 200
 	res, err := Run(t.Context(), Config{Count: n, Rate: 2000, Stamps: tstamp.Kernel, ReportInterval: -1}, conn)
 	switch {
@@ -201,6 +179,45 @@ func TestLocalQueueLoopback(t *testing.T) {
 		t.Errorf("local queue %d values from %v to %v, send stack %d up to %v: want one a probe with a transmit stamp, none below 0 or above the send stack",
 			k.LocalQueue.Count, k.LocalQueue.Min, k.LocalQueue.Max, k.SendStack.Count, k.SendStack.Max)
 	}
+}
+
+// loopbackReflector serves a reflector on a UDP socket on 127.0.0.1 until
+// the test ends, and returns its address.
+func loopbackReflector(t *testing.T) string {
+	t.Helper()
+	pc, err := transport.ListenUDP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { refl.Serve(ctx, pc) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		pc.Close()
+	})
+	return pc.LocalAddr().String()
+}
+
+// dialUDP dials addr over udp://; the connection closes when the test
+// ends.
+func dialUDP(t *testing.T, addr string) transport.Conn {
+	t.Helper()
+	target, err := transport.ParseTarget("udp://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Dial(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // BenchmarkProbePathStamped is BenchmarkProbePath with kernel stamps to

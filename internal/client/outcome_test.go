@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/testconn"
 	"github.com/volley-net/volley/internal/testrelay"
 	"github.com/volley-net/volley/internal/transport"
@@ -160,20 +158,6 @@ func TestTimeoutWithoutIntervals(t *testing.T) {
 // time (where the bug showed): the held probe is lost at its timeout and
 // its reply, when it comes, is not taken for a round trip.
 func TestTimeoutRealSocket(t *testing.T) {
-	pc, err := transport.ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	refl, err := reflector.New(reflector.Config{ReportInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { refl.Serve(ctx, pc) })
-	defer wg.Wait()
-	defer cancel()
 	const held = 2000
 	up := func(h wire.Header) testrelay.Action {
 		if h.Type == wire.TypeProbe && h.Seq == held {
@@ -181,20 +165,12 @@ func TestTimeoutRealSocket(t *testing.T) {
 		}
 		return testrelay.Action{}
 	}
-	relay, err := testrelay.Start(pc.LocalAddr().String(), up, nil)
+	relay, err := testrelay.Start(loopbackReflector(t), up, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer relay.Close()
-	target, err := transport.ParseTarget("udp://" + relay.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := transport.Dial(t.Context(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialUDP(t, relay.Addr())
 	const timeout = 200 * time.Millisecond
 	res, err := Run(t.Context(), Config{Count: 4000, Timeout: timeout, ReportInterval: -1}, conn)
 	if err != nil {

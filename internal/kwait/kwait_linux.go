@@ -212,11 +212,12 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 
 // Block and Unblock bracket a blocking read's system call, for Wake.
 // Block reports false, unblocked again, when the deadline (Unix ns; 0:
-// none) has passed meanwhile: a Wake that came between Wait and Block
-// found no read to signal, and the read is not to start.
-func (s *Socket) Block(deadline int64) bool {
+// none) has passed by now (Unix ns, read after Wait): a Wake that came
+// between Wait and Block found no read to signal, and the read is not to
+// start.
+func (s *Socket) Block(deadline, now int64) bool {
 	s.waiting.Store(true)
-	if deadline != 0 && time.Now().UnixNano() >= deadline {
+	if deadline != 0 && now >= deadline {
 		s.waiting.Store(false)
 		return false
 	}
@@ -268,7 +269,7 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 			}
 			return 0, err
 		}
-		if !s.Block(deadline.Load()) {
+		if !s.Block(deadline.Load(), time.Now().UnixNano()) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, _, errno := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
@@ -291,10 +292,18 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 	}
 }
 
-// SendAgain says whether a blocking socket's send that found no room in
-// Cap tries again: until the write deadline (Unix ns, 0: none).
-func SendAgain(deadline int64) bool {
-	return deadline == 0 || time.Now().UnixNano() < deadline
+// SendAgain says, for a blocking socket's send that found no room in Cap,
+// why not to try again: the socket is closing (net.ErrClosed) or the write
+// deadline (Unix ns, 0: none) passed (os.ErrDeadlineExceeded); nil: try
+// again.
+func SendAgain(deadline int64, closing *atomic.Bool) error {
+	if closing.Load() {
+		return net.ErrClosed
+	}
+	if deadline != 0 && time.Now().UnixNano() >= deadline {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
 }
 
 // Conn reads and writes a connected socket out of the poller, each call
@@ -384,12 +393,7 @@ func (c *Conn) send(fd uintptr) bool {
 				return true // all of it (or an empty datagram)
 			}
 		case unix.EAGAIN:
-			if !SendAgain(c.wdeadline.Load()) {
-				c.werr = os.ErrDeadlineExceeded
-				return true
-			}
-			if c.closing.Load() {
-				c.werr = net.ErrClosed
+			if c.werr = SendAgain(c.wdeadline.Load(), &c.closing); c.werr != nil {
 				return true
 			}
 		case unix.EINTR:

@@ -32,7 +32,7 @@ func InPoller(syscall.Conn) bool { return true }
 func (s *Socket) Wait(uintptr, int64) error { return errors.ErrUnsupported }
 
 // Block refuses here.
-func (s *Socket) Block(int64) bool { return false }
+func (s *Socket) Block(int64, int64) bool { return false }
 
 // Unblock does nothing here.
 func (s *Socket) Unblock() {}
@@ -51,8 +51,8 @@ func (s *Socket) Read(uintptr, []byte, *atomic.Int64, *atomic.Bool) (int, error)
 	return 0, errors.ErrUnsupported
 }
 
-// SendAgain says whether a send tries again: until the deadline.
-func SendAgain(deadline int64) bool { return deadline == 0 || time.Now().UnixNano() < deadline }
+// SendAgain is not for here.
+func SendAgain(int64, *atomic.Bool) error { return errors.ErrUnsupported }
 
 // Conn is not for here: NewConn refuses.
 type Conn struct{}

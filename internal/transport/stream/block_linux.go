@@ -16,16 +16,7 @@ import (
 // within kwait.Cap). Not with busy polling, and for TCP and Unix sockets
 // on Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
-	if !on {
-		if b := c.block.Swap(nil); b != nil {
-			return b.Rejoin()
-		}
-		return nil
-	}
-	if c.block.Load() != nil {
-		return nil
-	}
-	if c.busy != nil {
+	if on && c.busy != nil {
 		return ErrBusyBlocking
 	}
 	sc, ok := c.Conn.(syscall.Conn)
@@ -36,12 +27,7 @@ func (c *Conn) SetBlockingReads(on bool) error {
 	if err != nil {
 		return err
 	}
-	b, err := kwait.NewConn(rc, &c.rdeadline, &c.wdeadline)
-	if err != nil {
-		return err
-	}
-	c.block.Store(b)
-	return nil
+	return c.block.Set(rc, on)
 }
 
 // readBlocking reads what is there, waiting in the kernel; 0 bytes is the

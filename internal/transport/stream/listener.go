@@ -198,7 +198,7 @@ func (l *Listener) Close() error {
 		// Every read waiting in the kernel is woken first, so that the
 		// closes, each of which waits for its read to return, overlap.
 		for _, p := range l.peers {
-			p.c.wakeClosing()
+			p.c.block.Closing()
 		}
 		for _, p := range l.peers {
 			p.c.Close()

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/volley-net/volley/internal/kwait"
@@ -57,13 +56,10 @@ type Conn struct {
 	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
 	busy    *busyReader   // reads spin (SetBusyPoll); nil: they sleep
-	// block: reads wait in the kernel (SetBlockingReads); nil: in the
-	// poller. Atomic: a listener's Close closes its peers from another
-	// goroutine.
-	block atomic.Pointer[kwait.Conn]
-	// The deadlines set (Unix ns; 0: none), for reads and writes that
-	// wait in the kernel, which the poller's timers do not end.
-	rdeadline, wdeadline atomic.Int64
+	// block: reads and writes wait in the kernel (SetBlockingReads),
+	// or in the poller. Atomic: a listener's Close closes its peers from
+	// another goroutine.
+	block kwait.Slot
 }
 
 var errBusyUnsupported = errors.New("stream: busy polling is for TCP and Unix sockets on Linux")
@@ -80,7 +76,7 @@ func (c *Conn) SetBusyPoll(on bool) error {
 		c.busy = nil
 		return nil
 	}
-	if c.block.Load() != nil {
+	if c.block.Conn() != nil {
 		return ErrBusyBlocking
 	}
 	b, err := newBusyReader(c.Conn)
@@ -96,16 +92,13 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.busy != nil {
 		c.busy.deadline.Store(kwait.UnixNano(t))
 	}
-	c.rdeadline.Store(kwait.UnixNano(t))
-	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
-		b.Wake() // an interrupt: the blocked read ends now
-	}
+	c.block.SetReadDeadline(t)
 	return c.Conn.SetReadDeadline(t)
 }
 
 // SetWriteDeadline sets the deadline for writes, blocking or not.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.wdeadline.Store(kwait.UnixNano(t))
+	c.block.SetWriteDeadline(t)
 	return c.Conn.SetWriteDeadline(t)
 }
 
@@ -122,16 +115,8 @@ func (c *Conn) Close() error {
 	if c.busy != nil {
 		c.busy.closed.Store(true)
 	}
-	c.wakeClosing()
+	c.block.Closing()
 	return c.Conn.Close()
-}
-
-// wakeClosing tells a read or write waiting in the kernel that the
-// connection is closing, and wakes the read.
-func (c *Conn) wakeClosing() {
-	if b := c.block.Load(); b != nil {
-		b.Closing()
-	}
 }
 
 // rawRead reads from the connection: spinning when busy, in the kernel
@@ -140,7 +125,7 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 	if c.busy != nil {
 		return c.busy.read(p)
 	}
-	if b := c.block.Load(); b != nil {
+	if b := c.block.Conn(); b != nil {
 		return readBlocking(b, p)
 	}
 	return c.Conn.Read(p)
@@ -148,7 +133,7 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 
 // rawWrite writes p whole, or fails: in the kernel when blocking.
 func (c *Conn) rawWrite(p []byte) (int, error) {
-	if b := c.block.Load(); b != nil {
+	if b := c.block.Conn(); b != nil {
 		return b.Write(p)
 	}
 	return c.Conn.Write(p)

@@ -151,7 +151,7 @@ func (b *batcher) read(ms []Message) (int, error) {
 	}
 	b.rn = n
 	var err error
-	if b.block {
+	if b.block.Load() {
 		// Control, not Read: it holds the socket open as Read does,
 		// but leaves the deadline to recvBlock, which reads what is
 		// queued even past it.

@@ -22,12 +22,11 @@ import (
 
 // blocking is the batcher's part for blocking reads.
 type blocking struct {
-	block     bool
+	block     atomic.Bool // atomic: Close, on another goroutine, looks
 	ks        kwait.Socket
 	wdeadline atomic.Int64     // the write deadline, Unix ns (0: none)
 	closing   atomic.Bool      // Close was called: a blocking read ends
-	out       atomic.Bool      // block, for Close on another goroutine
-	blockFn   func(fd uintptr) // recvBlock, made once
+	blockFn   func(fd uintptr) // recvBlock, made once: a read does not allocate
 	to        toSender         // PacketConn.WriteTo
 	// slept: the last blocking read waited for its datagram, so the next
 	// asks for one (see recvBlock).
@@ -42,7 +41,7 @@ const sleptAfter = 3000 // ns
 // setBlocking makes the socket blocking and takes it out of the runtime's
 // poller (on), or puts it back as it was.
 func (b *batcher) setBlocking(on bool) error {
-	if on == b.block {
+	if on == b.block.Load() {
 		return nil
 	}
 	var serr error
@@ -59,16 +58,15 @@ func (b *batcher) setBlocking(on bool) error {
 		return serr
 	}
 	if b.blockFn == nil {
-		b.blockFn = func(fd uintptr) { b.recvBlock(fd) }
+		b.blockFn = b.recvBlock
 	}
-	b.block = on
-	b.out.Store(on)
+	b.block.Store(on)
 	return nil
 }
 
 // recvBlock is recvmmsg for blocking reads: it waits in the kernel for
 // the first datagram, up to the read deadline.
-func (b *batcher) recvBlock(fd uintptr) bool {
+func (b *batcher) recvBlock(fd uintptr) {
 	for {
 		if err := b.ks.Wait(fd, b.deadline.Load()); err != nil {
 			if err == os.ErrDeadlineExceeded {
@@ -78,11 +76,11 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 				n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
 				if errno == 0 && !b.closing.Load() {
 					b.rn, b.rerr = int(n), nil
-					return true
+					return
 				}
 			}
 			b.rn, b.rerr = 0, err
-			return true
+			return
 		}
 		// After a read that waited, ask for one datagram: recvmmsg
 		// with MSG_WAITFORONE tries once more, without waiting, after
@@ -96,10 +94,10 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 		}
 		// A call the scheduler hears of: it blocks, and the thread's P
 		// may go to other goroutines meanwhile.
-		if !b.ks.Block(b.deadline.Load()) {
+		t0 := time.Now().UnixNano()
+		if !b.ks.Block(b.deadline.Load(), t0) {
 			continue // Wait takes what is queued and says the deadline
 		}
-		t0 := time.Now().UnixNano()
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
 		b.ks.Unblock()
 		b.slept = time.Now().UnixNano()-t0 > sleptAfter
@@ -107,18 +105,18 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 			// Close woke it (markClosing): what came, if anything, came
 			// too late.
 			b.rn, b.rerr = 0, net.ErrClosed
-			return true
+			return
 		}
 		switch errno {
 		case 0:
 			b.rn, b.rerr = int(n), nil
-			return true
+			return
 		case unix.EAGAIN, unix.EINTR:
 			// The socket's timeout (or a signal): look at the deadline
 			// again.
 		default:
 			b.rn, b.rerr = 0, errno
-			return true
+			return
 		}
 	}
 }
@@ -127,25 +125,14 @@ func (b *batcher) recvBlock(fd uintptr) bool {
 // room: a blocking socket's sends wait there (up to kwait.Cap a call),
 // out of the poller.
 func (b *batcher) sendFlags() (flags int, wait bool) {
-	if b.block {
+	if b.block.Load() {
 		return 0, true
 	}
 	return unix.MSG_DONTWAIT, false
 }
 
-// sendAgain says, for a blocking socket's send that found no room in
-// kwait.Cap, why not to try again: the write deadline passed
-// (os.ErrDeadlineExceeded) or the socket is closing (net.ErrClosed); nil:
-// try again.
-func (b *batcher) sendAgain() error {
-	if b.closing.Load() {
-		return net.ErrClosed
-	}
-	if !kwait.SendAgain(b.wdeadline.Load()) {
-		return os.ErrDeadlineExceeded
-	}
-	return nil
-}
+// sendAgain is kwait.SendAgain for the batcher's blocking sends.
+func (b *batcher) sendAgain() error { return kwait.SendAgain(b.wdeadline.Load(), &b.closing) }
 
 // setWriteDeadline records the write deadline for blocking sends.
 func (b *batcher) setWriteDeadline(t time.Time) { b.wdeadline.Store(kwait.UnixNano(t)) }
@@ -221,7 +208,7 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 // and wakes the read at once.
 func (b *batcher) markClosing() {
 	b.closing.Store(true)
-	if b.out.Load() {
+	if b.block.Load() {
 		kwait.Shutdown(b.rc)
 	}
 }

@@ -93,7 +93,7 @@ func (b *batcher) setBusyPoll(on bool) { b.busy = on }
 func (b *batcher) setDeadline(t time.Time) {
 	d := kwait.UnixNano(t)
 	b.deadline.Store(d)
-	if d != 0 && d <= time.Now().UnixNano() && b.out.Load() {
+	if d != 0 && d <= time.Now().UnixNano() && b.block.Load() {
 		b.ks.Wake() // an interrupt: the blocked read ends now
 	}
 }

@@ -12,42 +12,25 @@ import (
 // Conn is the client's Unix datagram socket, connected to the reflector.
 type Conn struct {
 	*net.UnixConn
-	// block: reads and writes wait in the kernel (SetBlockingReads);
-	// nil: in the poller.
-	block atomic.Pointer[kwait.Conn]
-	// The deadlines set (Unix ns; 0: none), for calls that wait in the
-	// kernel, which the poller's timers do not end.
-	rdeadline, wdeadline atomic.Int64
+	// block: reads and writes wait in the kernel (SetBlockingReads), or
+	// in the poller.
+	block kwait.Slot
 }
 
 // SetBlockingReads makes reads (and writes) wait inside the kernel on the
 // caller's thread, out of the runtime's poller (see package kwait), as
 // udp.Conn.SetBlockingReads does. Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
-	if !on {
-		if b := c.block.Swap(nil); b != nil {
-			return b.Rejoin()
-		}
-		return nil
-	}
-	if c.block.Load() != nil {
-		return nil
-	}
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
-	b, err := kwait.NewConn(rc, &c.rdeadline, &c.wdeadline)
-	if err != nil {
-		return err
-	}
-	c.block.Store(b)
-	return nil
+	return c.block.Set(rc, on)
 }
 
 // Read reads one datagram from the reflector.
 func (c *Conn) Read(p []byte) (int, error) {
-	if b := c.block.Load(); b != nil {
+	if b := c.block.Conn(); b != nil {
 		return b.Read(p)
 	}
 	return c.UnixConn.Read(p)
@@ -55,7 +38,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // Write sends p to the reflector.
 func (c *Conn) Write(p []byte) (int, error) {
-	if b := c.block.Load(); b != nil {
+	if b := c.block.Conn(); b != nil {
 		return b.Write(p)
 	}
 	return c.UnixConn.Write(p)
@@ -63,16 +46,13 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // SetReadDeadline sets the deadline for reads, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.rdeadline.Store(kwait.UnixNano(t))
-	if b := c.block.Load(); b != nil && !t.IsZero() && !t.After(time.Now()) {
-		b.Wake() // an interrupt: the blocked read ends now
-	}
+	c.block.SetReadDeadline(t)
 	return c.UnixConn.SetReadDeadline(t)
 }
 
 // SetWriteDeadline sets the deadline for writes, blocking or not.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.wdeadline.Store(kwait.UnixNano(t))
+	c.block.SetWriteDeadline(t)
 	return c.UnixConn.SetWriteDeadline(t)
 }
 
@@ -86,9 +66,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // Close closes the socket; a blocking read or write ends.
 func (c *Conn) Close() error {
-	if b := c.block.Load(); b != nil {
-		b.Closing()
-	}
+	c.block.Closing()
 	return c.UnixConn.Close()
 }
 

@@ -5,6 +5,7 @@ package unixgram
 import (
 	"net"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,7 @@ func (br *blockReader) recv(fd uintptr) {
 			br.err = err
 			return
 		}
-		if !br.ks.Block(br.deadline.Load()) {
+		if !br.ks.Block(br.deadline.Load(), time.Now().UnixNano()) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)

@@ -1,0 +1,59 @@
+package kwait
+
+import (
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Slot is what a connection keeps for calls that wait in the kernel: the
+// Conn while they are on (nil: the poller waits), and the deadlines set,
+// which such calls keep themselves (the poller's timers do not end them).
+// Its zero value is off. A connection's Close calls Closing first.
+type Slot struct {
+	c                    atomic.Pointer[Conn]
+	rdeadline, wdeadline atomic.Int64
+}
+
+// Conn is the connection's Conn while calls wait in the kernel, or nil.
+func (s *Slot) Conn() *Conn { return s.c.Load() }
+
+// Set turns waiting in the kernel on for rc's socket (NewConn) or off
+// (Rejoin).
+func (s *Slot) Set(rc syscall.RawConn, on bool) error {
+	if !on {
+		if c := s.c.Swap(nil); c != nil {
+			return c.Rejoin()
+		}
+		return nil
+	}
+	if s.c.Load() != nil {
+		return nil
+	}
+	c, err := NewConn(rc, &s.rdeadline, &s.wdeadline)
+	if err != nil {
+		return err
+	}
+	s.c.Store(c)
+	return nil
+}
+
+// SetReadDeadline records t for reads, and wakes a read waiting in the
+// kernel for a deadline already past (an interrupt).
+func (s *Slot) SetReadDeadline(t time.Time) {
+	s.rdeadline.Store(UnixNano(t))
+	if c := s.c.Load(); c != nil && !t.IsZero() && !t.After(time.Now()) {
+		c.Wake()
+	}
+}
+
+// SetWriteDeadline records t for writes.
+func (s *Slot) SetWriteDeadline(t time.Time) { s.wdeadline.Store(UnixNano(t)) }
+
+// Closing tells a call waiting in the kernel that the connection is
+// closing (see Conn.Closing).
+func (s *Slot) Closing() {
+	if c := s.c.Load(); c != nil {
+		c.Closing()
+	}
+}
