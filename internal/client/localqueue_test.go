@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
@@ -15,12 +17,15 @@ import (
 // fakeStamper is a socket's kernel stamps as a test sets them: the
 // transmit stamps waiting on its error queue, in the order given. With
 // apart, the first stamp of each probe is read before the others are
-// queued (by a drain for another probe's reply).
+// queued (by a drain for another probe's reply); with early, before the
+// probe is recorded as sent (as an open-loop receiver can, between
+// taking in the sender's records and reading the stamps).
 type fakeStamper struct {
 	next  uint32
 	queue []tstamp.TxStamp
 	head  int
 	apart bool
+	early bool
 }
 
 func (f *fakeStamper) EnableTimestamps(bool) error { return nil }
@@ -43,15 +48,23 @@ func stampedRun(t testing.TB, fs *fakeStamper, stamps func(id uint32, sent int64
 	t.Helper()
 	r, _ = measuringRun(t, Config{Count: 1, history: 4096})
 	r.stamps = &stamping{sock: fs}
+	clk := clock.NewFake(r.clk.Now())
+	r.clk = clk
 	var h wire.Header
 	return r, func() {
 		id := fs.next
+		clk.Advance(time.Millisecond)
+		queued := stamps(id, clk.Now())
+		if fs.early && len(queued) > 0 {
+			fs.queue = append(fs.queue, queued[0])
+			r.drainTx()
+			queued = queued[1:]
+		}
 		if err := r.send(); err != nil {
 			t.Fatal(err)
 		}
 		fs.next++
 		s := &r.ring[r.seq&r.mask]
-		queued := stamps(id, s.sent)
 		if fs.apart && len(queued) > 0 {
 			fs.queue = append(fs.queue, queued[0])
 			r.drainTx()
@@ -83,34 +96,38 @@ func TestLocalQueue(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		apart  bool
+		early  bool
 		stamps func(id uint32, sent int64) []tstamp.TxStamp
 		queued bool
 	}{
-		{"scheduler first", false, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"scheduler first", false, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			return []tstamp.TxStamp{sched(id, sent), snd(id, sent)}
 		}, true},
-		{"transmit first", false, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"transmit first", false, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			return []tstamp.TxStamp{snd(id, sent), sched(id, sent)}
 		}, true},
-		{"read apart", true, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"read apart", true, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			return []tstamp.TxStamp{sched(id, sent), snd(id, sent)}
 		}, true},
-		{"no scheduler stamp", false, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"scheduler stamp read before the probe is recorded", false, true, func(id uint32, sent int64) []tstamp.TxStamp {
+			return []tstamp.TxStamp{sched(id, sent), snd(id, sent)}
+		}, true},
+		{"no scheduler stamp", false, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			return []tstamp.TxStamp{snd(id, sent)}
 		}, false},
-		{"a stamp taken before the probe", false, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"a stamp taken before the probe", false, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			early := sched(id, sent)
 			early.SW = sent - 1
 			return []tstamp.TxStamp{early, snd(id, sent)}
 		}, false},
-		{"the NIC's transmit stamp", false, func(id uint32, sent int64) []tstamp.TxStamp {
+		{"the NIC's transmit stamp", false, false, func(id uint32, sent int64) []tstamp.TxStamp {
 			hw := snd(id, sent)
 			hw.HW, hw.SW = hw.SW, 0
 			return []tstamp.TxStamp{sched(id, sent), hw}
 		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := &fakeStamper{apart: tt.apart}
+			fs := &fakeStamper{apart: tt.apart, early: tt.early}
 			r, probe := stampedRun(t, fs, tt.stamps)
 			const n = 50
 			for range n {

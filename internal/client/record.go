@@ -218,7 +218,7 @@ func (rec *recorder) sent(seq uint64, now int64, entry uint16, size int, txID ui
 	rec.flushDue(now) // the probe goes in the interval it left in
 	rec.track(seq, now, 0, entry)
 	if rec.stamps != nil {
-		rec.stamps.mapID(txID, seq)
+		rec.mapID(txID, seq)
 	}
 	if !rec.warm {
 		rec.cur.counts.Sent++
@@ -244,7 +244,7 @@ func (rec *recorder) sentScheduled(sr *sentRecord) {
 	} else {
 		rec.track(sr.seq, sr.sent, sr.sched, sr.entry)
 		if rec.stamps != nil {
-			rec.stamps.mapID(sr.txID, sr.seq)
+			rec.mapID(sr.txID, sr.seq)
 		}
 	}
 	if measured {

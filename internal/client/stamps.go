@@ -30,7 +30,16 @@ type stamping struct {
 		id  uint32
 		seq uint64
 	}
-	tx        [64]tstamp.TxStamp
+	tx [64]tstamp.TxStamp
+	// An open-loop probe's stamps can be read before the receiver has
+	// taken in the sender's record of it (the sender records a probe
+	// before it sends it; the receiver reads records, then stamps): such
+	// stamps wait in early until their ID is mapped. last is the newest
+	// ID mapped (none while !mapped).
+	early     [8]tstamp.TxStamp
+	nEarly    int
+	last      uint32
+	mapped    bool
 	reflector bool // a reply carried the reflector's stamps
 	// Replies whose log line waits for the reflector's T3k, oldest
 	// first (a ring of sequence numbers).
@@ -68,11 +77,29 @@ const (
 	numKDists
 )
 
-// mapID remembers that the probe seq went out with transmit-stamp ID id.
-func (st *stamping) mapID(id uint32, seq uint64) {
+// mapID remembers that the probe seq, in its slot, went out with
+// transmit-stamp ID id, and gives it the stamps read before.
+func (rec *recorder) mapID(id uint32, seq uint64) {
+	st := rec.stamps
 	e := &st.ids[id%idRing]
 	e.id, e.seq = id, seq
+	st.last, st.mapped = id, true
+	if st.nEarly == 0 {
+		return
+	}
+	early := st.early[:st.nEarly]
+	st.nEarly = 0
+	for _, t := range early {
+		if !rec.takeTx(t) && st.ahead(t.ID) {
+			st.early[st.nEarly] = t // still ahead: kept (nEarly ≤ its index)
+			st.nEarly++
+		}
+	}
 }
+
+// ahead reports whether id is newer than every ID mapped: its probe's
+// record has not been taken in yet.
+func (st *stamping) ahead(id uint32) bool { return !st.mapped || int32(id-st.last) > 0 }
 
 // drainTx takes in the transmit stamps waiting on the socket and gives
 // each to its probe's slot.
@@ -81,28 +108,39 @@ func (rec *recorder) drainTx() {
 	for {
 		n, err := st.sock.ReadTxStamps(st.tx[:])
 		for _, t := range st.tx[:n] {
-			e := &st.ids[t.ID%idRing]
-			if e.id != t.ID {
-				continue // its probe is no longer known: T1k stays unknown
-			}
-			s := &rec.ring[e.seq&rec.mask]
-			// A stamp is the probe's only if it was taken after the
-			// tool read the clock for it. The scheduler's comes
-			// first, but either may be read first.
-			switch {
-			case s.seq != e.seq || t.Best() < s.sent:
-			case t.Sched:
-				if s.kern.sched == 0 {
-					s.kern.sched = t.SW
-				}
-			case s.kern.t1k == 0:
-				s.kern.t1k, s.kern.t1kNIC = t.Best(), t.HW != 0
+			if !rec.takeTx(t) && st.ahead(t.ID) && st.nEarly < len(st.early) {
+				st.early[st.nEarly] = t
+				st.nEarly++
 			}
 		}
 		if err != nil || n < len(st.tx) {
 			return
 		}
 	}
+}
+
+// takeTx gives the transmit stamp t to its probe's slot; false when its
+// ID is not mapped (a probe not yet taken in, or no longer known: T1k
+// stays unknown).
+func (rec *recorder) takeTx(t tstamp.TxStamp) bool {
+	e := &rec.stamps.ids[t.ID%idRing]
+	if e.id != t.ID || e.seq == 0 { // sequence numbers start at 1
+		return false
+	}
+	s := &rec.ring[e.seq&rec.mask]
+	// A stamp is the probe's only if it was taken after the tool read
+	// the clock for it. The scheduler's comes first, but either may be
+	// read first.
+	switch {
+	case s.seq != e.seq || t.Best() < s.sent:
+	case t.Sched:
+		if s.kern.sched == 0 {
+			s.kern.sched = t.SW
+		}
+	case s.kern.t1k == 0:
+		s.kern.t1k, s.kern.t1kNIC = t.Best(), t.HW != 0
+	}
+	return true
 }
 
 // kernelReply records the kernel figures of the reply to s (msg, read at
