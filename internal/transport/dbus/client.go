@@ -12,25 +12,21 @@ import (
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
-
-	"github.com/volley-net/volley/internal/deadline"
 )
 
 // Conn is a client's connection to one reflector through a bus: each
 // client has a connection of its own to the bus. Write sends a message as
 // the method call (or signal) its type calls for, without waiting; Read
-// returns the replies as they come.
+// reads the replies as they come, on the reading goroutine (no goroutine
+// of the bus library's in between; see busConn).
 type Conn struct {
-	bus   *godbus.Conn
-	obj   godbus.BusObject
+	bus   *busConn
 	dest  string
 	local Addr
 	peer  Addr
 
-	done     chan *godbus.Call
-	deadline *deadline.Deadline
-	closed   chan struct{}
-	once     sync.Once
+	closed chan struct{}
+	once   sync.Once
 }
 
 // Dial connects to bus and addresses the reflector called name on it
@@ -39,19 +35,20 @@ func Dial(bus, name string) (*Conn, error) {
 	if name == "" {
 		name = DefaultName
 	}
-	c, _, err := connect(bus)
+	addr, err := Address(bus)
+	if err != nil {
+		return nil, err
+	}
+	b, err := dialBus(addr)
 	if err != nil {
 		return nil, err
 	}
 	return &Conn{
-		bus:      c,
-		obj:      c.Object(name, Path),
-		dest:     name,
-		local:    Addr{Bus: bus, Name: c.Names()[0]},
-		peer:     Addr{Bus: bus, Name: name},
-		done:     make(chan *godbus.Call, 1<<16),
-		deadline: deadline.New(),
-		closed:   make(chan struct{}),
+		bus:    b,
+		dest:   name,
+		local:  Addr{Bus: bus, Name: b.name},
+		peer:   Addr{Bus: bus, Name: name},
+		closed: make(chan struct{}),
 	}, nil
 }
 
@@ -69,7 +66,6 @@ const (
 // OneWay signal to the reflector, anything else as Probe. It does not
 // wait for the reply.
 func (c *Conn) Write(b []byte) (int, error) {
-	msg := append([]byte(nil), b...) // the bus may encode it after Write returns
 	method := "Probe"
 	if len(b) >= headerBytes {
 		switch b[3] {
@@ -79,28 +75,22 @@ func (c *Conn) Write(b []byte) (int, error) {
 			method = "Close"
 		case typeProbe:
 			if binary.BigEndian.Uint16(b[4:])&flagOneWay != 0 {
-				return c.signal(msg)
+				return c.signal(b)
 			}
 		}
 	}
-	call := c.obj.Go(Interface+"."+method, 0, c.done, msg)
-	if call.Err != nil {
-		return 0, c.sendErr(call.Err)
+	if _, err := c.bus.send(call(c.dest, Path, Interface, method, b)); err != nil {
+		return 0, c.sendErr(err)
 	}
 	return len(b), nil
 }
 
 // signal sends a OneWay signal with msg to the reflector alone.
 func (c *Conn) signal(msg []byte) (int, error) {
-	m := &godbus.Message{Type: godbus.TypeSignal, Headers: map[godbus.HeaderField]godbus.Variant{
-		godbus.FieldPath:        godbus.MakeVariant(Path),
-		godbus.FieldInterface:   godbus.MakeVariant(Interface),
-		godbus.FieldMember:      godbus.MakeVariant("OneWay"),
-		godbus.FieldDestination: godbus.MakeVariant(c.dest),
-		godbus.FieldSignature:   godbus.MakeVariant(godbus.SignatureOf(msg)),
-	}, Body: []any{msg}}
-	if call := c.bus.Send(m, nil); call.Err != nil {
-		return 0, c.sendErr(call.Err)
+	m := call(c.dest, Path, Interface, "OneWay", msg)
+	m.Type = godbus.TypeSignal
+	if _, err := c.bus.send(m); err != nil {
+		return 0, c.sendErr(err)
 	}
 	return len(msg), nil
 }
@@ -112,15 +102,15 @@ var (
 	errBusGone     = errors.New("the bus closed the connection")
 )
 
-// sendErr says what a failed send means: the bus gone when the
-// connection is closed or its socket failed; the bus's answer, when it
-// came before the call returned (the name has no owner, say), as Read
-// would have said it; else what the library said (a message it could not
-// encode, say).
+// sendErr says what a failed send means: closed, when the client closed
+// the connection; a stalled bus, past the write timeout; else the bus
+// gone, or a message the library could not encode.
 func (c *Conn) sendErr(err error) error {
 	var ne *net.OpError
-	var de godbus.Error
-	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) || errors.As(err, &ne) || errors.As(err, &de) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%s: the bus took nothing for %v: %w", c.peer.Bus, writeTimeout, err)
+	case errors.As(err, &ne), errors.Is(err, io.EOF):
 		return c.wrap(err)
 	}
 	return err
@@ -141,42 +131,48 @@ func (c *Conn) wrap(err error) error {
 		return net.ErrClosed
 	default:
 	}
-	// Anything else ends the connection (the bus library closes it on
-	// any read error): the bus went away, or closed on us.
-	if errors.Is(err, godbus.ErrClosed) || errors.Is(err, io.EOF) {
+	// Anything else ends the connection: the bus went away, or closed
+	// on us.
+	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %w: %w", c.peer.Bus, errBusGone, io.EOF)
 	}
 	return fmt.Errorf("%s: %w (%v): %w", c.peer.Bus, errBusGone, err, io.EOF)
 }
 
 // Read returns the next reply. A call answered with nothing (the
-// reflector dropped the message) is skipped.
+// reflector dropped the message) is passed over, and so is anything that
+// is not a reply (the bus's signals).
 func (c *Conn) Read(b []byte) (int, error) {
 	for {
-		call, o := deadline.Wait(c.deadline, c.done, c.closed)
-		switch o {
-		case deadline.Expired:
+		m, err := c.bus.read()
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
 			return 0, os.ErrDeadlineExceeded
-		case deadline.Closed:
-			return 0, net.ErrClosed
+		case err != nil:
+			return 0, c.wrap(err)
 		}
-		if call.Err != nil {
-			return 0, c.wrap(call.Err)
-		}
-		if len(call.Body) != 1 {
-			continue
-		}
-		if reply, ok := call.Body[0].([]byte); ok && len(reply) > 0 {
-			return copy(b, reply), nil
+		switch m.Type {
+		case godbus.TypeError:
+			return 0, c.wrap(callError(m))
+		case godbus.TypeMethodReply:
+			if len(m.Body) != 1 {
+				continue
+			}
+			if reply, ok := m.Body[0].([]byte); ok && len(reply) > 0 {
+				return copy(b, reply), nil
+			}
 		}
 	}
 }
 
 // SetReadDeadline sets the deadline for Read.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.deadline.Set(t)
-	return nil
-}
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.bus.setReadDeadline(t) }
+
+// SetBlockingReads makes reads wait for replies inside the kernel, on the
+// reader's thread, as a blocking recv does in C, instead of in the
+// runtime's poller (see package kwait): for a reader that has its thread
+// to itself (runtime.LockOSThread). Deadlines hold to the kernel's tick.
+func (c *Conn) SetBlockingReads(on bool) error { return c.bus.setBlocking(on) }
 
 // LocalAddr returns the client's unique name on the bus.
 func (c *Conn) LocalAddr() net.Addr { return c.local }

@@ -37,7 +37,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 
 	godbus "github.com/godbus/dbus/v5"
 )
@@ -75,22 +74,6 @@ func Address(bus string) (string, error) {
 		return "", fmt.Errorf("bus %q: want session, system or a D-Bus address such as unix:path=/run/bus", bus)
 	}
 	return bus, nil
-}
-
-// connect connects to the bus and says hello.
-func connect(bus string) (*godbus.Conn, string, error) {
-	addr, err := Address(bus)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := godbus.Connect(addr)
-	if err != nil {
-		if errno := syscall.Errno(0); errors.As(err, &errno) && (errno == syscall.ECONNREFUSED || errno == syscall.ENOENT) {
-			err = fmt.Errorf("%w (no bus listens there)", errno)
-		}
-		return nil, addr, fmt.Errorf("D-Bus at %s: %w", addr, err)
-	}
-	return c, addr, nil
 }
 
 // Addr is an end of a D-Bus connection: the bus and a name on it.

@@ -2,13 +2,16 @@ package dbus
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/xml"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -275,15 +278,147 @@ func TestMachineID(t *testing.T) {
 	}
 }
 
-// TestSendErrNoOwner: the bus's answer that nobody has the name may come
-// before the call that caused it returns (the reply goroutine fills the
-// call's error); Write then says it as Read would: no reflector, refused.
-func TestSendErrNoOwner(t *testing.T) {
-	c := &Conn{dest: "net.volley.Nobody", peer: Addr{Bus: "unix:path=/x"}, closed: make(chan struct{})}
-	for _, name := range []string{"org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"} {
-		err := c.sendErr(godbus.Error{Name: name, Body: []any{"The name net.volley.Nobody was not provided by any .service files"}})
-		if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "no reflector has the name") {
-			t.Errorf("sendErr(%s) = %v, want no reflector (refused)", name, err)
+// TestNoOwner: a call to a name nobody holds is answered by the bus with
+// an error, which Read says as no reflector (refused), naming the name;
+// Read in the kernel (SetBlockingReads) says it alike.
+func TestNoOwner(t *testing.T) {
+	bus := privateBus(t)
+	for _, blocking := range []bool{false, true} {
+		c, err := Dial(bus, "net.volley.Nobody")
+		if err != nil {
+			t.Fatal(err)
 		}
+		if blocking {
+			runtime.LockOSThread()
+			if err := c.SetBlockingReads(true); err != nil {
+				t.Logf("no kernel wait here (%v): reads in the poller", err)
+			}
+		}
+		if _, err := c.Write(probe(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 128))
+		if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "net.volley.Nobody") {
+			t.Errorf("blocking %v: Read = %v, want no reflector (refused) naming the name", blocking, err)
+		}
+		c.Close()
+		if blocking {
+			runtime.UnlockOSThread()
+		}
+	}
+}
+
+// TestSocketPath: the unix: addresses volley connects to, and what it
+// refuses.
+func TestSocketPath(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{"unix:path=/run/user/1/bus", "/run/user/1/bus", ""},
+		{"unix:path=/tmp/a%20b,guid=0123", "/tmp/a b", ""},
+		{"unix:guid=0123,abstract=/tmp/dbus-x", "@/tmp/dbus-x", ""},
+		{"tcp:host=127.0.0.1,port=4", "", "unix: addresses"},
+		{"unix:tmpdir=/tmp", "", "unix: addresses"},
+		{"unix:path=/tmp/%zz", "", "bad escape"},
+	} {
+		got, err := socketPath(tt.in)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("socketPath(%q) = %q, %v; want %q, error with %q", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// pipeBus returns a busConn on one end of a socket pair, and the other end
+// as the bus that the test writes.
+func pipeBus(t *testing.T) (*busConn, *net.UnixConn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "bus")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c.(*net.UnixConn)
+	}
+	return &busConn{uc: conn(fds[0]), in: make([]byte, 0, inBuffer)}, conn(fds[1])
+}
+
+// encoded is m as the bus would send it, with serial 1.
+func encoded(t *testing.T, m *godbus.Message) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := m.EncodeTo(&b, binary.LittleEndian); err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(b.Bytes()[8:], 1)
+	return b.Bytes()
+}
+
+// TestBusRead: messages cut anywhere, a read deadline between two pieces
+// of one, a message godbus refuses and one larger than volley takes (its
+// length declared up front) are read as the bus meant: each message whole,
+// the refused and the large ones passed over, and the read buffer grown
+// by what came, never by the length declared.
+func TestBusRead(t *testing.T) {
+	b, bus := pipeBus(t)
+	reply := func(body []byte) []byte {
+		m := call("", Path, Interface, "Probe", body)
+		return encoded(t, m)
+	}
+	small := reply([]byte("first"))
+	// A message in three pieces, with a deadline between the first two.
+	bus.Write(small[:5])
+	b.setReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := b.read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read of a message cut short: %v, want the deadline", err)
+	}
+	b.setReadDeadline(time.Now().Add(5 * time.Second))
+	go func() {
+		bus.Write(small[5:20])
+		time.Sleep(time.Millisecond)
+		bus.Write(small[20:])
+	}()
+	if m, err := b.read(); err != nil || string(m.Body[0].([]byte)) != "first" {
+		t.Fatalf("the message cut by a deadline: %v, %v", m, err)
+	}
+	// A message godbus refuses (a header field of the wrong type), then
+	// one declaring 1 GiB of body, sent in part, then the next message.
+	bad := reply([]byte("bad"))
+	bad[16] = 0 // the first header field's code: 0 is invalid
+	huge := reply(nil)
+	binary.LittleEndian.PutUint32(huge[4:], 100<<20)
+	go func() {
+		bus.Write(bad)
+		bus.Write(huge)
+		junk := make([]byte, 64<<10)
+		for range 20 { // 1.25 MiB of the 100 MiB declared
+			bus.Write(junk)
+		}
+	}()
+	b.setReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if m, err := b.read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after a refused and a huge message: %v, %v; want nothing until the deadline", m, err)
+	}
+	if cap(b.in) > 2*inBuffer || b.skip == 0 {
+		t.Errorf("after 1.25 MiB of a message declaring 100 MiB: buffer of %d bytes, %d bytes still to skip; want it thrown away as it comes",
+			cap(b.in), b.skip)
+	}
+	// A message larger than the buffer, within the limit, read whole.
+	big := reply(bytes.Repeat([]byte("x"), 300<<10))
+	b2, bus2 := pipeBus(t)
+	go bus2.Write(big)
+	b2.setReadDeadline(time.Now().Add(5 * time.Second))
+	if m, err := b2.read(); err != nil || len(m.Body[0].([]byte)) != 300<<10 {
+		t.Fatalf("a 300 KiB message: %v", err)
+	}
+	// Not D-Bus at all: an error naming what came.
+	bus2.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	if _, err := b2.read(); err == nil || !strings.Contains(err.Error(), "byte order") {
+		t.Errorf("read of what is not D-Bus: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,18 +25,18 @@ import (
 // as the stream transport's, so that a reflector serves both alike.)
 type Handler = func(msg []byte, from netip.AddrPort) []byte
 
-// Listener is a reflector's presence on a bus. One goroutine takes every
+// Listener is a reflector's presence on a bus. One goroutine reads every
 // message the bus delivers, in the order it delivers them, and answers it
 // through the Handler set with SetHandler: the calls of one client are
 // answered in the order they were made (a goroutine per call, as the bus
-// library's exported objects have, would reorder them). ReadFrom only
-// waits for its deadline, and WriteTo sends the replies a reflector held
-// back (--hold) as the answers to their calls.
+// library's exported objects have, would reorder them), and no message
+// changes goroutine on its way (see busConn). ReadFrom only waits for its
+// deadline, and WriteTo sends the replies a reflector held back (--hold)
+// as the answers to their calls.
 type Listener struct {
-	bus     *godbus.Conn
+	bus     *busConn
 	local   Addr
 	handler atomic.Pointer[Handler]
-	in      chan *godbus.Message
 	xml     map[godbus.ObjectPath]string // the introspection data, by path
 	machine string                       // the host's machine ID, or ""
 	noID    string                       // why there is none
@@ -66,9 +67,8 @@ type heldCall struct {
 // maxPeers bounds the stand-in addresses kept; past it they are reused.
 const maxPeers = 1 << 14
 
-// inQueue is how many messages may wait for the answering goroutine;
-// more are dropped (and their probes counted lost by their clients).
-const inQueue = 1 << 16
+// sweepEvery is how often the held calls are looked at.
+const sweepEvery = time.Second
 
 // Listen connects to bus, claims name (DefaultName when empty) and
 // answers as the reflector's object. A name another connection holds is
@@ -77,35 +77,46 @@ func Listen(bus, name string) (*Listener, error) {
 	if name == "" {
 		name = DefaultName
 	}
-	c, addr, err := connect(bus)
+	addr, err := Address(bus)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dialBus(addr)
 	if err != nil {
 		return nil, err
 	}
 	l := &Listener{bus: c, local: Addr{Bus: bus, Name: name}, peers: map[string]netip.AddrPort{},
-		waiting: map[heldKey]heldCall{}, deadline: deadline.New(), closed: make(chan struct{}),
-		in: make(chan *godbus.Message, inQueue)}
+		waiting: map[heldKey]heldCall{}, deadline: deadline.New(), closed: make(chan struct{})}
 	l.xml = introspectXML()
 	if l.machine, err = machineID(); err != nil {
 		l.noID = err.Error()
 	}
-	// The match first: once eavesdropping, this connection sees no
-	// replies to calls of its own.
-	if err := c.AddMatchSignal(godbus.WithMatchInterface(Interface), godbus.WithMatchMember("OneWay")); err != nil {
+	if err := l.claim(name); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("D-Bus at %s: %w", addr, err)
 	}
-	reply, err := c.RequestName(name, godbus.NameFlagDoNotQueue)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("D-Bus at %s: claiming %s: %w", addr, name, err)
-	}
-	if reply != godbus.RequestNameReplyPrimaryOwner {
-		c.Close()
-		return nil, fmt.Errorf("D-Bus at %s: %s is taken by another connection (a reflector runs there already?)", addr, name)
-	}
-	c.Eavesdrop(l.in)
 	l.wg.Go(l.serve)
 	return l, nil
+}
+
+// claim asks the bus for the OneWay signals sent to the reflector and for
+// the name.
+func (l *Listener) claim(name string) error {
+	_ = l.bus.uc.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer l.bus.uc.SetDeadline(time.Time{})
+	match := "type='signal',interface='" + Interface + "',member='OneWay'"
+	if _, err := l.bus.busCall("AddMatch", match); err != nil {
+		return err
+	}
+	const doNotQueue, primaryOwner = 4, 1 // RequestName's flag and answer
+	reply, err := l.bus.busCall("RequestName", name, uint32(doNotQueue))
+	if err != nil {
+		return fmt.Errorf("claiming %s: %w", name, err)
+	}
+	if len(reply.Body) != 1 || reply.Body[0] != any(uint32(primaryOwner)) {
+		return fmt.Errorf("%s is taken by another connection (a reflector runs there already?)", name)
+	}
+	return nil
 }
 
 // introspectXML returns the introspection data of each object path the
@@ -162,32 +173,37 @@ func machineID() (string, error) {
 	return "", fmt.Errorf("no machine ID (32 hexadecimal digits) in %s", strings.Join(machineIDFiles, " or "))
 }
 
-// serve answers the messages the bus delivers, in order.
+// serve answers the messages the bus delivers, in order, and every
+// sweepEvery the held calls whose reply never came.
 func (l *Listener) serve() {
-	sweep := time.NewTicker(time.Second)
-	defer sweep.Stop()
+	// The reads wait in the kernel on this thread, where they can.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = l.bus.setBlocking(true)
+	next := time.Now().Add(sweepEvery)
+	_ = l.bus.setReadDeadline(next)
 	for {
-		select {
-		case m, ok := <-l.in:
-			if !ok || m == nil {
-				// The bus library closed the channel: the connection
-				// is gone.
-				l.gone.Store(true)
-				l.once.Do(func() { close(l.closed) })
-				return
-			}
+		m, err := l.bus.read()
+		if err == nil {
 			l.dispatch(m)
-		case <-sweep.C:
+		}
+		if now := time.Now(); now.After(next) {
 			l.sweep()
-		case <-l.bus.Context().Done():
-			// The bus went away: ReadFrom says so, and the reflector
-			// stops serving it.
+			next = now.Add(sweepEvery)
+			_ = l.bus.setReadDeadline(next)
+		}
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		select {
+		case <-l.closed:
+		default:
+			// The bus went away, or sent what is not D-Bus: ReadFrom
+			// says so, and the reflector stops serving it.
 			l.gone.Store(true)
 			l.once.Do(func() { close(l.closed) })
-			return
-		case <-l.closed:
-			return
 		}
+		return
 	}
 }
 
@@ -283,7 +299,7 @@ func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName s
 	if len(body) > 0 {
 		r.Headers[godbus.FieldSignature] = godbus.MakeVariant(godbus.SignatureOf(body...))
 	}
-	l.bus.Send(r, nil)
+	_, _ = l.bus.send(r) // a bus that takes nothing ends the serve loop's reads
 }
 
 // isVolley reports whether msg starts with volley's magic.
@@ -333,15 +349,20 @@ func (l *Listener) answer(sender string, msg []byte, call *godbus.Message) []byt
 // timeout, so its client has long counted it lost.
 const heldTimeout = time.Minute
 
-// sweep answers, with nothing, the held calls whose reply never came.
+// sweep answers, with nothing, the held calls whose reply never came
+// (outside the lock: WriteTo takes it).
 func (l *Listener) sweep() {
+	var stale []heldCall
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for k, c := range l.waiting {
 		if time.Since(c.since) > heldTimeout {
 			delete(l.waiting, k)
-			l.send(c.sender, c.serial, godbus.TypeMethodReply, "", []byte{})
+			stale = append(stale, c)
 		}
+	}
+	l.mu.Unlock()
+	for _, c := range stale {
+		l.send(c.sender, c.serial, godbus.TypeMethodReply, "", []byte{})
 	}
 }
 
