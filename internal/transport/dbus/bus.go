@@ -295,33 +295,26 @@ func (b *busConn) setReadDeadline(t time.Time) error {
 	return b.uc.SetReadDeadline(t)
 }
 
-// frameLen returns the length of the message that p starts with (at
-// least fixedHeader bytes), or an error if p starts no message.
-func frameLen(p []byte) (int, error) {
-	var order binary.ByteOrder
-	switch p[0] {
-	case 'l':
-		order = binary.LittleEndian
-	case 'B':
-		order = binary.BigEndian
-	default:
-		return 0, fmt.Errorf("a message in byte order %q", p[0])
+// read returns the next message from the bus that godbus decodes, as the
+// read deadline allows (see next).
+func (b *busConn) read() (*godbus.Message, error) {
+	for {
+		p, err := b.next()
+		if err != nil {
+			return nil, err
+		}
+		if m, err := godbus.DecodeMessage(bytes.NewReader(p)); err == nil {
+			return m, nil
+		}
+		// Not a message godbus takes: passed over.
 	}
-	if p[3] != 1 {
-		return 0, fmt.Errorf("a message of protocol version %d", p[3])
-	}
-	body, fields := int64(order.Uint32(p[4:])), int64(order.Uint32(p[12:]))
-	n := fixedHeader + (fields+7)&^7 + body
-	if n > 1<<27 { // the protocol's limit
-		return 0, fmt.Errorf("a message of %d bytes", n)
-	}
-	return int(n), nil
 }
 
-// read returns the next message from the bus, as the read deadline
-// allows. A message cut by the deadline stays for the next read; one
-// larger than maxFrame is thrown away as it comes.
-func (b *busConn) read() (*godbus.Message, error) {
+// next returns the next message from the bus, undecoded (valid until the
+// next read), as the read deadline allows. A message cut by the deadline
+// stays for the next read; one larger than maxFrame is thrown away as it
+// comes.
+func (b *busConn) next() ([]byte, error) {
 	for {
 		p := b.in[b.head:]
 		if b.skip > 0 && len(p) > 0 {
@@ -341,11 +334,7 @@ func (b *busConn) read() (*godbus.Message, error) {
 				continue
 			case len(p) >= n:
 				b.head += n
-				m, err := godbus.DecodeMessage(bytes.NewReader(p[:n]))
-				if err != nil {
-					continue // not a message godbus takes: passed over
-				}
-				return m, nil
+				return p[:n], nil
 			}
 		}
 		if err := b.fill(); err != nil {

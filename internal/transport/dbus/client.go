@@ -1,6 +1,7 @@
 package dbus
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -144,12 +145,22 @@ func (c *Conn) wrap(err error) error {
 // is not a reply (the bus's signals).
 func (c *Conn) Read(b []byte) (int, error) {
 	for {
-		m, err := c.bus.read()
+		p, err := c.bus.next()
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return 0, os.ErrDeadlineExceeded
 		case err != nil:
 			return 0, c.wrap(err)
+		}
+		if f, ok := parseFrame(p); ok && f.typ == byte(godbus.TypeMethodReply) {
+			if len(f.bytes) > 0 {
+				return copy(b, f.bytes), nil
+			}
+			continue
+		}
+		m, err := godbus.DecodeMessage(bytes.NewReader(p))
+		if err != nil {
+			continue
 		}
 		switch m.Type {
 		case godbus.TypeError:

@@ -1,6 +1,7 @@
 package dbus
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -183,9 +184,9 @@ func (l *Listener) serve() {
 	next := time.Now().Add(sweepEvery)
 	_ = l.bus.setReadDeadline(next)
 	for {
-		m, err := l.bus.read()
+		p, err := l.bus.next()
 		if err == nil {
-			l.dispatch(m)
+			l.take(p)
 		}
 		if now := time.Now(); now.After(next) {
 			l.sweep()
@@ -217,6 +218,30 @@ func header[T any](m *godbus.Message, f godbus.HeaderField) T {
 	return t
 }
 
+// take answers the message p: a probe as read in place (parseFrame),
+// anything else as godbus decodes it.
+func (l *Listener) take(p []byte) {
+	f, ok := parseFrame(p)
+	if !ok || f.typ != byte(godbus.TypeMethodCall) || len(f.bytes) == 0 || string(f.member) != "Probe" ||
+		string(f.iface) != Interface || string(f.path) != string(Path) {
+		if m, err := godbus.DecodeMessage(bytes.NewReader(p)); err == nil {
+			l.dispatch(m)
+		}
+		return
+	}
+	l.probe(godbus.Flags(f.flags), f.serial, string(f.sender), f.bytes)
+}
+
+// probe answers the call Probe(msg) from sender.
+func (l *Listener) probe(flags godbus.Flags, serial uint32, sender string, msg []byte) {
+	if out := l.answer(sender, msg, serial); out != nil {
+		if len(out) == 0 && !isVolley(msg) {
+			out = msg // not a volley message: Probe returns its argument
+		}
+		l.replyTo(flags, serial, sender, godbus.TypeMethodReply, "", out)
+	}
+}
+
 // dispatch answers one message.
 func (l *Listener) dispatch(m *godbus.Message) {
 	iface := header[string](m, godbus.FieldInterface)
@@ -226,7 +251,7 @@ func (l *Listener) dispatch(m *godbus.Message) {
 	case godbus.TypeSignal:
 		if iface == Interface && member == "OneWay" && len(m.Body) == 1 {
 			if msg, ok := m.Body[0].([]byte); ok {
-				l.answer(sender, msg, nil)
+				l.answer(sender, msg, 0)
 			}
 		}
 		return
@@ -262,15 +287,15 @@ func (l *Listener) dispatch(m *godbus.Message) {
 		if ok {
 			msg, ok = m.Body[0].([]byte)
 		}
-		if !ok {
+		switch {
+		case !ok:
 			l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.InvalidArgs", "want one array of bytes (ay)")
-			return
-		}
-		if out := l.answer(sender, msg, m); out != nil {
-			if member == "Probe" && len(out) == 0 && !isVolley(msg) {
-				out = msg // not a volley message: Probe returns its argument
+		case member == "Probe":
+			l.probe(m.Flags, m.Serial(), sender, msg)
+		default:
+			if out := l.answer(sender, msg, m.Serial()); out != nil {
+				l.reply(m, sender, godbus.TypeMethodReply, "", out)
 			}
-			l.reply(m, sender, godbus.TypeMethodReply, "", out)
 		}
 		return
 	}
@@ -280,10 +305,15 @@ func (l *Listener) dispatch(m *godbus.Message) {
 // reply answers the call m from sender with a reply, or an error named
 // errName, holding body.
 func (l *Listener) reply(m *godbus.Message, sender string, typ godbus.Type, errName string, body ...any) {
-	if m.Flags&godbus.FlagNoReplyExpected != 0 {
+	l.replyTo(m.Flags, m.Serial(), sender, typ, errName, body...)
+}
+
+// replyTo answers the call serial, with flags, as reply does.
+func (l *Listener) replyTo(flags godbus.Flags, serial uint32, sender string, typ godbus.Type, errName string, body ...any) {
+	if flags&godbus.FlagNoReplyExpected != 0 {
 		return
 	}
-	l.send(sender, m.Serial(), typ, errName, body...)
+	l.send(sender, serial, typ, errName, body...)
 }
 
 func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName string, body ...any) {
@@ -309,8 +339,9 @@ func isVolley(msg []byte) bool {
 
 // answer runs the handler on msg from sender and returns the reply: an
 // empty one when it drops msg, and nil when it holds the reply (--hold)
-// for WriteTo to send as the answer to call, or when there is no call.
-func (l *Listener) answer(sender string, msg []byte, call *godbus.Message) []byte {
+// for WriteTo to send as the answer to call (its serial; 0 for a signal,
+// which has no answer).
+func (l *Listener) answer(sender string, msg []byte, call uint32) []byte {
 	h := l.handler.Load()
 	if h == nil {
 		return []byte{} // not serving yet
@@ -328,16 +359,16 @@ func (l *Listener) answer(sender string, msg []byte, call *godbus.Message) []byt
 	}
 	buf := make([]byte, len(msg), min(room, MaxMessage+1))
 	copy(buf, msg)
-	if isProbe && call != nil && binary.BigEndian.Uint32(msg[60:]) > 0 {
+	if isProbe && call != 0 && binary.BigEndian.Uint32(msg[60:]) > 0 {
 		// A hold: remember the call, for WriteTo.
 		l.mu.Lock()
-		l.waiting[heldKey{from, binary.BigEndian.Uint64(msg[16:])}] = heldCall{sender: sender, serial: call.Serial(), since: time.Now()}
+		l.waiting[heldKey{from, binary.BigEndian.Uint64(msg[16:])}] = heldCall{sender: sender, serial: call, since: time.Now()}
 		l.mu.Unlock()
 	}
 	if out := (*h)(buf, from); out != nil {
 		return out
 	}
-	if isProbe && call != nil && binary.BigEndian.Uint32(msg[60:]) > 0 {
+	if isProbe && call != 0 && binary.BigEndian.Uint32(msg[60:]) > 0 {
 		return nil // held: WriteTo answers, or the sweep does
 	}
 	return []byte{}

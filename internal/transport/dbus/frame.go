@@ -1,0 +1,149 @@
+package dbus
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The messages that carry volley's probes and replies, a method call or
+// reply with one byte array (signature "ay"), are read without godbus's
+// decoder, which builds every message through reflection and allocates a
+// 4 KiB buffer for its strings (a fifth of each end's CPU in a D-Bus round
+// trip): parseFrame takes the few header fields volley looks at, and the
+// array, in place. Anything else, or anything parseFrame does not expect,
+// goes to godbus.
+
+// frame is what volley reads of a message without decoding it whole. Its
+// slices are in the read buffer: valid until the next read.
+type frame struct {
+	typ         byte // godbus.Type
+	flags       byte // godbus.Flags
+	serial      uint32
+	replySerial uint32
+	path        []byte
+	iface       []byte
+	member      []byte
+	sender      []byte
+	sig         []byte
+	bytes       []byte // the body's byte array, when sig is "ay"
+}
+
+// The header fields' codes (D-Bus specification, "Message Format").
+const (
+	fieldPath        = 1
+	fieldInterface   = 2
+	fieldMember      = 3
+	fieldErrorName   = 4
+	fieldReplySerial = 5
+	fieldDestination = 6
+	fieldSender      = 7
+	fieldSignature   = 8
+)
+
+// frameLen returns the length of the message that p starts with (at
+// least fixedHeader bytes), or an error if p starts no message.
+func frameLen(p []byte) (int, error) {
+	var order binary.ByteOrder
+	switch p[0] {
+	case 'l':
+		order = binary.LittleEndian
+	case 'B':
+		order = binary.BigEndian
+	default:
+		return 0, fmt.Errorf("a message in byte order %q", p[0])
+	}
+	if p[3] != 1 {
+		return 0, fmt.Errorf("a message of protocol version %d", p[3])
+	}
+	body, fields := int64(order.Uint32(p[4:])), int64(order.Uint32(p[12:]))
+	n := fixedHeader + (fields+7)&^7 + body
+	if n > 1<<27 { // the protocol's limit
+		return 0, fmt.Errorf("a message of %d bytes", n)
+	}
+	return int(n), nil
+}
+
+// parseFrame reads the message p (a whole one, as frameLen measured it):
+// false when it is not little-endian, has a header field of a type other
+// than a string, object path, signature or uint32, or has a body other
+// than one byte array (or none); the caller then decodes it with godbus.
+func parseFrame(p []byte) (f frame, ok bool) {
+	if p[0] != 'l' {
+		return f, false
+	}
+	le := binary.LittleEndian
+	f.typ, f.flags, f.serial = p[1], p[2], le.Uint32(p[8:])
+	end := fixedHeader + int(le.Uint32(p[12:]))
+	if end > len(p) {
+		return f, false
+	}
+	// Offsets are from the message's start: alignment is to them.
+	for i := fixedHeader; i < end; {
+		// A field: its code, a variant's signature of one type, the value.
+		if i+4 > end || p[i+1] != 1 || p[i+3] != 0 {
+			return f, false
+		}
+		code, typ := p[i], p[i+2]
+		i += 4
+		var val []byte
+		switch typ {
+		case 's', 'o':
+			i = align(i, 4)
+			if i+4 > end {
+				return f, false
+			}
+			n := int(le.Uint32(p[i:]))
+			if n > end-i-5 || p[i+4+n] != 0 {
+				return f, false
+			}
+			val, i = p[i+4:i+4+n], i+5+n
+		case 'g':
+			n := int(p[i])
+			if n > end-i-2 || p[i+1+n] != 0 {
+				return f, false
+			}
+			val, i = p[i+1:i+1+n], i+2+n
+		case 'u':
+			i = align(i, 4)
+			if i+4 > end {
+				return f, false
+			}
+			if code == fieldReplySerial {
+				f.replySerial = le.Uint32(p[i:])
+			}
+			i += 4
+		default:
+			return f, false
+		}
+		switch code {
+		case fieldPath:
+			f.path = val
+		case fieldInterface:
+			f.iface = val
+		case fieldMember:
+			f.member = val
+		case fieldSender:
+			f.sender = val
+		case fieldSignature:
+			f.sig = val
+		}
+		if i < end {
+			i = align(i, 8)
+		}
+	}
+	body := p[align(end, 8):]
+	switch {
+	case len(f.sig) == 0:
+		return f, len(body) == 0
+	case string(f.sig) != "ay" || len(body) < 4:
+		return f, false
+	}
+	if n := le.Uint32(body); int64(n) != int64(len(body))-4 {
+		return f, false
+	}
+	f.bytes = body[4:]
+	return f, true
+}
+
+// align rounds i up to a multiple of n (a power of 2).
+func align(i, n int) int { return (i + n - 1) &^ (n - 1) }
