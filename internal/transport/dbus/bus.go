@@ -43,9 +43,10 @@ type busConn struct {
 	skip int
 
 	wmu    sync.Mutex
-	serial uint32 // the last serial sent
-	out    bytes.Buffer
-	wdl    time.Time // the write deadline set last
+	serial uint32       // the last serial sent
+	out    bytes.Buffer // what godbus encodes
+	raw    []byte       // what appendFrame makes
+	wdl    time.Time    // the write deadline set last
 
 	// block has the socket's reads and writes wait in the kernel, on
 	// the reader's locked thread, once setBlocking turned it on.
@@ -257,13 +258,19 @@ func (b *busConn) send(m *godbus.Message) (uint32, error) {
 	if err := m.EncodeTo(&b.out, binary.LittleEndian); err != nil {
 		return 0, err
 	}
-	// godbus gives no way to set a message's serial outside its own
-	// connection: it is the header's bytes 8-11.
+	return b.write(b.out.Bytes())
+}
+
+// write writes the message p with the next serial, which it returns; the
+// caller holds wmu.
+func (b *busConn) write(p []byte) (uint32, error) {
+	// The serial is the header's bytes 8-11 (godbus gives no way to set
+	// it outside its own connection).
 	b.serial++
 	if b.serial == 0 {
 		b.serial = 1
 	}
-	binary.LittleEndian.PutUint32(b.out.Bytes()[8:], b.serial)
+	binary.LittleEndian.PutUint32(p[8:], b.serial)
 	if now := time.Now(); b.wdl.Sub(now) < writeTimeout/2 {
 		b.wdl = now.Add(writeTimeout)
 		_ = b.uc.SetWriteDeadline(b.wdl)
@@ -271,11 +278,20 @@ func (b *busConn) send(m *godbus.Message) (uint32, error) {
 	}
 	var err error
 	if c := b.block.Conn(); c != nil {
-		_, err = c.Write(b.out.Bytes())
+		_, err = c.Write(p)
 	} else {
-		_, err = b.uc.Write(b.out.Bytes())
+		_, err = b.uc.Write(p)
 	}
 	return b.serial, err
+}
+
+// sendFrame writes the message appendFrame makes of its arguments, with
+// the next serial, which it returns.
+func (b *busConn) sendFrame(typ byte, fields []field, ay []byte) (uint32, error) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.raw = appendFrame(b.raw[:0], typ, 0, fields, ay)
+	return b.write(b.raw)
 }
 
 // setBlocking has reads (and writes) wait in the kernel on the reader's

@@ -80,17 +80,24 @@ func (c *Conn) Write(b []byte) (int, error) {
 			}
 		}
 	}
-	if _, err := c.bus.send(call(c.dest, Path, Interface, method, b)); err != nil {
-		return 0, c.sendErr(err)
-	}
-	return len(b), nil
+	return c.send(byte(godbus.TypeMethodCall), method, b)
 }
 
 // signal sends a OneWay signal with msg to the reflector alone.
 func (c *Conn) signal(msg []byte) (int, error) {
-	m := call(c.dest, Path, Interface, "OneWay", msg)
-	m.Type = godbus.TypeSignal
-	if _, err := c.bus.send(m); err != nil {
+	return c.send(byte(godbus.TypeSignal), "OneWay", msg)
+}
+
+// send sends msg to the reflector's member as a message of type typ.
+func (c *Conn) send(typ byte, member string, msg []byte) (int, error) {
+	fields := [...]field{
+		{code: fieldPath, typ: 'o', s: string(Path)},
+		{code: fieldInterface, typ: 's', s: Interface},
+		{code: fieldMember, typ: 's', s: member},
+		{code: fieldDestination, typ: 's', s: c.dest},
+		{code: fieldSignature, typ: 'g', s: "ay"},
+	}
+	if _, err := c.bus.sendFrame(typ, fields[:], msg); err != nil {
 		return 0, c.sendErr(err)
 	}
 	return len(msg), nil

@@ -147,3 +147,48 @@ func parseFrame(p []byte) (f frame, ok bool) {
 
 // align rounds i up to a multiple of n (a power of 2).
 func align(i, n int) int { return (i + n - 1) &^ (n - 1) }
+
+// field is a header field for appendFrame: a string, object path or
+// signature (s), or a uint32 (u), as typ says.
+type field struct {
+	code, typ byte
+	s         string
+	u         uint32
+}
+
+// appendFrame appends to p (empty, or ending at a multiple of 8 bytes) a
+// little-endian message of type typ with flags, the header fields given,
+// serial 0 (send sets it) and the body ay (one byte array), without
+// godbus's encoder (reflection, and a map for the fields), for the
+// messages that carry probes and replies.
+func appendFrame(p []byte, typ, flags byte, fields []field, ay []byte) []byte {
+	le := binary.LittleEndian
+	base := len(p)
+	pad := func(p []byte, n int) []byte {
+		for (len(p)-base)%n != 0 {
+			p = append(p, 0)
+		}
+		return p
+	}
+	p = append(p, 'l', typ, flags, 1)
+	p = append(p, make([]byte, 12)...) // body length, serial, fields' length
+	for _, f := range fields {
+		p = pad(p, 8)
+		p = append(p, f.code, 1, f.typ, 0)
+		switch f.typ {
+		case 's', 'o':
+			p = pad(p, 4)
+			p = le.AppendUint32(p, uint32(len(f.s)))
+			p = append(append(p, f.s...), 0)
+		case 'g':
+			p = append(append(append(p, byte(len(f.s))), f.s...), 0)
+		case 'u':
+			p = pad(p, 4)
+			p = le.AppendUint32(p, f.u)
+		}
+	}
+	le.PutUint32(p[base+12:], uint32(len(p)-base-fixedHeader))
+	p = pad(p, 8)
+	le.PutUint32(p[base+4:], uint32(4+len(ay)))
+	return append(le.AppendUint32(p, uint32(len(ay))), ay...)
+}

@@ -144,3 +144,60 @@ func FuzzParseFrame(f *testing.F) {
 		agree(t, p)
 	})
 }
+
+// TestAppendFrame: what appendFrame makes, after other messages in the
+// same buffer, is a message godbus decodes to the fields and the byte
+// array given, and parseFrame reads alike.
+func TestAppendFrame(t *testing.T) {
+	for _, size := range []int{0, 1, 3, 7, 64, 1000} {
+		ay := bytes.Repeat([]byte{0x5a}, size)
+		for _, fields := range [][]field{
+			{{fieldPath, 'o', string(Path), 0}, {fieldInterface, 's', Interface, 0}, {fieldMember, 's', "Probe", 0},
+				{fieldDestination, 's', DefaultName, 0}, {fieldSignature, 'g', "ay", 0}},
+			{{fieldReplySerial, 'u', "", 77}, {fieldSignature, 'g', "ay", 0}, {fieldDestination, 's', ":1.7", 0}},
+			{{fieldReplySerial, 'u', "", 78}, {fieldSignature, 'g', "ay", 0}},
+		} {
+			typ := byte(godbus.TypeMethodCall)
+			if fields[0].code == fieldReplySerial {
+				typ = byte(godbus.TypeMethodReply)
+			}
+			before := appendFrame(nil, typ, 0, fields, []byte("first")) // a message ahead in the buffer
+			before = append(before, make([]byte, align(len(before), 8)-len(before))...)
+			buf := appendFrame(before, typ, 0, fields, ay)
+			p := buf[len(before):]
+			binary.LittleEndian.PutUint32(p[8:], 5)
+			if n, err := frameLen(p); err != nil || n != len(p) {
+				t.Fatalf("size %d, %d fields: frameLen %d, %v; made %d bytes", size, len(fields), n, err, len(p))
+			}
+			m, err := godbus.DecodeMessage(bytes.NewReader(p))
+			if err != nil {
+				t.Fatalf("size %d, %d fields: godbus refuses %x: %v", size, len(fields), p, err)
+			}
+			if len(m.Body) != 1 || !bytes.Equal(m.Body[0].([]byte), ay) || byte(m.Type) != typ || m.Serial() != 5 {
+				t.Errorf("size %d: godbus decodes %v", size, m)
+			}
+			for _, f := range fields {
+				v, ok := m.Headers[godbus.HeaderField(f.code)]
+				if !ok {
+					t.Errorf("size %d: field %d missing from %v", size, f.code, m)
+					continue
+				}
+				want := any(f.s)
+				switch f.typ {
+				case 'o':
+					want = godbus.ObjectPath(f.s)
+				case 'g':
+					want = godbus.ParseSignatureMust(f.s)
+				case 'u':
+					want = f.u
+				}
+				if v.Value() != want {
+					t.Errorf("size %d: field %d = %v, want %v", size, f.code, v.Value(), want)
+				}
+			}
+			if !agree(t, p) {
+				t.Errorf("size %d: parseFrame does not read what appendFrame made", size)
+			}
+		}
+	}
+}

@@ -238,8 +238,24 @@ func (l *Listener) probe(flags godbus.Flags, serial uint32, sender string, msg [
 		if len(out) == 0 && !isVolley(msg) {
 			out = msg // not a volley message: Probe returns its argument
 		}
-		l.replyTo(flags, serial, sender, godbus.TypeMethodReply, "", out)
+		if flags&godbus.FlagNoReplyExpected == 0 {
+			l.replyBytes(serial, sender, out)
+		}
 	}
+}
+
+// replyBytes answers the call serial from sender with the byte array b.
+func (l *Listener) replyBytes(serial uint32, sender string, b []byte) {
+	fields := [...]field{
+		{code: fieldReplySerial, typ: 'u', u: serial},
+		{code: fieldSignature, typ: 'g', s: "ay"},
+		{code: fieldDestination, typ: 's', s: sender},
+	}
+	n := len(fields)
+	if sender == "" {
+		n--
+	}
+	_, _ = l.bus.sendFrame(byte(godbus.TypeMethodReply), fields[:n], b) // a bus that takes nothing ends the serve loop's reads
 }
 
 // dispatch answers one message.
@@ -446,7 +462,7 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 	if !ok {
 		return 0, errNoCall
 	}
-	l.send(c.sender, c.serial, godbus.TypeMethodReply, "", append([]byte(nil), b...))
+	l.replyBytes(c.serial, c.sender, b)
 	return len(b), nil
 }
 
