@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
@@ -33,7 +34,6 @@ import (
 // Reads may come from one goroutine at a time; writes from any.
 type busConn struct {
 	uc   *net.UnixConn
-	addr string // the address connected to
 	name string // the unique name the bus gave
 
 	// What was read and not yet decoded is in[head:]; skip is how much
@@ -47,6 +47,7 @@ type busConn struct {
 	out    bytes.Buffer // what godbus encodes
 	raw    []byte       // what appendFrame makes
 	wdl    time.Time    // the write deadline set last
+	broken error        // a write that failed: the stream may hold part of a message
 
 	// block has the socket's reads and writes wait in the kernel, on
 	// the reader's locked thread, once setBlocking turned it on.
@@ -80,11 +81,15 @@ var errNotUnix = errors.New("volley connects to D-Bus unix: addresses (path= or 
 // the user is (SASL EXTERNAL: the bus checks it against the socket's
 // credentials) and hello.
 func dialBus(addr string) (*busConn, error) {
+	addrs := strings.Split(addr, ";")
 	var errs []error
-	for a := range strings.SplitSeq(addr, ";") {
+	for _, a := range addrs {
 		b, err := dialOne(a)
 		if err == nil {
 			return b, nil
+		}
+		if len(addrs) > 1 {
+			err = fmt.Errorf("%s: %w", a, err)
 		}
 		errs = append(errs, err)
 	}
@@ -95,13 +100,13 @@ func dialBus(addr string) (*busConn, error) {
 func socketPath(addr string) (string, error) {
 	kind, keys, ok := strings.Cut(addr, ":")
 	if !ok || kind != "unix" {
-		return "", fmt.Errorf("%s: %w", addr, errNotUnix)
+		return "", errNotUnix
 	}
 	for kv := range strings.SplitSeq(keys, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		v, err := unescape(v)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", addr, err)
+			return "", err
 		}
 		switch k {
 		case "path":
@@ -110,7 +115,7 @@ func socketPath(addr string) (string, error) {
 			return "@" + v, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w", addr, errNotUnix)
+	return "", errNotUnix
 }
 
 // unescape undoes a D-Bus address value's %XX escapes.
@@ -144,12 +149,12 @@ func dialOne(addr string) (*busConn, error) {
 	}
 	uc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		if errno := (*os.SyscallError)(nil); errors.As(err, &errno) {
-			err = fmt.Errorf("%w (no bus listens there)", errno.Err)
+		if errno := syscall.Errno(0); errors.As(err, &errno) && (errno == syscall.ECONNREFUSED || errno == syscall.ENOENT) {
+			err = fmt.Errorf("%w (no bus listens there)", errno)
 		}
 		return nil, err
 	}
-	b := &busConn{uc: uc, addr: addr, in: make([]byte, 0, inBuffer)}
+	b := &busConn{uc: uc, in: make([]byte, 0, inBuffer)}
 	if err := b.hello(); err != nil {
 		uc.Close()
 		return nil, err
@@ -159,7 +164,8 @@ func dialOne(addr string) (*busConn, error) {
 
 // hello authenticates and asks the bus for the connection's unique name.
 func (b *busConn) hello() error {
-	_ = b.uc.SetDeadline(time.Now().Add(handshakeTimeout))
+	b.handshake(true)
+	defer b.handshake(false)
 	uid := hex.EncodeToString([]byte(strconv.Itoa(os.Getuid())))
 	if _, err := b.uc.Write([]byte("\x00AUTH EXTERNAL " + uid + "\r\n")); err != nil {
 		return err
@@ -178,12 +184,26 @@ func (b *busConn) hello() error {
 	if err != nil {
 		return err
 	}
-	if len(reply.Body) != 1 {
-		return errors.New("the bus's Hello gave no name")
+	name, ok := any(nil), len(reply.Body) == 1
+	if ok {
+		name = reply.Body[0]
 	}
-	b.name, _ = reply.Body[0].(string)
-	_ = b.uc.SetDeadline(time.Time{})
+	if b.name, ok = name.(string); !ok || b.name == "" {
+		return fmt.Errorf("the bus's Hello gave no name but %v", reply.Body)
+	}
 	return nil
+}
+
+// handshake bounds each read and write while connecting (on) by
+// handshakeTimeout, or ends that (off): reads then wait as long as their
+// caller says, and writes take the deadline write sets.
+func (b *busConn) handshake(on bool) {
+	if on {
+		_ = b.uc.SetDeadline(time.Now().Add(handshakeTimeout))
+		return
+	}
+	_ = b.uc.SetDeadline(time.Time{})
+	b.wdl = time.Time{} // the next write sets its own
 }
 
 // line reads the bus's answer during authentication: one line, at most
@@ -244,6 +264,24 @@ func call(dest string, path godbus.ObjectPath, iface, member string, body ...any
 	return m
 }
 
+// answer makes the answer to the call serial from sender: a reply, or an
+// error named errName, holding body.
+func answer(sender string, serial uint32, typ godbus.Type, errName string, body ...any) *godbus.Message {
+	r := &godbus.Message{Type: typ, Headers: map[godbus.HeaderField]godbus.Variant{
+		godbus.FieldReplySerial: godbus.MakeVariant(serial),
+	}, Body: body}
+	if sender != "" {
+		r.Headers[godbus.FieldDestination] = godbus.MakeVariant(sender)
+	}
+	if errName != "" {
+		r.Headers[godbus.FieldErrorName] = godbus.MakeVariant(errName)
+	}
+	if len(body) > 0 {
+		r.Headers[godbus.FieldSignature] = godbus.MakeVariant(godbus.SignatureOf(body...))
+	}
+	return r
+}
+
 // callError is the error an error message m says.
 func callError(m *godbus.Message) error {
 	name := header[string](m, godbus.FieldErrorName)
@@ -264,6 +302,9 @@ func (b *busConn) send(m *godbus.Message) (uint32, error) {
 // write writes the message p with the next serial, which it returns; the
 // caller holds wmu.
 func (b *busConn) write(p []byte) (uint32, error) {
+	if b.broken != nil {
+		return 0, b.broken
+	}
 	// The serial is the header's bytes 8-11 (godbus gives no way to set
 	// it outside its own connection).
 	b.serial++
@@ -282,6 +323,16 @@ func (b *busConn) write(p []byte) (uint32, error) {
 	} else {
 		_, err = b.uc.Write(p)
 	}
+	if err != nil {
+		// Part of the message may be on its way: what followed it
+		// would be garbage to the bus. The connection ends here, and
+		// a read waiting on it says so.
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("the bus took nothing for %v: %w", writeTimeout, err)
+		}
+		b.broken = err
+		b.Close()
+	}
 	return b.serial, err
 }
 
@@ -292,6 +343,14 @@ func (b *busConn) sendFrame(typ byte, fields []field, ay []byte) (uint32, error)
 	defer b.wmu.Unlock()
 	b.raw = appendFrame(b.raw[:0], typ, 0, fields, ay)
 	return b.write(b.raw)
+}
+
+// writeErr returns the error of the write that ended the connection, or
+// nil.
+func (b *busConn) writeErr() error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	return b.broken
 }
 
 // setBlocking has reads (and writes) wait in the kernel on the reader's
@@ -315,9 +374,12 @@ func (b *busConn) setReadDeadline(t time.Time) error {
 // read deadline allows (see next).
 func (b *busConn) read() (*godbus.Message, error) {
 	for {
-		p, err := b.next()
+		p, whole, err := b.next()
 		if err != nil {
 			return nil, err
+		}
+		if !whole {
+			continue
 		}
 		if m, err := godbus.DecodeMessage(bytes.NewReader(p)); err == nil {
 			return m, nil
@@ -327,10 +389,11 @@ func (b *busConn) read() (*godbus.Message, error) {
 }
 
 // next returns the next message from the bus, undecoded (valid until the
-// next read), as the read deadline allows. A message cut by the deadline
-// stays for the next read; one larger than maxFrame is thrown away as it
-// comes.
-func (b *busConn) next() ([]byte, error) {
+// next read), as the read deadline allows; a message cut by the deadline
+// stays for the next read. Of a message larger than maxFrame, it returns
+// the header alone (not whole), where it fits the buffer, and throws the
+// rest away as it comes.
+func (b *busConn) next() (p []byte, whole bool, err error) {
 	for {
 		p := b.in[b.head:]
 		if b.skip > 0 && len(p) > 0 {
@@ -340,21 +403,24 @@ func (b *busConn) next() ([]byte, error) {
 			continue
 		}
 		if len(p) >= fixedHeader {
-			n, err := frameLen(p)
+			n, head, err := frameLen(p)
 			if err != nil {
-				return nil, fmt.Errorf("the bus sent %w", err)
+				return nil, false, fmt.Errorf("the bus sent %w", err)
 			}
 			switch {
-			case n > maxFrame:
+			case n > maxFrame && head <= len(p):
+				b.skip = n // from the next read on
+				return p[:head], false, nil
+			case n > maxFrame && head > maxFrame:
 				b.skip = n
 				continue
-			case len(p) >= n:
+			case n <= len(p):
 				b.head += n
-				return p[:n], nil
+				return p[:n], true, nil
 			}
 		}
 		if err := b.fill(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }

@@ -152,12 +152,14 @@ func (c *Conn) wrap(err error) error {
 // is not a reply (the bus's signals).
 func (c *Conn) Read(b []byte) (int, error) {
 	for {
-		p, err := c.bus.next()
+		p, whole, err := c.bus.next()
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return 0, os.ErrDeadlineExceeded
 		case err != nil:
 			return 0, c.wrap(err)
+		case !whole:
+			continue // larger than any reply to a probe
 		}
 		if f, ok := parseFrame(p); ok && f.typ == byte(godbus.TypeMethodReply) {
 			if len(f.bytes) > 0 {
@@ -170,6 +172,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 			continue
 		}
 		switch m.Type {
+		case godbus.TypeMethodCall:
+			c.answer(m)
 		case godbus.TypeError:
 			return 0, c.wrap(callError(m))
 		case godbus.TypeMethodReply:
@@ -181,6 +185,23 @@ func (c *Conn) Read(b []byte) (int, error) {
 			}
 		}
 	}
+}
+
+// answer answers a call made to the client, as a bus connection must
+// (the caller would wait for its own timeout): org.freedesktop.DBus.Peer's
+// Ping, and an error for anything else. A write that fails ends the
+// connection, which the next read says.
+func (c *Conn) answer(m *godbus.Message) {
+	if m.Flags&godbus.FlagNoReplyExpected != 0 {
+		return
+	}
+	sender := header[string](m, godbus.FieldSender)
+	iface, member := header[string](m, godbus.FieldInterface), header[string](m, godbus.FieldMember)
+	r := answer(sender, m.Serial(), godbus.TypeError, "org.freedesktop.DBus.Error.UnknownMethod", "a volley client answers only org.freedesktop.DBus.Peer.Ping")
+	if (iface == "org.freedesktop.DBus.Peer" || iface == "") && member == "Ping" {
+		r = answer(sender, m.Serial(), godbus.TypeMethodReply, "")
+	}
+	_, _ = c.bus.send(r)
 }
 
 // SetReadDeadline sets the deadline for Read.

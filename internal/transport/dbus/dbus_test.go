@@ -3,6 +3,7 @@ package dbus
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/xml"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -378,11 +380,12 @@ func TestBusRead(t *testing.T) {
 		t.Fatalf("read of a message cut short: %v, want the deadline", err)
 	}
 	b.setReadDeadline(time.Now().Add(5 * time.Second))
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		bus.Write(small[5:20])
-		time.Sleep(time.Millisecond)
-		bus.Write(small[20:])
-	}()
+		bus.Write(small[20:]) // a read may well come between the two
+	})
 	if m, err := b.read(); err != nil || string(m.Body[0].([]byte)) != "first" {
 		t.Fatalf("the message cut by a deadline: %v, %v", m, err)
 	}
@@ -392,14 +395,14 @@ func TestBusRead(t *testing.T) {
 	bad[16] = 0 // the first header field's code: 0 is invalid
 	huge := reply(nil)
 	binary.LittleEndian.PutUint32(huge[4:], 100<<20)
-	go func() {
+	wg.Go(func() {
 		bus.Write(bad)
 		bus.Write(huge)
 		junk := make([]byte, 64<<10)
 		for range 20 { // 1.25 MiB of the 100 MiB declared
 			bus.Write(junk)
 		}
-	}()
+	})
 	b.setReadDeadline(time.Now().Add(500 * time.Millisecond))
 	if m, err := b.read(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read after a refused and a huge message: %v, %v; want nothing until the deadline", m, err)
@@ -411,7 +414,7 @@ func TestBusRead(t *testing.T) {
 	// A message larger than the buffer, within the limit, read whole.
 	big := reply(bytes.Repeat([]byte("x"), 300<<10))
 	b2, bus2 := pipeBus(t)
-	go bus2.Write(big)
+	wg.Go(func() { bus2.Write(big) })
 	b2.setReadDeadline(time.Now().Add(5 * time.Second))
 	if m, err := b2.read(); err != nil || len(m.Body[0].([]byte)) != 300<<10 {
 		t.Fatalf("a 300 KiB message: %v", err)
@@ -420,5 +423,102 @@ func TestBusRead(t *testing.T) {
 	bus2.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
 	if _, err := b2.read(); err == nil || !strings.Contains(err.Error(), "byte order") {
 		t.Errorf("read of what is not D-Bus: %v", err)
+	}
+}
+
+// TestLimits: calls larger than volley sends, within what it reads whole
+// and beyond (the rest thrown away as it comes), are answered with
+// LimitsExceeded and never reach the handler, nor does a large OneWay
+// signal; the reflector answers the next probe as before.
+func TestLimits(t *testing.T) {
+	bus := privateBus(t)
+	l, err := Listen(bus, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	largest := 0
+	seen := make(chan int, 16)
+	l.SetHandler(func(msg []byte, from netip.AddrPort) []byte {
+		seen <- len(msg)
+		return msg
+	})
+	c, err := godbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	obj := c.Object(DefaultName, Path)
+	for _, size := range []int{MaxMessage + 100, maxFrame + 1<<20} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // no answer would wait for ever
+		err := obj.CallWithContext(ctx, Interface+".Probe", 0, make([]byte, size)).Err
+		cancel()
+		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != limitsExceeded {
+			t.Errorf("a Probe of %d bytes: %v, want %s", size, err, limitsExceeded)
+		}
+	}
+	if err := c.Emit(Path, Interface+".OneWay", make([]byte, MaxMessage+100)); err != nil {
+		t.Fatal(err)
+	}
+	var reply []byte
+	if err := obj.Call(Interface+".Probe", 0, probe(1, 0)).Store(&reply); err != nil || len(reply) != headerBytes {
+		t.Fatalf("a probe after the large ones: %d bytes, %v", len(reply), err)
+	}
+	for len(seen) > 0 {
+		largest = max(largest, <-seen)
+	}
+	if largest > MaxMessage {
+		t.Errorf("the handler saw a message of %d bytes", largest)
+	}
+}
+
+// TestClientAnswers: a call made to a client's name is answered while it
+// reads (Ping with a reply, anything else with an error), and Close ends
+// a Read waiting without a deadline, in the poller and in the kernel.
+func TestClientAnswers(t *testing.T) {
+	bus := privateBus(t)
+	peer, err := godbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	for _, blocking := range []bool{false, true} {
+		c, err := Dial(bus, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			if blocking {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if err := c.SetBlockingReads(true); err != nil {
+					t.Logf("no kernel wait here (%v): reads in the poller", err)
+				}
+			}
+			_, err := c.Read(make([]byte, 128))
+			done <- err
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		obj := peer.Object(c.LocalAddr().(Addr).Name, "/")
+		if err := obj.CallWithContext(ctx, "org.freedesktop.DBus.Peer.Ping", 0).Err; err != nil {
+			t.Errorf("blocking %v: Ping to the client: %v", blocking, err)
+		}
+		err = obj.CallWithContext(ctx, "org.example.Nothing.Here", 0).Err
+		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != "org.freedesktop.DBus.Error.UnknownMethod" {
+			t.Errorf("blocking %v: another call to the client: %v, want UnknownMethod", blocking, err)
+		}
+		cancel()
+		start := time.Now()
+		c.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("blocking %v: Read after Close: %v, want net.ErrClosed", blocking, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("blocking %v: Read still waits 5 s after Close", blocking)
+		}
+		t.Logf("blocking %v: Read ended %v after Close", blocking, time.Since(start))
 	}
 }

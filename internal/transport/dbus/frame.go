@@ -1,8 +1,10 @@
 package dbus
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unicode/utf8"
 )
 
 // The messages that carry volley's probes and replies, a method call or
@@ -38,11 +40,13 @@ const (
 	fieldDestination = 6
 	fieldSender      = 7
 	fieldSignature   = 8
+	fieldUnixFDs     = 9
 )
 
 // frameLen returns the length of the message that p starts with (at
-// least fixedHeader bytes), or an error if p starts no message.
-func frameLen(p []byte) (int, error) {
+// least fixedHeader bytes) and of its header (the fixed part and the
+// fields, padded to 8 bytes), or an error if p starts no message.
+func frameLen(p []byte) (n, head int, err error) {
 	var order binary.ByteOrder
 	switch p[0] {
 	case 'l':
@@ -50,17 +54,17 @@ func frameLen(p []byte) (int, error) {
 	case 'B':
 		order = binary.BigEndian
 	default:
-		return 0, fmt.Errorf("a message in byte order %q", p[0])
+		return 0, 0, fmt.Errorf("a message in byte order %q", p[0])
 	}
 	if p[3] != 1 {
-		return 0, fmt.Errorf("a message of protocol version %d", p[3])
+		return 0, 0, fmt.Errorf("a message of protocol version %d", p[3])
 	}
 	body, fields := int64(order.Uint32(p[4:])), int64(order.Uint32(p[12:]))
-	n := fixedHeader + (fields+7)&^7 + body
-	if n > 1<<27 { // the protocol's limit
-		return 0, fmt.Errorf("a message of %d bytes", n)
+	h := fixedHeader + (fields+7)&^7
+	if h+body > 1<<27 { // the protocol's limit
+		return 0, 0, fmt.Errorf("a message of %d bytes", h+body)
 	}
-	return int(n), nil
+	return int(h + body), int(h), nil
 }
 
 // parseFrame reads the message p (a whole one, as frameLen measured it):
@@ -68,52 +72,82 @@ func frameLen(p []byte) (int, error) {
 // than a string, object path, signature or uint32, or has a body other
 // than one byte array (or none); the caller then decodes it with godbus.
 func parseFrame(p []byte) (f frame, ok bool) {
-	if p[0] != 'l' {
+	var end int
+	f, end, ok = parseHeader(p)
+	if !ok {
 		return f, false
+	}
+	body := p[align(end, 8):]
+	switch {
+	case len(f.sig) == 0:
+		return f, len(body) == 0
+	case string(f.sig) != "ay" || len(body) < 4:
+		return f, false
+	}
+	if n := binary.LittleEndian.Uint32(body); int64(n) != int64(len(body))-4 {
+		return f, false
+	}
+	f.bytes = body[4:]
+	return f, true
+}
+
+// parseHeader reads the fixed header and the header fields of the
+// message p starts with, as parseFrame does, and returns where the fields
+// end; p need hold nothing after them.
+func parseHeader(p []byte) (f frame, end int, ok bool) {
+	if p[0] != 'l' {
+		return f, 0, false
 	}
 	le := binary.LittleEndian
 	f.typ, f.flags, f.serial = p[1], p[2], le.Uint32(p[8:])
-	end := fixedHeader + int(le.Uint32(p[12:]))
+	end = fixedHeader + int(le.Uint32(p[12:]))
 	if end > len(p) {
-		return f, false
+		return f, 0, false
 	}
 	// Offsets are from the message's start: alignment is to them.
 	for i := fixedHeader; i < end; {
 		// A field: its code, a variant's signature of one type, the value.
 		if i+4 > end || p[i+1] != 1 || p[i+3] != 0 {
-			return f, false
+			return f, 0, false
 		}
 		code, typ := p[i], p[i+2]
+		if typ != fieldType(code) {
+			return f, 0, false // a code not defined, or a type godbus refuses
+		}
 		i += 4
 		var val []byte
 		switch typ {
 		case 's', 'o':
 			i = align(i, 4)
 			if i+4 > end {
-				return f, false
+				return f, 0, false
+			}
+			// int64: no overflow where int is 32 bits.
+			if n := int64(le.Uint32(p[i:])); n > int64(end-i-5) {
+				return f, 0, false
 			}
 			n := int(le.Uint32(p[i:]))
-			if n > end-i-5 || p[i+4+n] != 0 {
-				return f, false
+			if p[i+4+n] != 0 {
+				return f, 0, false
 			}
 			val, i = p[i+4:i+4+n], i+5+n
 		case 'g':
 			n := int(p[i])
 			if n > end-i-2 || p[i+1+n] != 0 {
-				return f, false
+				return f, 0, false
 			}
 			val, i = p[i+1:i+1+n], i+2+n
 		case 'u':
 			i = align(i, 4)
 			if i+4 > end {
-				return f, false
+				return f, 0, false
 			}
 			if code == fieldReplySerial {
 				f.replySerial = le.Uint32(p[i:])
 			}
 			i += 4
 		default:
-			return f, false
+			return f, 0, false
 		}
 		switch code {
 		case fieldPath:
@@ -127,22 +161,34 @@ func parseFrame(p []byte) (f frame, ok bool) {
 		case fieldSignature:
 			f.sig = val
 		}
+		if typ != 'u' && (!utf8.Valid(val) || bytes.IndexByte(val, 0) >= 0) {
+			return f, 0, false // the specification's strings are UTF-8, without NUL
+		}
 		if i < end {
-			i = align(i, 8)
+			// The array's length ends at its last field: bytes after
+			// it are another field's.
+			if i = align(i, 8); i >= end {
+				return f, 0, false
+			}
 		}
 	}
-	body := p[align(end, 8):]
-	switch {
-	case len(f.sig) == 0:
-		return f, len(body) == 0
-	case string(f.sig) != "ay" || len(body) < 4:
-		return f, false
+	return f, end, true
+}
+
+// fieldType returns the type the specification gives the header field
+// code, or 0 for a code it does not define (left to godbus).
+func fieldType(code byte) byte {
+	switch code {
+	case fieldPath:
+		return 'o'
+	case fieldInterface, fieldMember, fieldErrorName, fieldDestination, fieldSender:
+		return 's'
+	case fieldReplySerial, fieldUnixFDs:
+		return 'u'
+	case fieldSignature:
+		return 'g'
 	}
-	if n := le.Uint32(body); int64(n) != int64(len(body))-4 {
-		return f, false
-	}
-	f.bytes = body[4:]
-	return f, true
+	return 0
 }
 
 // align rounds i up to a multiple of n (a power of 2).
@@ -156,8 +202,7 @@ type field struct {
 	u         uint32
 }
 
-// appendFrame appends to p (empty, or ending at a multiple of 8 bytes) a
-// little-endian message of type typ with flags, the header fields given,
+// appendFrame appends to p a little-endian message of type typ with flags, the header fields given,
 // serial 0 (send sets it) and the body ay (one byte array), without
 // godbus's encoder (reflection, and a map for the fields), for the
 // messages that carry probes and replies.

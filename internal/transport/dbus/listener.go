@@ -51,6 +51,7 @@ type Listener struct {
 	once     sync.Once
 	wg       sync.WaitGroup
 	gone     atomic.Bool // the bus closed the connection
+	cause    error       // the write that ended it (nil: the bus did), written before gone
 }
 
 type heldKey struct {
@@ -103,18 +104,17 @@ func Listen(bus, name string) (*Listener, error) {
 // claim asks the bus for the OneWay signals sent to the reflector and for
 // the name.
 func (l *Listener) claim(name string) error {
-	_ = l.bus.uc.SetDeadline(time.Now().Add(handshakeTimeout))
-	defer l.bus.uc.SetDeadline(time.Time{})
+	l.bus.handshake(true)
+	defer l.bus.handshake(false)
 	match := "type='signal',interface='" + Interface + "',member='OneWay'"
 	if _, err := l.bus.busCall("AddMatch", match); err != nil {
 		return err
 	}
-	const doNotQueue, primaryOwner = 4, 1 // RequestName's flag and answer
-	reply, err := l.bus.busCall("RequestName", name, uint32(doNotQueue))
+	reply, err := l.bus.busCall("RequestName", name, uint32(godbus.NameFlagDoNotQueue))
 	if err != nil {
 		return fmt.Errorf("claiming %s: %w", name, err)
 	}
-	if len(reply.Body) != 1 || reply.Body[0] != any(uint32(primaryOwner)) {
+	if len(reply.Body) != 1 || reply.Body[0] != any(uint32(godbus.RequestNameReplyPrimaryOwner)) {
 		return fmt.Errorf("%s is taken by another connection (a reflector runs there already?)", name)
 	}
 	return nil
@@ -184,9 +184,12 @@ func (l *Listener) serve() {
 	next := time.Now().Add(sweepEvery)
 	_ = l.bus.setReadDeadline(next)
 	for {
-		p, err := l.bus.next()
-		if err == nil {
+		p, whole, err := l.bus.next()
+		switch {
+		case err == nil && whole:
 			l.take(p)
+		case err == nil:
+			l.tooLarge(p)
 		}
 		if now := time.Now(); now.After(next) {
 			l.sweep()
@@ -199,8 +202,10 @@ func (l *Listener) serve() {
 		select {
 		case <-l.closed:
 		default:
-			// The bus went away, or sent what is not D-Bus: ReadFrom
-			// says so, and the reflector stops serving it.
+			// The bus went away, sent what is not D-Bus, or took
+			// nothing for writeTimeout: ReadFrom says so, and the
+			// reflector stops serving it.
+			l.cause = l.bus.writeErr()
 			l.gone.Store(true)
 			l.once.Do(func() { close(l.closed) })
 		}
@@ -218,22 +223,44 @@ func header[T any](m *godbus.Message, f godbus.HeaderField) T {
 	return t
 }
 
-// take answers the message p: a probe as read in place (parseFrame),
-// anything else as godbus decodes it.
+// take answers the message p: a probe or a one-way probe as read in
+// place (parseFrame), anything else as godbus decodes it.
 func (l *Listener) take(p []byte) {
 	f, ok := parseFrame(p)
-	if !ok || f.typ != byte(godbus.TypeMethodCall) || len(f.bytes) == 0 || string(f.member) != "Probe" ||
-		string(f.iface) != Interface || string(f.path) != string(Path) {
-		if m, err := godbus.DecodeMessage(bytes.NewReader(p)); err == nil {
-			l.dispatch(m)
-		}
+	switch {
+	case !ok || len(f.bytes) == 0 || string(f.iface) != Interface:
+	case f.typ == byte(godbus.TypeMethodCall) && string(f.member) == "Probe" && string(f.path) == string(Path):
+		l.probe(godbus.Flags(f.flags), f.serial, string(f.sender), f.bytes)
+		return
+	case f.typ == byte(godbus.TypeSignal) && string(f.member) == "OneWay":
+		l.answer(string(f.sender), f.bytes, 0)
 		return
 	}
-	l.probe(godbus.Flags(f.flags), f.serial, string(f.sender), f.bytes)
+	if m, err := godbus.DecodeMessage(bytes.NewReader(p)); err == nil {
+		l.dispatch(m)
+	}
 }
+
+// limitsExceeded is the error a call larger than volley takes gets.
+const limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+// tooLarge answers a call larger than maxFrame, of which p is the header
+// (the rest is thrown away as it comes), with limitsExceeded.
+func (l *Listener) tooLarge(p []byte) {
+	f, _, ok := parseHeader(p)
+	if ok && f.typ == byte(godbus.TypeMethodCall) {
+		l.replyTo(godbus.Flags(f.flags), f.serial, string(f.sender), godbus.TypeError, limitsExceeded, tooLargeText)
+	}
+}
+
+var tooLargeText = fmt.Sprintf("volley takes messages of up to %d bytes", MaxMessage)
 
 // probe answers the call Probe(msg) from sender.
 func (l *Listener) probe(flags godbus.Flags, serial uint32, sender string, msg []byte) {
+	if len(msg) > MaxMessage {
+		l.replyTo(flags, serial, sender, godbus.TypeError, limitsExceeded, tooLargeText)
+		return
+	}
 	if out := l.answer(sender, msg, serial); out != nil {
 		if len(out) == 0 && !isVolley(msg) {
 			out = msg // not a volley message: Probe returns its argument
@@ -306,6 +333,8 @@ func (l *Listener) dispatch(m *godbus.Message) {
 		switch {
 		case !ok:
 			l.reply(m, sender, godbus.TypeError, "org.freedesktop.DBus.Error.InvalidArgs", "want one array of bytes (ay)")
+		case len(msg) > MaxMessage:
+			l.reply(m, sender, godbus.TypeError, limitsExceeded, tooLargeText)
 		case member == "Probe":
 			l.probe(m.Flags, m.Serial(), sender, msg)
 		default:
@@ -333,19 +362,7 @@ func (l *Listener) replyTo(flags godbus.Flags, serial uint32, sender string, typ
 }
 
 func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName string, body ...any) {
-	r := &godbus.Message{Type: typ, Headers: map[godbus.HeaderField]godbus.Variant{
-		godbus.FieldReplySerial: godbus.MakeVariant(serial),
-	}, Body: body}
-	if sender != "" {
-		r.Headers[godbus.FieldDestination] = godbus.MakeVariant(sender)
-	}
-	if errName != "" {
-		r.Headers[godbus.FieldErrorName] = godbus.MakeVariant(errName)
-	}
-	if len(body) > 0 {
-		r.Headers[godbus.FieldSignature] = godbus.MakeVariant(godbus.SignatureOf(body...))
-	}
-	_, _ = l.bus.send(r) // a bus that takes nothing ends the serve loop's reads
+	_, _ = l.bus.send(answer(sender, serial, typ, errName, body...)) // a bus that takes nothing ends the serve loop's reads
 }
 
 // isVolley reports whether msg starts with volley's magic.
@@ -359,8 +376,8 @@ func isVolley(msg []byte) bool {
 // which has no answer).
 func (l *Listener) answer(sender string, msg []byte, call uint32) []byte {
 	h := l.handler.Load()
-	if h == nil {
-		return []byte{} // not serving yet
+	if h == nil || len(msg) > MaxMessage {
+		return []byte{} // not serving yet, or not a message volley sends
 	}
 	from := l.addrOf(sender)
 	// Room for the reply, which the handler builds in the message's
@@ -409,7 +426,7 @@ func (l *Listener) sweep() {
 	}
 	l.mu.Unlock()
 	for _, c := range stale {
-		l.send(c.sender, c.serial, godbus.TypeMethodReply, "", []byte{})
+		l.replyBytes(c.serial, c.sender, nil)
 	}
 }
 
@@ -469,10 +486,14 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 // ErrBusGone says the bus closed the listener's connection.
 var ErrBusGone = errors.New("the bus closed the connection")
 
-// Err returns ErrBusGone, with the bus's address, once the bus has gone
-// away, and nil before.
+// Err returns ErrBusGone, with the bus's address (and the write that
+// ended the connection, where one did), once the bus has gone away, and
+// nil before.
 func (l *Listener) Err() error {
-	if l.gone.Load() {
+	switch {
+	case l.gone.Load() && l.cause != nil:
+		return fmt.Errorf("D-Bus %s: %w (%v)", l.local.Bus, ErrBusGone, l.cause)
+	case l.gone.Load():
 		return fmt.Errorf("D-Bus %s: %w", l.local.Bus, ErrBusGone)
 	}
 	return nil
