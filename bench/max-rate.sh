@@ -6,7 +6,7 @@
 # the repository root:
 #
 #   bench/max-rate.sh                # 3 rounds of 5 s runs, 64-byte messages
-#   ROUNDS=5 WORKERS=2 bench/max-rate.sh
+#   ROUNDS=5 WORKERS=2 FLOWS=2 bench/max-rate.sh   # 2 reflector workers, 2 client flows (-P)
 #
 # Prints each run's messages sent and replies received per second, and the
 # ratio of replies/s volley/sockperf (issue 17's target: at least 1.5).
@@ -16,6 +16,7 @@ ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
 SIZE=${SIZE:-64}
 WORKERS=${WORKERS:-1}
+FLOWS=${FLOWS:-1} # the client's -P: one flow stays on one worker
 SP_PORT=${SP_PORT:-11114}
 
 . bench/common.sh
@@ -30,14 +31,14 @@ sockperf_run() { # sent/s received/s over sockperf's valid duration
 }
 
 volley_run() {
-	"$tmp/volley" client "$vaddr" --timestamps "$STAMPS" --rate max -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
+	"$tmp/volley" client "$vaddr" --timestamps "$STAMPS" --rate max -P "$FLOWS" -t "${SECS}s" -l "$SIZE" --warmup 400ms -i 0 --format json |
 		python3 -c '
 import json, sys
 t = json.load(sys.stdin)["summary"]["throughput"]
 print("%.0f %.0f" % (t["probes_per_sec_up"], t["probes_per_sec_down"]))'
 }
 
-echo "reflector rate on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, volley --workers $WORKERS, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "reflector rate on 127.0.0.1, ${SIZE}-byte messages, ${SECS}s per run, volley --workers $WORKERS -P $FLOWS, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-5s %14s %14s %14s %14s %9s\n' round "sockperf sent/s" "sockperf recv/s" "volley sent/s" "volley recv/s" "recv x"
 ratios=()
 for i in $(seq "$ROUNDS"); do
