@@ -101,11 +101,13 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	}
 	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
+	mark := markCPU(cfg)
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
 	r.handler.Start(r.res)
 	err = r.execute(ctx)
+	r.res.CPU = mark.since()
 	r.handler.End(r.res)
 	return r.res, err
 }

@@ -61,6 +61,9 @@ func TestIntervals(t *testing.T) {
 			if res.Summary.Counts.Lost != 0 || res.Summary.IPDV.RTT.Count != 5999 || res.Summary.IPDV.RTT.Max != 0 {
 				t.Errorf("summary %+v, IPDV %+v, want no loss and 5999 zero IPDV samples", res.Summary.Counts, res.Summary.IPDV.RTT)
 			}
+			if res.CPU != nil {
+				t.Errorf("a closed-loop run says its CPU, %+v: only open-loop runs have a schedule to explain", res.CPU)
+			}
 			checkTotals(t, res)
 		},
 	}, {

@@ -1,9 +1,13 @@
 package client
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-net/volley/internal/result"
+	"github.com/volley-net/volley/internal/sched"
 )
 
 // An open-loop run (--rate, --send-interval) has two goroutines: the
@@ -58,6 +62,36 @@ func (q *sentQueue) pop() (sentRecord, bool) {
 	rec := q.buf[t&q.mask]
 	q.tail.Store(t + 1)
 	return rec, true
+}
+
+// cpuMark is the process's CPU time and the wall clock as an open-loop
+// run starts (ok false: not an open-loop run, or no CPU time here).
+type cpuMark struct {
+	at           time.Time
+	user, system time.Duration
+	ok           bool
+}
+
+// markCPU marks the start of a run of cfg, for Result.CPU.
+func markCPU(cfg Config) cpuMark {
+	if !cfg.openLoop() && !cfg.Unpaced {
+		return cpuMark{}
+	}
+	user, system, err := sched.ProcessCPU()
+	return cpuMark{at: time.Now(), user: user, system: system, ok: err == nil}
+}
+
+// since returns what the process used since the mark (nil without one).
+func (m cpuMark) since() *result.CPU {
+	if !m.ok {
+		return nil
+	}
+	user, system, err := sched.ProcessCPU()
+	if err != nil {
+		return nil
+	}
+	return &result.CPU{Seconds: time.Since(m.at).Seconds(), User: (user - m.user).Seconds(),
+		System: (system - m.system).Seconds(), CPUs: runtime.NumCPU()}
 }
 
 // meanGap is the mean time between probes of an open-loop run.

@@ -36,6 +36,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	}
 	flowCfg.StreamIntervals = true // a flow's go to the collector
 	runs := make([]*run, len(conns))
+	mark := markCPU(cfg)
 	for i, c := range conns {
 		fc := flowCfg
 		fc.Seed += uint64(i) // each flow its own draws
@@ -81,6 +82,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		res.Workload = workloadResults(&cfg, entries)
 	}
 	flowsInto(&res, runs, errs)
+	res.CPU = mark.since()
 	h.End(&res)
 	return &res, err
 }

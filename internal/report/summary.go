@@ -8,6 +8,10 @@ import (
 	"github.com/volley-net/volley/internal/result"
 )
 
+// notKept is how far, in percent, an open-loop run's rate may fall short
+// of its schedule before the report says the schedule was not kept.
+const notKept = 1.0
+
 // WriteSummary writes the summary block of a text report.
 func WriteSummary(w io.Writer, res *result.Result) error {
 	var b strings.Builder
@@ -104,9 +108,16 @@ func writeSummaryRates(b *strings.Builder, res *result.Result) {
 			asked = 1e9 / float64(res.Config.SendInterval)
 		}
 		asked *= float64(max(res.Config.Parallel, 1)) // the rate is per flow
+		short := 100 * (t.ProbesPerSecUp - asked) / asked
 		fmt.Fprintf(b, "schedule asked %s probes/s, achieved %s (%+.2f%%); send error p50 %s, p99 %s, max %s; %d slots skipped after stalls\n",
-			SI(asked), SI(t.ProbesPerSecUp), 100*(t.ProbesPerSecUp-asked)/asked,
-			latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
+			SI(asked), SI(t.ProbesPerSecUp), short, latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
+		if short < -notKept && res.Stopped != "interrupted" {
+			fmt.Fprintf(b, "schedule NOT KEPT: this host sent %.2f%% below the rate asked, %d slots missed; the figures are those of the rate achieved\n", -short, c.Skipped)
+		}
+	}
+	if cpu := res.CPU; cpu != nil {
+		fmt.Fprintf(b, "cpu      the client kept %.2f of %d CPUs busy (user %.2fs, system %.2fs over %.2fs)\n",
+			cpu.Used(), cpu.CPUs, cpu.User, cpu.System, cpu.Seconds)
 	}
 	for _, rc := range res.Reconnects {
 		fmt.Fprintf(b, "gap      at %ss the session was lost (%s), %s; ", Seconds(rc.At), ReconnectReason(rc.Reason), InFlight(rc.InFlight))

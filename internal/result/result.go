@@ -58,6 +58,10 @@ type Result struct {
 	// or estimated, and the one-way delays corrected by an estimate
 	// (round-trip runs of one flow).
 	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
+	// CPU is what the client's process used over an open-loop run: where
+	// the sender did not keep its schedule, it tells a host short of CPU
+	// from a rate the path refused.
+	CPU *CPU `json:"cpu,omitempty"`
 	// Timestamps says where the times came from, when a run asked for
 	// kernel or hardware stamps (or auto found them).
 	Timestamps *Timestamps `json:"timestamps,omitempty"`
@@ -254,6 +258,26 @@ type ThresholdHit struct {
 	Seq uint64        `json:"seq"`   // its number among measured probes, from 1
 	At  time.Duration `json:"at_ns"` // when its reply came, from the start of measurement
 	RTT time.Duration `json:"rtt_ns"`
+}
+
+// CPU is the client's process's CPU time over a run (see Result.CPU).
+type CPU struct {
+	// Seconds is the run's wall-clock time, from the session's start to
+	// its end.
+	Seconds float64 `json:"seconds"`
+	// User and System are the client process's CPU time over it.
+	User   float64 `json:"user_seconds"`
+	System float64 `json:"system_seconds"`
+	// CPUs is how many CPUs the process could run on.
+	CPUs int `json:"cpus"`
+}
+
+// Used returns how many CPUs the process kept busy on average.
+func (c *CPU) Used() float64 {
+	if c.Seconds <= 0 {
+		return 0
+	}
+	return (c.User + c.System) / c.Seconds
 }
 
 // ClockOffset is the reflector's clock minus the client's, and how it was

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Plan is what to apply to each measuring thread.
@@ -79,6 +80,10 @@ func FormatCPUs(cpus []int) string {
 // started, as runtime.NumCPU counts them), ascending; ErrUnsupported
 // where the platform does not say.
 func Allowed() ([]int, error) { return allowed() }
+
+// ProcessCPU returns the CPU time the process has used so far, in user
+// and system mode; ErrUnsupported where the platform does not say.
+func ProcessCPU() (user, system time.Duration, err error) { return processCPU() }
 
 // Apply applies p to the calling thread, the thread-th measuring thread
 // (from 0), and says what it applied.

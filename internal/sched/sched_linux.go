@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,14 @@ func pin(cpu int) error {
 var startCPUs, startErr = affinity()
 
 func allowed() ([]int, error) { return startCPUs, startErr }
+
+func processCPU() (user, system time.Duration, err error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()), nil
+}
 
 func affinity() ([]int, error) {
 	var set unix.CPUSet
