@@ -149,6 +149,7 @@ func newRun(cfg Config, conn transport.Conn) *run {
 func (r *run) loopWaiting(ctx context.Context) error {
 	if r.waitsInKernel() {
 		defer transport.WaitInKernel(r.conn)()
+		r.closedLoop.yields = true
 	}
 	return r.loop(ctx)
 }

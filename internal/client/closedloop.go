@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/wire"
 	"github.com/volley-net/volley/internal/workload"
@@ -18,6 +19,10 @@ type closedLoop struct {
 	periodEnd  int64
 	warmUntil  int64  // the end of a warm-up of a duration
 	measured   uint64 // measured probes sent
+	// yields says the reads wait in the kernel on the loop's locked
+	// thread: the loop gives way to the scheduler now and then (yield).
+	yields bool
+	yield  kwait.Yield
 }
 
 // sendClosed sends probes while the window, the bursts, the workload gaps
@@ -26,6 +31,9 @@ type closedLoop struct {
 func (r *run) sendClosed(now int64) (int64, error) {
 	cfg := &r.cfg
 	c := &r.closedLoop
+	if c.yields && r.inflight == 0 {
+		c.yield.Maybe(now) // with nothing in flight: no round trip waits on it
+	}
 	for r.sending && r.recon == nil && r.inflight < cfg.Window && r.burstOpen(now) && now >= c.nextSendAt &&
 		!(cfg.Count > 0 && !r.warm && c.measured >= cfg.Count) {
 		if err := r.send(); err != nil {

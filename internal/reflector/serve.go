@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/transport"
 )
 
@@ -50,6 +51,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	}
 	sv.next = sv.start + sv.tick
 	sv.lastAt = sv.start
+	// A datagram loop waiting in the kernel gives way to the scheduler
+	// now and then, after its answers (see kwait.Yield).
+	var yield *kwait.Yield
+	if !r.stream && !sv.busy {
+		yield = new(kwait.Yield)
+	}
 	for {
 		if err := sv.setDeadline(); err != nil {
 			return r.total(sv.start), err
@@ -75,6 +82,9 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		sv.answer(sv.in[:n], now)
 		sv.after(now)
 		r.mu.Unlock()
+		if yield != nil {
+			yield.Maybe(now)
+		}
 	}
 }
 

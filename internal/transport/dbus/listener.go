@@ -19,6 +19,7 @@ import (
 	"github.com/godbus/dbus/v5/introspect"
 
 	"github.com/volley-net/volley/internal/deadline"
+	"github.com/volley-net/volley/internal/kwait"
 )
 
 // Handler answers a message from a peer: it returns the reply, or nil. It
@@ -180,6 +181,7 @@ func (l *Listener) serve() {
 	// The reads wait in the kernel on this thread, where they can.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	var yield kwait.Yield
 	_ = l.bus.setBlocking(true)
 	next := time.Now().Add(sweepEvery)
 	_ = l.bus.setReadDeadline(next)
@@ -191,7 +193,9 @@ func (l *Listener) serve() {
 		case err == nil:
 			l.tooLarge(p)
 		}
-		if now := time.Now(); now.After(next) {
+		now := time.Now()
+		yield.Maybe(now.UnixNano()) // after an answer: its client is not waiting on it
+		if now.After(next) {
 			l.sweep()
 			next = now.Add(sweepEvery)
 			_ = l.bus.setReadDeadline(next)

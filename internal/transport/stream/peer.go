@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/quota"
 )
@@ -27,6 +28,7 @@ type peer struct {
 	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	blocking bool          // its reader waits in the kernel (blockPeer); the reader's alone
+	yield    kwait.Yield   // the reader's, while it blocks
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
 	// The queue WriteTo and held replies fill, and a writer goroutine
@@ -142,7 +144,9 @@ func (l *Listener) read(p *peer) {
 		if !l.answer(p, *h, n, now, &last) {
 			return
 		}
-		if !p.blocking && p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
+		if p.blocking {
+			p.yield.Maybe(now.UnixNano()) // after an answer: its peer is not waiting on it
+		} else if p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
 			l.blockPeer(p)
 		}
 	}
