@@ -101,13 +101,11 @@ func Run(ctx context.Context, cfg Config, conn transport.Conn) (*result.Result, 
 	}
 	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
-	mark := markCPU(cfg)
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
 	r.handler.Start(r.res)
 	err = r.execute(ctx)
-	r.res.CPU = mark.since()
 	r.handler.End(r.res)
 	return r.res, err
 }
@@ -148,8 +146,9 @@ func newRun(cfg Config, conn transport.Conn) *run {
 // reply, where it fits (waitsInKernel).
 func (r *run) loopWaiting(ctx context.Context) error {
 	if r.waitsInKernel() {
-		defer transport.WaitInKernel(r.conn)()
-		r.closedLoop.yields = true
+		undo, on := transport.WaitInKernel(r.conn)
+		defer undo()
+		r.closedLoop.yields = on
 	}
 	return r.loop(ctx)
 }

@@ -336,6 +336,7 @@ func (r *run) stopSending(reason string) {
 			// Deciding to stop takes a moment; the run was this long.
 			r.sendEnd = min(r.sendEnd, r.sendUntil)
 		}
+		r.res.CPU = r.cpu.until(r.sendEnd)
 	}
 	r.sending = false
 	if r.openLoop != nil {

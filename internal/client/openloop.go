@@ -64,25 +64,30 @@ func (q *sentQueue) pop() (sentRecord, bool) {
 	return rec, true
 }
 
-// cpuMark is the process's CPU time and the wall clock as an open-loop
-// run starts (ok false: not an open-loop run, or no CPU time here).
+// cpuMark is the process's CPU time as an open-loop run starts
+// measuring, at (the run's clock; ok false: not an open-loop run, or no
+// CPU time here). The run's rates are over the same span, from the end of
+// the warm-up to the sender's end.
 type cpuMark struct {
-	at           time.Time
+	at           int64
 	user, system time.Duration
 	ok           bool
 }
 
-// markCPU marks the start of a run of cfg, for Result.CPU.
-func markCPU(cfg Config) cpuMark {
-	if !cfg.openLoop() && !cfg.Unpaced {
+// markCPU marks the start of measuring, at now, for Result.CPU: runs with
+// a schedule (or --rate max), alone in their process (a monitor's targets
+// share theirs).
+func markCPU(cfg *Config, now int64) cpuMark {
+	if (!cfg.openLoop() && !cfg.Unpaced) || cfg.Shared {
 		return cpuMark{}
 	}
 	user, system, err := sched.ProcessCPU()
-	return cpuMark{at: time.Now(), user: user, system: system, ok: err == nil}
+	return cpuMark{at: now, user: user, system: system, ok: err == nil}
 }
 
-// since returns what the process used since the mark (nil without one).
-func (m cpuMark) since() *result.CPU {
+// until returns what the process used from the mark to end (nil without
+// a mark).
+func (m cpuMark) until(end int64) *result.CPU {
 	if !m.ok {
 		return nil
 	}
@@ -90,7 +95,7 @@ func (m cpuMark) since() *result.CPU {
 	if err != nil {
 		return nil
 	}
-	return &result.CPU{Seconds: time.Since(m.at).Seconds(), User: (user - m.user).Seconds(),
+	return &result.CPU{Seconds: time.Duration(end - m.at).Seconds(), User: (user - m.user).Seconds(),
 		System: (system - m.system).Seconds(), CPUs: runtime.NumCPU()}
 }
 

@@ -36,7 +36,6 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 	}
 	flowCfg.StreamIntervals = true // a flow's go to the collector
 	runs := make([]*run, len(conns))
-	mark := markCPU(cfg)
 	for i, c := range conns {
 		fc := flowCfg
 		fc.Seed += uint64(i) // each flow its own draws
@@ -82,7 +81,6 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 		res.Workload = workloadResults(&cfg, entries)
 	}
 	flowsInto(&res, runs, errs)
-	res.CPU = mark.since()
 	h.End(&res)
 	return &res, err
 }
@@ -92,6 +90,7 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
 	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
+	res.CPU = runs[0].res.CPU               // the process's, over the first flow's sending
 	res.Path = runs[0].res.Path             // the first flow's, like Socket
 	res.PeerResults = peerResults(runs)
 	// The flows' delays are measured when every flow's reflector reads

@@ -45,6 +45,7 @@ type recorder struct {
 	samples  *flowSamples // nil without --plot
 	observer Observer     // nil unless Config.Observer
 	stamps   *stamping    // nil without kernel stamps
+	cpu      cpuMark      // the process's CPU time as measuring started
 	entries  []*entryAcc  // per workload entry; nil without a workload
 	offset   offsetEst    // the smallest delays of each window, for the clock offset
 
@@ -166,6 +167,7 @@ func (rec *recorder) endWarmup(last uint64, now int64) {
 
 func (rec *recorder) startMeasuring(now int64) {
 	rec.origin = now
+	rec.cpu = markCPU(rec.cfg, now)
 	rec.cur.reset(now)
 	rec.total.reset(now)
 	if rec.cfg.Duration > 0 {

@@ -37,7 +37,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	sv := r.newServer(conn)
 	// A datagram socket that does not busy-poll: the read loop waits in
 	// the kernel on its own thread, not in the poller.
-	defer transport.WaitInKernel(conn)()
+	undoWait, waits := transport.WaitInKernel(conn)
+	defer undoWait()
 	if !r.stream && !sv.busy {
 		// Held replies leave from a goroutine of their own, each when
 		// due: this loop's read deadline is kept to the millisecond in
@@ -51,10 +52,12 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	}
 	sv.next = sv.start + sv.tick
 	sv.lastAt = sv.start
-	// A datagram loop waiting in the kernel gives way to the scheduler
-	// now and then, after its answers (see kwait.Yield).
+	// A loop waiting in the kernel gives way to the scheduler now and
+	// then, after its answers (see kwait.Yield). A probe that comes
+	// meanwhile waits for it: at most one in 5 ms, where sysmon's retakes
+	// it replaces held up reads every 10 ms, and made it poll at 20 µs.
 	var yield *kwait.Yield
-	if !r.stream && !sv.busy {
+	if waits {
 		yield = new(kwait.Yield)
 	}
 	for {

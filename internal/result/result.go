@@ -58,9 +58,11 @@ type Result struct {
 	// or estimated, and the one-way delays corrected by an estimate
 	// (round-trip runs of one flow).
 	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
-	// CPU is what the client's process used over an open-loop run: where
-	// the sender did not keep its schedule, it tells a host short of CPU
-	// from a rate the path refused.
+	// CPU is what the client's process used over an open-loop run while
+	// it sent (the span of its rates): where the sender did not keep its
+	// schedule, it tells a host short of CPU from a rate the path refused.
+	// The whole process's: an in-process reflector's and --load's streams
+	// count too.
 	CPU *CPU `json:"cpu,omitempty"`
 	// Timestamps says where the times came from, when a run asked for
 	// kernel or hardware stamps (or auto found them).
@@ -262,8 +264,8 @@ type ThresholdHit struct {
 
 // CPU is the client's process's CPU time over a run (see Result.CPU).
 type CPU struct {
-	// Seconds is the run's wall-clock time, from the session's start to
-	// its end.
+	// Seconds is how long the run sent: from the end of the warm-up to
+	// the sender's end.
 	Seconds float64 `json:"seconds"`
 	// User and System are the client process's CPU time over it.
 	User   float64 `json:"user_seconds"`

@@ -248,26 +248,26 @@ var ErrNoBusyPoll = errors.New("busy polling is for UDP, TCP and Unix stream soc
 
 // WaitInKernel makes c's reads wait inside the kernel on the calling
 // goroutine's thread, which it locks (see BlockingReader), where c can
-// and does not busy-poll; undo turns that off and unlocks the thread. For
-// a reader that has a thread to itself: a run's receive loop, a
-// reflector's read loop.
-func WaitInKernel(c any) (undo func()) {
+// and does not busy-poll, and says whether it did (on); undo turns that
+// off and unlocks the thread. For a reader that has a thread to itself:
+// a run's receive loop, a reflector's read loop.
+func WaitInKernel(c any) (undo func(), on bool) {
 	if bp, ok := c.(BusyPolled); ok && bp.BusyPolling() {
-		return func() {}
+		return func() {}, false
 	}
 	br, ok := c.(BlockingReader)
 	if !ok {
-		return func() {}
+		return func() {}, false
 	}
 	runtime.LockOSThread()
 	if br.SetBlockingReads(true) != nil {
 		runtime.UnlockOSThread()
-		return func() {}
+		return func() {}, false
 	}
 	return func() {
 		_ = br.SetBlockingReads(false)
 		runtime.UnlockOSThread()
-	}
+	}, true
 }
 
 // SetBusyPoll makes c's reads spin instead of sleeping in the kernel; c is

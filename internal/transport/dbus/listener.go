@@ -194,7 +194,7 @@ func (l *Listener) serve() {
 			l.tooLarge(p)
 		}
 		now := time.Now()
-		yield.Maybe(now.UnixNano()) // after an answer: its client is not waiting on it
+		yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
 		if now.After(next) {
 			l.sweep()
 			next = now.Add(sweepEvery)

@@ -145,7 +145,7 @@ func (l *Listener) read(p *peer) {
 			return
 		}
 		if p.blocking {
-			p.yield.Maybe(now.UnixNano()) // after an answer: its peer is not waiting on it
+			p.yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
 		} else if p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
 			l.blockPeer(p)
 		}
