@@ -75,7 +75,7 @@ const (
 )
 
 // errNotUnix says an address names a transport volley does not speak.
-var errNotUnix = errors.New("volley connects to D-Bus unix: addresses (path= or abstract=)")
+var errNotUnix = errors.New("volley connects only to D-Bus unix: addresses (path= or abstract=)")
 
 // dialBus connects to the bus at addr (as Address resolves it), says who
 // the user is (SASL EXTERNAL: the bus checks it against the socket's
@@ -93,7 +93,20 @@ func dialBus(addr string) (*busConn, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("D-Bus at %s: %w", addr, errors.Join(errs...))
+	if len(errs) == 1 {
+		return nil, fmt.Errorf("D-Bus at %s: %w", addr, errs[0])
+	}
+	// One line, each address's error kept for errors.Is.
+	format := "D-Bus at %s: none answered: " + strings.TrimSuffix(strings.Repeat("%w; ", len(errs)), "; ")
+	return nil, fmt.Errorf(format, append([]any{addr}, anys(errs)...)...)
+}
+
+func anys(errs []error) []any {
+	a := make([]any, len(errs))
+	for i, e := range errs {
+		a[i] = e
+	}
+	return a
 }
 
 // socketPath returns the socket a unix: address names.
@@ -280,6 +293,21 @@ func answer(sender string, serial uint32, typ godbus.Type, errName string, body 
 		r.Headers[godbus.FieldSignature] = godbus.MakeVariant(godbus.SignatureOf(body...))
 	}
 	return r
+}
+
+// limitsExceeded is the error a call larger than volley takes gets.
+const limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+var tooLargeText = fmt.Sprintf("volley takes messages of up to %d bytes", MaxMessage)
+
+// refuse answers a call larger than maxFrame, of which p is the header
+// (next throws the rest away as it comes), with limitsExceeded: its
+// caller would wait for its timeout.
+func (b *busConn) refuse(p []byte) {
+	f, _, ok := parseHeader(p)
+	if ok && f.typ == byte(godbus.TypeMethodCall) && godbus.Flags(f.flags)&godbus.FlagNoReplyExpected == 0 {
+		_, _ = b.send(answer(string(f.sender), f.serial, godbus.TypeError, limitsExceeded, tooLargeText))
+	}
 }
 
 // callError is the error an error message m says.

@@ -159,7 +159,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 		case err != nil:
 			return 0, c.wrap(err)
 		case !whole:
-			continue // larger than any reply to a probe
+			c.bus.refuse(p) // larger than any reply to a probe
+			continue
 		}
 		if f, ok := parseFrame(p); ok && f.typ == byte(godbus.TypeMethodReply) {
 			if len(f.bytes) > 0 {

@@ -473,7 +473,8 @@ func TestLimits(t *testing.T) {
 }
 
 // TestClientAnswers: a call made to a client's name is answered while it
-// reads (Ping with a reply, anything else with an error), and Close ends
+// reads (Ping with a reply, anything else with an error, one too large to
+// read with LimitsExceeded), and Close ends
 // a Read waiting without a deadline, in the poller and in the kernel.
 func TestClientAnswers(t *testing.T) {
 	bus := privateBus(t)
@@ -507,6 +508,10 @@ func TestClientAnswers(t *testing.T) {
 		err = obj.CallWithContext(ctx, "org.example.Nothing.Here", 0).Err
 		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != "org.freedesktop.DBus.Error.UnknownMethod" {
 			t.Errorf("blocking %v: another call to the client: %v, want UnknownMethod", blocking, err)
+		}
+		err = obj.CallWithContext(ctx, Interface+".Probe", 0, make([]byte, maxFrame+1)).Err
+		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != limitsExceeded {
+			t.Errorf("blocking %v: a call to the client larger than it reads: %v, want %s", blocking, err, limitsExceeded)
 		}
 		cancel()
 		start := time.Now()

@@ -191,7 +191,7 @@ func (l *Listener) serve() {
 		case err == nil && whole:
 			l.take(p)
 		case err == nil:
-			l.tooLarge(p)
+			l.bus.refuse(p)
 		}
 		now := time.Now()
 		yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
@@ -244,20 +244,6 @@ func (l *Listener) take(p []byte) {
 		l.dispatch(m)
 	}
 }
-
-// limitsExceeded is the error a call larger than volley takes gets.
-const limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
-
-// tooLarge answers a call larger than maxFrame, of which p is the header
-// (the rest is thrown away as it comes), with limitsExceeded.
-func (l *Listener) tooLarge(p []byte) {
-	f, _, ok := parseHeader(p)
-	if ok && f.typ == byte(godbus.TypeMethodCall) {
-		l.replyTo(godbus.Flags(f.flags), f.serial, string(f.sender), godbus.TypeError, limitsExceeded, tooLargeText)
-	}
-}
-
-var tooLargeText = fmt.Sprintf("volley takes messages of up to %d bytes", MaxMessage)
 
 // probe answers the call Probe(msg) from sender.
 func (l *Listener) probe(flags godbus.Flags, serial uint32, sender string, msg []byte) {
