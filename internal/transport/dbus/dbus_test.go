@@ -450,7 +450,9 @@ func TestLimits(t *testing.T) {
 	defer c.Close()
 	obj := c.Object(DefaultName, Path)
 	for _, size := range []int{MaxMessage + 100, maxFrame + 1<<20} {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // no answer would wait for ever
+		// No answer would wait for ever; godbus encodes a byte array a
+		// byte at a time, slow under -race.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		err := obj.CallWithContext(ctx, Interface+".Probe", 0, make([]byte, size)).Err
 		cancel()
 		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != limitsExceeded {
@@ -509,7 +511,11 @@ func TestClientAnswers(t *testing.T) {
 		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != "org.freedesktop.DBus.Error.UnknownMethod" {
 			t.Errorf("blocking %v: another call to the client: %v, want UnknownMethod", blocking, err)
 		}
-		err = obj.CallWithContext(ctx, Interface+".Probe", 0, make([]byte, maxFrame+1)).Err
+		// godbus encodes a byte array a byte at a time: slow under
+		// -race, so the large call has a bound of its own.
+		bigCtx, bigCancel := context.WithTimeout(t.Context(), time.Minute)
+		err = obj.CallWithContext(bigCtx, Interface+".Probe", 0, make([]byte, maxFrame+1)).Err
+		bigCancel()
 		if e := (godbus.Error{}); !errors.As(err, &e) || e.Name != limitsExceeded {
 			t.Errorf("blocking %v: a call to the client larger than it reads: %v, want %s", blocking, err, limitsExceeded)
 		}

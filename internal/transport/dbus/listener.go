@@ -52,7 +52,7 @@ type Listener struct {
 	once     sync.Once
 	wg       sync.WaitGroup
 	gone     atomic.Bool // the bus closed the connection
-	cause    error       // the write that ended it (nil: the bus did), written before gone
+	cause    error       // the write that stalled and ended it (nil: the bus closed it), written before gone
 }
 
 type heldKey struct {
@@ -209,7 +209,9 @@ func (l *Listener) serve() {
 			// The bus went away, sent what is not D-Bus, or took
 			// nothing for writeTimeout: ReadFrom says so, and the
 			// reflector stops serving it.
-			l.cause = l.bus.writeErr()
+			if werr := l.bus.writeErr(); errors.Is(werr, os.ErrDeadlineExceeded) {
+				l.cause = werr // a stall: a closed bus needs no more words
+			}
 			l.gone.Store(true)
 			l.once.Do(func() { close(l.closed) })
 		}
@@ -477,8 +479,8 @@ func (l *Listener) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 var ErrBusGone = errors.New("the bus closed the connection")
 
 // Err returns ErrBusGone, with the bus's address (and the write that
-// ended the connection, where one did), once the bus has gone away, and
-// nil before.
+// stalled, where one ended the connection), once the bus has gone away,
+// and nil before.
 func (l *Listener) Err() error {
 	switch {
 	case l.gone.Load() && l.cause != nil:
