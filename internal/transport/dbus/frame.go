@@ -132,6 +132,9 @@ func parseHeader(p []byte) (f frame, end int, ok bool) {
 			}
 			val, i = p[i+4:i+4+n], i+5+n
 		case 'g':
+			if i >= end {
+				return f, 0, false
+			}
 			n := int(p[i])
 			if n > end-i-2 || p[i+1+n] != 0 {
 				return f, 0, false

@@ -140,6 +140,17 @@ func TestParseFrame(t *testing.T) {
 	}
 }
 
+// TestParseHeaderCut: a header whose last field stops right after its
+// head, where the slice given ends (parseHeader needs nothing after the
+// fields), is refused, not read past.
+func TestParseHeaderCut(t *testing.T) {
+	p := []byte{'l', byte(godbus.TypeMethodCall), 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0,
+		fieldSignature, 1, 'g', 0} // the field's head, and no value
+	if _, _, ok := parseHeader(p); ok {
+		t.Errorf("parseHeader read %x", p)
+	}
+}
+
 // FuzzParseFrame: parseFrame never panics, and agrees with godbus.
 func FuzzParseFrame(f *testing.F) {
 	for _, p := range frameCases(f) {
