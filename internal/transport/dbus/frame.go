@@ -114,45 +114,14 @@ func parseHeader(p []byte) (f frame, end int, ok bool) {
 		if typ != fieldType(code) {
 			return f, 0, false // a code not defined, or a type godbus refuses
 		}
-		i += 4
 		var val []byte
-		switch typ {
-		case 's', 'o':
-			i = align(i, 4)
-			if i+4 > end {
-				return f, 0, false
-			}
-			// int64: no overflow where int is 32 bits.
-			if n := int64(le.Uint32(p[i:])); n > int64(end-i-5) {
-				return f, 0, false
-			}
-			n := int(le.Uint32(p[i:]))
-			if p[i+4+n] != 0 {
-				return f, 0, false
-			}
-			val, i = p[i+4:i+4+n], i+5+n
-		case 'g':
-			if i >= end {
-				return f, 0, false
-			}
-			n := int(p[i])
-			if n > end-i-2 || p[i+1+n] != 0 {
-				return f, 0, false
-			}
-			val, i = p[i+1:i+1+n], i+2+n
-		case 'u':
-			i = align(i, 4)
-			if i+4 > end {
-				return f, 0, false
-			}
-			if code == fieldReplySerial {
-				f.replySerial = le.Uint32(p[i:])
-			}
-			i += 4
-		default:
+		var u uint32
+		if val, u, i, ok = fieldValue(p, i+4, end, typ); !ok {
 			return f, 0, false
 		}
 		switch code {
+		case fieldReplySerial:
+			f.replySerial = u
 		case fieldPath:
 			f.path = val
 		case fieldInterface:
@@ -176,6 +145,45 @@ func parseHeader(p []byte) (f frame, end int, ok bool) {
 		}
 	}
 	return f, end, true
+}
+
+// fieldValue reads the value of type typ at i in p (a header whose fields
+// end at end): a string's bytes, or a uint32; and where the next field may
+// start.
+func fieldValue(p []byte, i, end int, typ byte) (val []byte, u uint32, next int, ok bool) {
+	le := binary.LittleEndian
+	switch typ {
+	case 's', 'o':
+		i = align(i, 4)
+		if i+4 > end {
+			return nil, 0, 0, false
+		}
+		// int64: no overflow where int is 32 bits.
+		if n := int64(le.Uint32(p[i:])); n > int64(end-i-5) {
+			return nil, 0, 0, false
+		}
+		n := int(le.Uint32(p[i:]))
+		if p[i+4+n] != 0 {
+			return nil, 0, 0, false
+		}
+		return p[i+4 : i+4+n], 0, i + 5 + n, true
+	case 'g':
+		if i >= end {
+			return nil, 0, 0, false
+		}
+		n := int(p[i])
+		if n > end-i-2 || p[i+1+n] != 0 {
+			return nil, 0, 0, false
+		}
+		return p[i+1 : i+1+n], 0, i + 2 + n, true
+	case 'u':
+		i = align(i, 4)
+		if i+4 > end {
+			return nil, 0, 0, false
+		}
+		return nil, le.Uint32(p[i:]), i + 4, true
+	}
+	return nil, 0, 0, false
 }
 
 // fieldType returns the type the specification gives the header field
