@@ -56,10 +56,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	// then, after its answers (see kwait.Yield). A probe that comes
 	// meanwhile waits for it: at most one in 5 ms, where sysmon's retakes
 	// it replaces held up reads every 10 ms, and made it poll at 20 µs.
-	var yield *kwait.Yield
-	if waits {
-		yield = new(kwait.Yield)
-	}
+	var yield kwait.Yield
 	for {
 		if err := sv.setDeadline(); err != nil {
 			return r.total(sv.start), err
@@ -85,7 +82,7 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		sv.answer(sv.in[:n], now)
 		sv.after(now)
 		r.mu.Unlock()
-		if yield != nil {
+		if waits {
 			yield.Maybe(now)
 		}
 	}

@@ -158,15 +158,11 @@ func fieldValue(p []byte, i, end int, typ byte) (val []byte, u uint32, next int,
 		if i+4 > end {
 			return nil, 0, 0, false
 		}
-		// int64: no overflow where int is 32 bits.
-		if n := int64(le.Uint32(p[i:])); n > int64(end-i-5) {
+		n := int64(le.Uint32(p[i:])) // int64: no overflow where int is 32 bits
+		if n > int64(end-i-5) || p[i+4+int(n)] != 0 {
 			return nil, 0, 0, false
 		}
-		n := int(le.Uint32(p[i:]))
-		if p[i+4+n] != 0 {
-			return nil, 0, 0, false
-		}
-		return p[i+4 : i+4+n], 0, i + 5 + n, true
+		return p[i+4 : i+4+int(n)], 0, i + 5 + int(n), true
 	case 'g':
 		if i >= end {
 			return nil, 0, 0, false

@@ -350,10 +350,6 @@ func (l *Listener) replyTo(flags godbus.Flags, serial uint32, sender string, typ
 	if flags&godbus.FlagNoReplyExpected != 0 {
 		return
 	}
-	l.send(sender, serial, typ, errName, body...)
-}
-
-func (l *Listener) send(sender string, serial uint32, typ godbus.Type, errName string, body ...any) {
 	_, _ = l.bus.send(answer(sender, serial, typ, errName, body...)) // a bus that takes nothing ends the serve loop's reads
 }
 
