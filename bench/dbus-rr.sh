@@ -27,7 +27,7 @@ if ! command -v dbus-test-tool >/dev/null; then
 	echo "installing dbus-tests from Debian packages" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dbus-tests >/dev/null
 fi
-dbus-daemon --session --nofork --nopidfile --print-address=1 >"$tmp/bus.addr" 2>/dev/null &
+dbus-daemon --session --nofork --nopidfile --print-address=1 --address="unix:dir=$tmp" >"$tmp/bus.addr" 2>/dev/null &
 pids+=($!)
 for _ in $(seq 50); do
 	[ -s "$tmp/bus.addr" ] && break

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 // startBus starts a private dbus-daemon (never the user's session bus),
@@ -22,7 +24,11 @@ func startBus(t *testing.T) (string, *os.Process) {
 		_, err = exec.LookPath("dbus-send")
 	}
 	require(t, "dbus", err)
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
+	// --address: the session configuration's listen address leaves a
+	// socket file in /tmp when the daemon is killed; this one goes with
+	// the test's directory.
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
+		"--address=unix:dir="+testsock.ShortDir(t))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/godbus/dbus/v5/introspect"
 
 	"github.com/volley-net/volley/internal/testenv"
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 func TestAddress(t *testing.T) {
@@ -53,7 +54,11 @@ func privateBus(t *testing.T) string {
 	t.Helper()
 	_, err := exec.LookPath("dbus-daemon")
 	testenv.Require(t, "dbus", err)
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
+	// --address: the session configuration's listen address leaves a
+	// socket file in /tmp when the daemon is killed; this one goes with
+	// the test's directory.
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
+		"--address=unix:dir="+testsock.ShortDir(t))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
