@@ -212,6 +212,7 @@ func (p *proc) wait(t *testing.T, limit time.Duration) (int, time.Duration) {
 // within max(--timeout, 1s) of its run's end, with its report, and says
 // what happened.
 func TestClientStalledWrite(t *testing.T) {
+	t.Parallel() // it mostly waits (see the package doc)
 	for _, tt := range []struct {
 		name, network string
 		shape         []string
@@ -257,6 +258,7 @@ func TestClientStalledWrite(t *testing.T) {
 // TestClientStalledWriteSignal: a signal ends a client stuck writing to a
 // reflector that stopped reading within max(--timeout, 1s), with a report.
 func TestClientStalledWriteSignal(t *testing.T) {
+	t.Parallel() // it mostly waits (see the package doc)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			f := startFakeStream(t, "tcp", stopReading)
@@ -288,6 +290,7 @@ func TestClientStalledWriteSignal(t *testing.T) {
 // TestClientSignals: SIGINT, SIGTERM and SIGHUP each stop a client, which
 // prints its whole report (a complete JSON document) and exits 0.
 func TestClientSignals(t *testing.T) {
+	t.Parallel() // it mostly waits (see the package doc)
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {

@@ -1,5 +1,10 @@
 // Package e2e runs the real volley binary: it is built once, then servers
 // and clients run as processes on loopback.
+//
+// The tests that measure run one at a time. Those that mostly wait (on
+// timeouts, on a peer stopped or stalled on purpose) call t.Parallel: they
+// run after the others, two at a time (go test's -parallel is GOMAXPROCS),
+// which keeps the package well inside go test's 10-minute default.
 package e2e
 
 import (
@@ -968,6 +973,7 @@ func TestKeyAndRefusals(t *testing.T) {
 // known schedule between a real client and reflector, and checks the
 // client's JSON reports exactly that, per direction.
 func TestRelayExactCounts(t *testing.T) {
+	t.Parallel() // it mostly waits (see the package doc)
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	const delay = 3 * time.Millisecond
 	up := func(h wire.Header) testrelay.Action {
