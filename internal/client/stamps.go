@@ -3,6 +3,8 @@ package client
 import (
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/volley-net/volley/internal/result"
 	"github.com/volley-net/volley/internal/transport"
@@ -315,7 +317,35 @@ func (r *run) setupStamps() (string, error) {
 		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", why))
 	}
 	r.stamps = &stamping{sock: sock}
+	if s, ok := sock.(transport.SchedSampler); ok {
+		// One that refuses asks on every probe, as before.
+		_ = s.SampleSched(r.schedEvery())
+	}
 	return used.String(), nil
+}
+
+// The scheduler's stamp of a probe (its local queue) is an error-queue
+// entry of its own, which costs the client as much to read as the
+// probe's transmit stamp. Probes ask for it at most every schedGap on
+// average: all of them at 10k probes/s and below, one in
+// ceil(rate/10k) above (one in 10 at 100k/s), and one in
+// unpacedSchedEvery at --rate max, whose rate is not known before. A
+// systematic sample of 10k a second describes the local queue as well,
+// and the client keeps the time for its probes.
+const (
+	schedGap          = 100 * time.Microsecond
+	unpacedSchedEvery = 32
+)
+
+// schedEvery is one probe in how many that asks for its scheduler stamp.
+func (r *run) schedEvery() uint32 {
+	switch {
+	case r.cfg.Unpaced:
+		return unpacedSchedEvery
+	case !r.cfg.openLoop():
+		return 1 // a closed loop: its rate follows its round trips
+	}
+	return uint32(max(1, math.Ceil(float64(schedGap)/float64(r.meanGap()))))
 }
 
 // stampsResult says where the run's times came from.

@@ -58,6 +58,13 @@ type Stamper interface {
 	ReadTxStamps(st []tstamp.TxStamp) (int, error)
 }
 
+// SchedSampler is a client's UDP socket that can ask for the scheduler's
+// transmit stamp on one datagram in a number only: see
+// udp.Conn.SampleSched.
+type SchedSampler interface {
+	SampleSched(every uint32) error
+}
+
 // PathReader is a UDP socket that can read what each received datagram's
 // IP header said (TTL or hop limit, traffic class) into Message.Path: see
 // udp.PacketConn.EnablePath.

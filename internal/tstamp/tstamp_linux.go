@@ -63,12 +63,35 @@ func Enable(fd int, hw bool) error { return enable(fd, hw, 0) }
 // error queue, one as it enters the queueing discipline (TxStamp.Sched)
 // and one as it leaves for the wire, so that the time it spent queued
 // on this host can be told apart from the rest of the stack's. Where the
-// kernel refuses the scheduler's stamp, it turns on Enable's alone.
-func EnableSched(fd int, hw bool) error {
+// kernel refuses the scheduler's stamp, it turns on Enable's alone;
+// sched says which.
+func EnableSched(fd int, hw bool) (sched bool, err error) {
 	if enable(fd, hw, unix.SOF_TIMESTAMPING_TX_SCHED) == nil {
-		return nil
+		return true, nil
 	}
-	return enable(fd, hw, 0)
+	return false, enable(fd, hw, 0)
+}
+
+// SchedRequestLen is the room PutSchedRequest needs.
+var SchedRequestLen = unix.CmsgSpace(4)
+
+// PutSchedRequest writes into b (SchedRequestLen bytes or more) the
+// control message that asks the kernel for the scheduler's stamp of the
+// one datagram it goes with, beside Enable's transmit stamps (and with
+// hw the NIC's), and returns its length. A socket's stamping flags given
+// per datagram replace its own transmit flags for that datagram
+// (SO_TIMESTAMPING as a control message, Linux 4.7 and later); its
+// options (OPT_ID, OPT_TSONLY) stay the socket's.
+func PutSchedRequest(b []byte, hw bool) int {
+	flags := uint32(unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_TX_SOFTWARE)
+	if hw {
+		flags |= unix.SOF_TIMESTAMPING_TX_HARDWARE
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.SOL_SOCKET, unix.SO_TIMESTAMPING
+	h.SetLen(unix.CmsgLen(4))
+	*(*uint32)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = flags
+	return SchedRequestLen
 }
 
 func enable(fd int, hw bool, extra int) error {

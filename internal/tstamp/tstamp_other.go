@@ -14,7 +14,7 @@ func Query(iface string) (Caps, error) { return Caps{}, errors.ErrUnsupported }
 func Enable(fd int, hw bool) error { return errors.ErrUnsupported }
 
 // EnableSched is Linux's.
-func EnableSched(fd int, hw bool) error { return errors.ErrUnsupported }
+func EnableSched(fd int, hw bool) (bool, error) { return false, errors.ErrUnsupported }
 
 // RxControlLen and TxControlLen are Linux's.
 const (

@@ -250,6 +250,7 @@ func (b *batcher) write(ms []Message) (int, error) {
 			b.wiovs[i].SetLen(m.N)
 		}
 		b.wn = n
+		b.askSched(b.txSent.Load(), n)
 		if err := b.rc.Write(b.writeFn); err != nil {
 			return done, err
 		}

@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,60 @@ func TestSchedStamps(t *testing.T) {
 	}
 	if q := checkTx(t, "reflector", p.ReadTxStamps, pfirst, n, before); len(q) != 0 {
 		t.Errorf("the reflector's socket has %d scheduler stamps, want none: %+v", len(q), q)
+	}
+}
+
+// TestSampleSched: after SampleSched(4), the datagrams sent in batches
+// whose IDs are multiples of 4 have their scheduler stamps, across the
+// batches' edges, and the others, and a datagram sent alone, have their
+// transmit stamp only.
+func TestSampleSched(t *testing.T) {
+	p, c := pair(t)
+	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeStamps(t, p, c)
+	first := c.NextTxID()
+	if _, err := c.Write(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if q := checkTx(t, "before sampling", c.ReadTxStamps, first, 1, 0); len(q) == 0 {
+		t.Skip("skipping: this kernel gave transmit stamps but no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED)")
+	}
+	if err := c.SampleSched(4); err != nil {
+		t.Fatal(err)
+	}
+	first = c.NextTxID()
+	before := time.Now().UnixNano()
+	ms := make([]Message, 10)
+	for i := range ms {
+		ms[i].Buf, ms[i].N = make([]byte, 64), 64
+	}
+	sent := 0
+	for _, n := range []int{10, 7} { // the second batch starts off the sampling's beat
+		if w, err := c.WriteBatch(ms[:n]); err != nil || w != n {
+			t.Fatalf("WriteBatch = %d, %v", w, err)
+		}
+		sent += n
+	}
+	if _, err := c.Write(make([]byte, 64)); err != nil { // ID first+17
+		t.Fatal(err)
+	}
+	sent++
+	var got []uint32
+	for _, q := range checkTx(t, "sampled", c.ReadTxStamps, first, sent, before) {
+		got = append(got, q.ID)
+	}
+	var want []uint32
+	for id := first; id < first+uint32(sent-1); id++ {
+		if id%4 == 0 {
+			want = append(want, id)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("scheduler stamps for IDs %v, want %v (those of %d..%d that are multiples of 4, sent in batches)", got, want, first, first+uint32(sent)-1)
 	}
 }
 

@@ -46,3 +46,18 @@ func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b
 
 // ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.
 func (c *Conn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return c.b.readTxStamps(st) }
+
+// SampleSched has, from now on, only one datagram in every ask for the
+// scheduler's stamp (see Conn.EnableTimestamps): those whose transmit
+// stamp's ID is a multiple of every, sent in batches (WriteBatch); the
+// others have their transmit stamp alone. Each scheduler stamp is an
+// error-queue entry of its own, which the kernel makes and the reader
+// takes as it does the transmit stamp's, so at high rates they cost
+// the sender as much again. every of 0 or 1 changes nothing, nor does a
+// socket without scheduler stamps.
+func (c *Conn) SampleSched(every uint32) error {
+	if c.b == nil {
+		return nil
+	}
+	return c.b.sampleSched(every)
+}

@@ -22,20 +22,31 @@ type txStamps struct {
 	eerr     error
 	errFn    func(fd uintptr) // made once: a call does not allocate
 	txSent   atomic.Uint32
+	hw       bool // the NIC's stamps too
+	// sched: the kernel gives the socket scheduler stamps. With
+	// schedEvery above 1 (sampleSched), the socket no longer asks for
+	// them itself: a datagram whose ID is a multiple of schedEvery asks,
+	// through the control message in sctl.
+	sched      bool
+	schedEvery uint32
+	sctl       []byte // MaxBatch requests of tstamp.SchedRequestLen bytes
 }
 
 func (b *batcher) enableStamps(hw, sched bool) error {
-	enable := tstamp.Enable
-	if sched {
-		enable = tstamp.EnableSched
-	}
 	var serr error
-	if err := b.rc.Control(func(fd uintptr) { serr = enable(int(fd), hw) }); err != nil {
+	if err := b.rc.Control(func(fd uintptr) {
+		if sched {
+			b.sched, serr = tstamp.EnableSched(int(fd), hw)
+		} else {
+			serr = tstamp.Enable(int(fd), hw)
+		}
+	}); err != nil {
 		return err
 	}
 	if serr != nil {
 		return serr
 	}
+	b.hw = hw
 	if !b.stamping {
 		b.allocControl()
 		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
@@ -45,6 +56,48 @@ func (b *batcher) enableStamps(hw, sched bool) error {
 		b.txSent.Store(0) // the kernel counts from 0 once OPT_ID is first set
 	}
 	return nil
+}
+
+// sampleSched has only one datagram in every sent ask for its scheduler
+// stamp (Conn.SampleSched).
+func (b *batcher) sampleSched(every uint32) error {
+	if !b.stamping || !b.sched || every <= 1 || b.schedEvery == every {
+		return nil
+	}
+	var serr error
+	if err := b.rc.Control(func(fd uintptr) { serr = tstamp.Enable(int(fd), b.hw) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	n := tstamp.SchedRequestLen
+	b.sctl = make([]byte, MaxBatch*n)
+	for i := range MaxBatch {
+		tstamp.PutSchedRequest(b.sctl[i*n:], b.hw)
+	}
+	b.schedEvery = every
+	return nil
+}
+
+// askSched sets the control messages of the n datagrams about to be sent
+// (their IDs from id on): the scheduler-stamp request where sampleSched
+// picks them, none elsewhere.
+func (b *batcher) askSched(id uint32, n int) {
+	if b.schedEvery <= 1 {
+		return
+	}
+	l := tstamp.SchedRequestLen
+	for i := range n {
+		h := &b.whdrs[i].Hdr
+		if (id+uint32(i))%b.schedEvery == 0 {
+			h.Control = &b.sctl[i*l]
+			h.SetControllen(l)
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+	}
 }
 
 func (b *batcher) nextTxID() uint32 {
