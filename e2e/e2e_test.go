@@ -2,9 +2,12 @@
 // and clients run as processes on loopback.
 //
 // The tests that measure run one at a time. Those that mostly wait (on
-// timeouts, on a peer stopped or stalled on purpose) call t.Parallel: they
-// run after the others, two at a time (go test's -parallel is GOMAXPROCS),
-// which keeps the package well inside go test's 10-minute default.
+// timeouts, on a peer stopped or stalled on purpose) and load the machine
+// little call t.Parallel: they run after the others, up to go test's
+// -parallel (GOMAXPROCS) at a time, which keeps the package well inside
+// go test's 10-minute default. Tests that fill buffers or churn memory
+// (TestStalledStreamPeer), or race a timeout against a process's start
+// (TestIdleConnections), stay serial.
 package e2e
 
 import (

@@ -129,7 +129,6 @@ func stopWithin(t *testing.T, s *server, d time.Duration) {
 // stream's TestSlowReaderStallsNoOne: reading here to see it would
 // unstall it.)
 func TestStalledStreamPeer(t *testing.T) {
-	t.Parallel() // it mostly waits (see the package doc)
 	dir, err := os.MkdirTemp("", "v")
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +203,6 @@ func TestStreamMemory(t *testing.T) {
 // client is told why (not "port unreachable"); another source still gets
 // in.
 func TestIdleConnections(t *testing.T) {
-	t.Parallel() // it mostly waits (see the package doc)
 	srv := startServer(t, "127.0.0.1:0", "-i", "0", "--max-conns-per-source", "8", "--handshake-timeout", "2s", "--idle-timeout", "3s")
 	srv.waitFor(t, "listening on tcp")
 	var silent []net.Conn

@@ -43,6 +43,10 @@ type stamping struct {
 	last      uint32
 	mapped    bool
 	reflector bool // a reply carried the reflector's stamps
+	// One probe in schedEvery asks for its scheduler stamp (schedEvery);
+	// schedSeen: one came.
+	schedEvery uint32
+	schedSeen  bool
 	// Replies whose log line waits for the reflector's T3k, oldest
 	// first (a ring of sequence numbers).
 	logq      []uint64
@@ -139,6 +143,7 @@ func (rec *recorder) takeTx(t tstamp.TxStamp) bool {
 		if s.kern.sched == 0 {
 			s.kern.sched = t.SW
 		}
+		rec.stamps.schedSeen = true
 	case s.kern.t1k == 0:
 		s.kern.t1k, s.kern.t1kNIC = t.Best(), t.HW != 0
 	}
@@ -316,36 +321,41 @@ func (r *run) setupStamps() (string, error) {
 	case why != nil:
 		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", why))
 	}
-	r.stamps = &stamping{sock: sock}
-	if s, ok := sock.(transport.SchedSampler); ok {
+	r.stamps = &stamping{sock: sock, schedEvery: 1}
+	if s, ok := sock.(transport.SchedSampler); ok && s.SampleSched(r.schedEvery()) == nil {
 		// One that refuses asks on every probe, as before.
-		_ = s.SampleSched(r.schedEvery())
+		r.stamps.schedEvery = r.schedEvery()
 	}
 	return used.String(), nil
 }
 
 // The scheduler's stamp of a probe (its local queue) is an error-queue
 // entry of its own, which costs the client as much to read as the
-// probe's transmit stamp. Probes ask for it at most every schedGap on
-// average: all of them at 10k probes/s and below, one in
-// ceil(rate/10k) above (one in 10 at 100k/s), and one in
-// unpacedSchedEvery at --rate max, whose rate is not known before. A
-// systematic sample of 10k a second describes the local queue as well,
-// and the client keeps the time for its probes.
+// probe's transmit stamp. Open-loop probes ask for it on every probe up
+// to schedRate probes/s, and above on one in ceil(rate/schedRate) (one in
+// 10 at 100k/s); at --rate max, whose rate is not known before, on one in
+// unpacedSchedEvery. That is prime to the sender's batch of sendBatch, so
+// that the sample takes every place in a batch in turn. A systematic
+// sample of 10k a second describes the local queue as well, and the
+// client keeps the time for its probes.
 const (
-	schedGap          = 100 * time.Microsecond
-	unpacedSchedEvery = 32
+	schedRate         = 10_000
+	unpacedSchedEvery = 31
 )
 
 // schedEvery is one probe in how many that asks for its scheduler stamp.
 func (r *run) schedEvery() uint32 {
+	cfg := &r.cfg
 	switch {
-	case r.cfg.Unpaced:
+	case cfg.Unpaced:
 		return unpacedSchedEvery
-	case !r.cfg.openLoop():
-		return 1 // a closed loop: its rate follows its round trips
+	case cfg.SendInterval > 0:
+		gap := time.Second / schedRate
+		return uint32(max(1, (gap+cfg.SendInterval-1)/cfg.SendInterval))
+	case cfg.Rate > 0:
+		return uint32(max(1, math.Ceil(cfg.Rate/schedRate)))
 	}
-	return uint32(max(1, math.Ceil(float64(schedGap)/float64(r.meanGap()))))
+	return 1 // a closed loop: its rate follows its round trips
 }
 
 // stampsResult says where the run's times came from.
@@ -363,6 +373,10 @@ func (r *run) stampsResult() *result.Timestamps {
 			// room for the reflector's (--timestamps kernel says why).
 			t.Notes = append(t.Notes, fmt.Sprintf("the reflector sent no stamps: replies need %d bytes or more to carry them (--reply-size), or the reflector runs with --timestamps user or over a socket without stamps",
 				wire.HeaderLen+wire.StampsLen))
+		}
+		if st.schedEvery > 1 && st.schedSeen {
+			t.Notes = append(t.Notes, fmt.Sprintf("send queue is a sample: above %d probes/s one probe in %d asks for the kernel's scheduler stamp (docs/timestamps.md)",
+				schedRate, st.schedEvery))
 		}
 		if st.unstamped > 0 {
 			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", st.unstamped))

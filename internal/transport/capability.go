@@ -65,6 +65,11 @@ type SchedSampler interface {
 	SampleSched(every uint32) error
 }
 
+// A client's UDP socket is one: were its method to drift from the
+// interface, the client would ask for every probe's scheduler stamp
+// again, and nothing else would say so.
+var _ SchedSampler = (*udp.Conn)(nil)
+
 // PathReader is a UDP socket that can read what each received datagram's
 // IP header said (TTL or hop limit, traffic class) into Message.Path: see
 // udp.PacketConn.EnablePath.

@@ -73,16 +73,18 @@ func EnableSched(fd int, hw bool) (sched bool, err error) {
 }
 
 // SchedRequestLen is the room PutSchedRequest needs.
-var SchedRequestLen = unix.CmsgSpace(4)
+func SchedRequestLen() int { return unix.CmsgSpace(4) }
 
 // PutSchedRequest writes into b (SchedRequestLen bytes or more) the
 // control message that asks the kernel for the scheduler's stamp of the
 // one datagram it goes with, beside Enable's transmit stamps (and with
-// hw the NIC's), and returns its length. A socket's stamping flags given
-// per datagram replace its own transmit flags for that datagram
-// (SO_TIMESTAMPING as a control message, Linux 4.7 and later); its
-// options (OPT_ID, OPT_TSONLY) stay the socket's.
-func PutSchedRequest(b []byte, hw bool) int {
+// hw the NIC's). Stamping flags given per datagram replace the socket's
+// transmit flags for that datagram (SO_TIMESTAMPING as a control
+// message, Linux 4.7 and later); its options (OPT_ID, OPT_TSONLY) stay
+// the socket's. Linux routes a datagram that carries a control message
+// without the connected socket's cached route: a lookup of its own,
+// part of its send stack.
+func PutSchedRequest(b []byte, hw bool) {
 	flags := uint32(unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_TX_SOFTWARE)
 	if hw {
 		flags |= unix.SOF_TIMESTAMPING_TX_HARDWARE
@@ -91,7 +93,6 @@ func PutSchedRequest(b []byte, hw bool) int {
 	h.Level, h.Type = unix.SOL_SOCKET, unix.SO_TIMESTAMPING
 	h.SetLen(unix.CmsgLen(4))
 	*(*uint32)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = flags
-	return SchedRequestLen
 }
 
 func enable(fd int, hw bool, extra int) error {

@@ -257,6 +257,9 @@ func (b *batcher) write(ms []Message) (int, error) {
 		if b.werr == os.ErrDeadlineExceeded || b.werr == net.ErrClosed {
 			return done, b.werr
 		}
+		if b.refusedSched(b.werr) {
+			continue
+		}
 		if b.werr != nil {
 			return done, wrapErrno("sendmmsg", b.werr)
 		}

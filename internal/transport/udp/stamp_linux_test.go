@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -247,29 +250,77 @@ func TestSampleSched(t *testing.T) {
 	for i := range ms {
 		ms[i].Buf, ms[i].N = make([]byte, 64), 64
 	}
-	sent := 0
-	for _, n := range []int{10, 7} { // the second batch starts off the sampling's beat
-		if w, err := c.WriteBatch(ms[:n]); err != nil || w != n {
-			t.Fatalf("WriteBatch = %d, %v", w, err)
-		}
-		sent += n
+	// A batch, a datagram alone (ID first+10, which asks for none), and
+	// a batch that starts off the sampling's beat.
+	if w, err := c.WriteBatch(ms[:10]); err != nil || w != 10 {
+		t.Fatalf("WriteBatch = %d, %v", w, err)
 	}
-	if _, err := c.Write(make([]byte, 64)); err != nil { // ID first+17
+	if _, err := c.Write(make([]byte, 64)); err != nil {
 		t.Fatal(err)
 	}
-	sent++
+	if w, err := c.WriteBatch(ms[:7]); err != nil || w != 7 {
+		t.Fatalf("WriteBatch = %d, %v", w, err)
+	}
+	const sent = 18
 	var got []uint32
 	for _, q := range checkTx(t, "sampled", c.ReadTxStamps, first, sent, before) {
 		got = append(got, q.ID)
 	}
 	var want []uint32
-	for id := first; id < first+uint32(sent-1); id++ {
-		if id%4 == 0 {
+	for id := first; id < first+sent; id++ {
+		if id%4 == 0 && id != first+10 {
 			want = append(want, id)
 		}
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("scheduler stamps for IDs %v, want %v (those of %d..%d that are multiples of 4, sent in batches)", got, want, first, first+uint32(sent)-1)
+		t.Errorf("scheduler stamps for IDs %v, want %v (those of %d..%d that are multiples of 4, sent in batches)", got, want, first, first+sent-1)
+	}
+}
+
+// TestSampleSchedRefused: a kernel that refuses the per-datagram request
+// (EINVAL, as before Linux 4.7: here a request the kernel cannot take)
+// does not cost a datagram: the batch goes, and the socket asks for
+// every datagram's scheduler stamp again.
+func TestSampleSchedRefused(t *testing.T) {
+	p, c := pair(t)
+	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeStamps(t, p, c)
+	if err := c.SampleSched(2); err != nil {
+		t.Fatal(err)
+	}
+	if !c.b.sched || c.b.schedEvery != 2 {
+		t.Skip("skipping: this kernel gave no scheduler stamps (SOF_TIMESTAMPING_TX_SCHED)")
+	}
+	for i := 0; i < len(c.b.sctl); i += c.b.sctlLen {
+		*(*uint32)(unsafe.Pointer(&c.b.sctl[i+unix.CmsgLen(0)])) = 1 << 30 // no such stamp
+	}
+	first := c.NextTxID()
+	ms := make([]Message, 8)
+	for i := range ms {
+		ms[i].Buf, ms[i].N = make([]byte, 64), 64
+	}
+	if w, err := c.WriteBatch(ms); err != nil || w != len(ms) {
+		t.Fatalf("WriteBatch = %d, %v; want all %d sent", w, err, len(ms))
+	}
+	if c.b.schedEvery != 0 {
+		t.Errorf("sampling still on (one in %d) after the kernel refused it", c.b.schedEvery)
+	}
+	// The datagrams before the first that asked went without it; from
+	// that one on, the socket asks for every datagram's.
+	refused := first + first%2
+	var got, want []uint32
+	for _, q := range checkTx(t, "refused", c.ReadTxStamps, first, len(ms), 0) {
+		got = append(got, q.ID)
+	}
+	for id := refused; id < first+uint32(len(ms)); id++ {
+		want = append(want, id)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("scheduler stamps for IDs %v after the kernel refused the request for %d, want %v", got, refused, want)
 	}
 }
 
@@ -291,8 +342,12 @@ func TestTimestampAllocs(t *testing.T) {
 	msg := make([]byte, 64)
 	p.SetReadDeadline(time.Now().Add(10 * time.Second))
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := c.SampleSched(2); err != nil {
+		t.Fatal(err)
+	}
 	allocs := testing.AllocsPerRun(200, func() {
 		c.Write(msg)
+		c.WriteBatch(ms[:2]) // one of them asks for its scheduler stamp
 		n, err := p.ReadBatch(ms)
 		if err != nil {
 			t.Fatal(err)

@@ -20,9 +20,10 @@ func (p *PacketConn) EnableTimestamps(hw bool) error {
 
 // EnableTimestamps is PacketConn.EnableTimestamps for the client's socket,
 // which also asks for the scheduler's transmit stamps: ReadTxStamps then
-// returns two per datagram sent where the kernel gives both, one as it
-// entered the queueing discipline (tstamp.TxStamp.Sched) and one as it
-// left for the wire, in the order the kernel took them.
+// returns two per datagram sent where the kernel gives both (or, after
+// SampleSched, for the datagrams it picks), one as it entered the
+// queueing discipline (tstamp.TxStamp.Sched) and one as it left for the
+// wire, in the order the kernel took them.
 func (c *Conn) EnableTimestamps(hw bool) error {
 	if c.b == nil {
 		return errors.ErrUnsupported
@@ -47,14 +48,14 @@ func (p *PacketConn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return p.b
 // ReadTxStamps is PacketConn.ReadTxStamps for the client's socket.
 func (c *Conn) ReadTxStamps(st []tstamp.TxStamp) (int, error) { return c.b.readTxStamps(st) }
 
-// SampleSched has, from now on, only one datagram in every ask for the
-// scheduler's stamp (see Conn.EnableTimestamps): those whose transmit
-// stamp's ID is a multiple of every, sent in batches (WriteBatch); the
+// SampleSched has, from now on, one datagram in every `every` ask for
+// its scheduler stamp (see Conn.EnableTimestamps): those sent in batches
+// (WriteBatch) whose transmit stamps' IDs are multiples of every. The
 // others have their transmit stamp alone. Each scheduler stamp is an
 // error-queue entry of its own, which the kernel makes and the reader
-// takes as it does the transmit stamp's, so at high rates they cost
-// the sender as much again. every of 0 or 1 changes nothing, nor does a
-// socket without scheduler stamps.
+// takes as it does the transmit stamp's, so at high rates they cost the
+// sender as much again. every of 0 or 1 changes nothing, nor does a
+// socket without scheduler stamps; enabling stamps again undoes it.
 func (c *Conn) SampleSched(every uint32) error {
 	if c.b == nil {
 		return nil

@@ -30,6 +30,7 @@ type txStamps struct {
 	sched      bool
 	schedEvery uint32
 	sctl       []byte // MaxBatch requests of tstamp.SchedRequestLen bytes
+	sctlLen    int
 }
 
 func (b *batcher) enableStamps(hw, sched bool) error {
@@ -47,6 +48,7 @@ func (b *batcher) enableStamps(hw, sched bool) error {
 		return serr
 	}
 	b.hw = hw
+	b.schedEvery = 0 // the socket asks for every datagram's again
 	if !b.stamping {
 		b.allocControl()
 		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
@@ -58,8 +60,8 @@ func (b *batcher) enableStamps(hw, sched bool) error {
 	return nil
 }
 
-// sampleSched has only one datagram in every sent ask for its scheduler
-// stamp (Conn.SampleSched).
+// sampleSched has one datagram in every sent in batches ask for its
+// scheduler stamp (Conn.SampleSched).
 func (b *batcher) sampleSched(every uint32) error {
 	if !b.stamping || !b.sched || every <= 1 || b.schedEvery == every {
 		return nil
@@ -71,10 +73,10 @@ func (b *batcher) sampleSched(every uint32) error {
 	if serr != nil {
 		return serr
 	}
-	n := tstamp.SchedRequestLen
-	b.sctl = make([]byte, MaxBatch*n)
+	b.sctlLen = tstamp.SchedRequestLen()
+	b.sctl = make([]byte, MaxBatch*b.sctlLen)
 	for i := range MaxBatch {
-		tstamp.PutSchedRequest(b.sctl[i*n:], b.hw)
+		tstamp.PutSchedRequest(b.sctl[i*b.sctlLen:], b.hw)
 	}
 	b.schedEvery = every
 	return nil
@@ -87,17 +89,36 @@ func (b *batcher) askSched(id uint32, n int) {
 	if b.schedEvery <= 1 {
 		return
 	}
-	l := tstamp.SchedRequestLen
 	for i := range n {
 		h := &b.whdrs[i].Hdr
 		if (id+uint32(i))%b.schedEvery == 0 {
-			h.Control = &b.sctl[i*l]
-			h.SetControllen(l)
+			h.Control = &b.sctl[i*b.sctlLen]
+			h.SetControllen(b.sctlLen)
 		} else {
 			h.Control = nil
 			h.SetControllen(0)
 		}
 	}
+}
+
+// refusedSched handles a batch's send error err: a kernel that refuses
+// the per-datagram request (EINVAL: before Linux 4.7) has the socket ask
+// for every datagram's scheduler stamp again, as before sampleSched, and
+// the batch is sent again (true).
+func (b *batcher) refusedSched(err error) bool {
+	if b.schedEvery <= 1 || err != unix.EINVAL {
+		return false
+	}
+	for i := range b.whdrs {
+		b.whdrs[i].Hdr.Control = nil
+		b.whdrs[i].Hdr.SetControllen(0)
+	}
+	b.schedEvery = 0
+	var serr error
+	if cerr := b.rc.Control(func(fd uintptr) { b.sched, serr = tstamp.EnableSched(int(fd), b.hw) }); cerr != nil || serr != nil {
+		return false
+	}
+	return true
 }
 
 func (b *batcher) nextTxID() uint32 {
