@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,6 +154,65 @@ func TestLocalQueue(t *testing.T) {
 				t.Errorf("rtt kern %d values, want %d", k.RTT.Count, n)
 			}
 		})
+	}
+}
+
+// TestEarlyStamps: an open-loop sender can send many probes between two
+// looks of the receiver at its records. The transmit stamps of all of
+// them, read before their records, reach their probes: none is dropped
+// for want of room, since the reads stop while some wait, and go on once
+// the probes are taken in.
+func TestEarlyStamps(t *testing.T) {
+	fs := &fakeStamper{}
+	r, _ := measuringRun(t, Config{Count: 1, history: 4096})
+	r.stamps = &stamping{sock: fs}
+	const n = 300 // several reads' worth (txRead)
+	base := r.clk.Now()
+	for id := range uint32(n) {
+		fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: base + 1_000}},
+			tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: base + 2_000}})
+	}
+	first := r.seq + 1
+	r.drainTx() // the stamps of probes not taken in yet
+	for i := range uint64(n) {
+		r.sentScheduled(&sentRecord{seq: first + i, sent: base, sched: base, size: 64, txID: uint32(i)})
+		if i%50 == 49 {
+			r.drainTx() // the receiver's next look, part of the way
+		}
+	}
+	r.drainTx()
+	missing := 0
+	for i := range uint64(n) {
+		if k := r.ring[(first+i)&r.mask].kern; k.t1k != base+2_000 || k.sched != base+1_000 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d probes lack their transmit or scheduler stamp, read before their records", missing, n)
+	}
+}
+
+// TestUnsentNote: replies to probes whose transmit stamps never came are
+// counted, and the result says so.
+func TestUnsentNote(t *testing.T) {
+	fs := &fakeStamper{}
+	r, probe := stampedRun(t, fs, func(id uint32, sent int64) []tstamp.TxStamp {
+		if id%2 == 0 {
+			return nil // the kernel dropped it
+		}
+		return []tstamp.TxStamp{{ID: id, Stamp: tstamp.Stamp{SW: sent + 1_000}}}
+	})
+	for range 10 {
+		probe()
+	}
+	ts := r.stampsResult()
+	if ts == nil || !slices.ContainsFunc(ts.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "5 replies are of probes without a kernel transmit stamp")
+	}) {
+		t.Errorf("timestamps %+v: want a note on the 5 replies whose probes had no transmit stamp", ts)
+	}
+	if k := r.cur.kernelSummary([]float64{50}); k == nil || k.SendStack.Count != 5 {
+		t.Errorf("kernel figures %+v: want 5 probes in the send stack", k)
 	}
 }
 

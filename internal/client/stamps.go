@@ -32,13 +32,15 @@ type stamping struct {
 		id  uint32
 		seq uint64
 	}
-	tx [64]tstamp.TxStamp
+	tx [txRead]tstamp.TxStamp
 	// An open-loop probe's stamps can be read before the receiver has
 	// taken in the sender's record of it (the sender records a probe
-	// before it sends it; the receiver reads records, then stamps): such
-	// stamps wait in early until their ID is mapped. last is the newest
-	// ID mapped (none while !mapped).
-	early     [8]tstamp.TxStamp
+	// before it sends it; the receiver reads records, then stamps, and
+	// the sender may send many meanwhile): such stamps wait in early
+	// until their ID is mapped, and while any wait, the others wait in
+	// the socket's error queue (drainTx), so that none is lost. last is
+	// the newest ID mapped (none while !mapped).
+	early     [txRead]tstamp.TxStamp
 	nEarly    int
 	last      uint32
 	mapped    bool
@@ -53,9 +55,13 @@ type stamping struct {
 	logHead   uint64
 	logTail   uint64
 	unstamped uint64 // replies read without a receive stamp
+	unsent    uint64 // replies whose probe had no transmit stamp
 }
 
 const idRing = 4096
+
+// txRead is the most transmit stamps drainTx reads at a time.
+const txRead = 64
 
 // kernelSlot is what a slot keeps of a probe's kernel stamps.
 type kernelSlot struct {
@@ -90,8 +96,8 @@ func (rec *recorder) mapID(id uint32, seq uint64) {
 	e := &st.ids[id%idRing]
 	e.id, e.seq = id, seq
 	st.last, st.mapped = id, true
-	if st.nEarly == 0 {
-		return
+	if st.nEarly == 0 || int32(st.early[0].ID-id) > 0 {
+		return // none waits, or all are for later probes (early is in ID order)
 	}
 	early := st.early[:st.nEarly]
 	st.nEarly = 0
@@ -108,14 +114,16 @@ func (rec *recorder) mapID(id uint32, seq uint64) {
 func (st *stamping) ahead(id uint32) bool { return !st.mapped || int32(id-st.last) > 0 }
 
 // drainTx takes in the transmit stamps waiting on the socket and gives
-// each to its probe's slot.
+// each to its probe's slot. It stops at a read that had stamps of probes
+// not yet taken in (early): the rest wait on the socket until mapID has
+// given those theirs.
 func (rec *recorder) drainTx() {
 	st := rec.stamps
-	for {
+	for st.nEarly == 0 {
 		n, err := st.sock.ReadTxStamps(st.tx[:])
 		for _, t := range st.tx[:n] {
-			if !rec.takeTx(t) && st.ahead(t.ID) && st.nEarly < len(st.early) {
-				st.early[st.nEarly] = t
+			if !rec.takeTx(t) && st.ahead(t.ID) {
+				st.early[st.nEarly] = t // at most one read's: len(st.tx)
 				st.nEarly++
 			}
 		}
@@ -162,6 +170,9 @@ func (rec *recorder) kernelReply(a *acc, s *slot, msg []byte, t4 int64, rx tstam
 	}
 	if ks.t1k == 0 {
 		rec.drainTx()
+	}
+	if ks.t1k == 0 {
+		st.unsent++
 	}
 	if ks.t1k != 0 {
 		ak[kSendStack].Record(ks.t1k - s.sent)
@@ -380,6 +391,9 @@ func (r *run) stampsResult() *result.Timestamps {
 		}
 		if st.unstamped > 0 {
 			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", st.unstamped))
+		}
+		if st.unsent > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%d replies are of probes without a kernel transmit stamp, which the kern rows leave out (a kernel drops stamps when the socket's receive buffer is full)", st.unsent))
 		}
 	}
 	return t
