@@ -212,7 +212,6 @@ func (p *proc) wait(t *testing.T, limit time.Duration) (int, time.Duration) {
 // within max(--timeout, 1s) of its run's end, with its report, and says
 // what happened.
 func TestClientStalledWrite(t *testing.T) {
-	t.Parallel() // it mostly waits (see the package doc)
 	for _, tt := range []struct {
 		name, network string
 		shape         []string

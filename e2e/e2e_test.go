@@ -6,8 +6,10 @@
 // little call t.Parallel: they run after the others, up to go test's
 // -parallel (GOMAXPROCS) at a time, which keeps the package well inside
 // go test's 10-minute default. Tests that fill buffers or churn memory
-// (TestStalledStreamPeer), or race a timeout against a process's start
-// (TestIdleConnections), stay serial.
+// (TestStalledStreamPeer), or whose timeouts or bounds run from a
+// process's start (TestIdleConnections, TestWindDownSilentReflector,
+// TestClientStalledWrite: a race-built binary starts slowly on a loaded
+// machine), stay serial.
 package e2e
 
 import (

@@ -16,7 +16,6 @@ const windDownSlack = 1500 * time.Millisecond
 // max(--timeout, 1s) of its deadline or a signal, in-flight wait and close
 // included, and prints its report.
 func TestWindDownSilentReflector(t *testing.T) {
-	t.Parallel() // it mostly waits (see the package doc)
 	for _, tt := range []struct {
 		name string
 		args []string

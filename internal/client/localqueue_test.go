@@ -50,7 +50,7 @@ func (f *fakeStamper) ReadTxStamps(st []tstamp.TxStamp) (int, error) {
 func stampedRun(t testing.TB, fs *fakeStamper, stamps func(id uint32, sent int64) []tstamp.TxStamp) (r *run, probe func()) {
 	t.Helper()
 	r, _ = measuringRun(t, Config{Count: 1, history: 4096})
-	r.stamps = &stamping{sock: fs}
+	r.stamps = &stamping{sock: fs, holdEarly: fs.early} // early: as an open loop's
 	clk := clock.NewFake(r.clk.Now())
 	r.clk = clk
 	var h wire.Header
@@ -65,6 +65,9 @@ func stampedRun(t testing.TB, fs *fakeStamper, stamps func(id uint32, sent int64
 		}
 		if err := r.send(); err != nil {
 			t.Fatal(err)
+		}
+		if fs.early {
+			r.giveEarly() // as an open loop's receiver does once it takes the probe in
 		}
 		fs.next++
 		s := &r.ring[r.seq&r.mask]
@@ -161,34 +164,64 @@ func TestLocalQueue(t *testing.T) {
 // looks of the receiver at its records. The transmit stamps of all of
 // them, read before their records, reach their probes: none is dropped
 // for want of room, since the reads stop while some wait, and go on once
-// the probes are taken in.
+// the probes are taken in. A stamp that is no probe's (a reconnection's
+// Hello) does not stop them for longer; in a closed loop, not at all.
 func TestEarlyStamps(t *testing.T) {
-	fs := &fakeStamper{}
-	r, _ := measuringRun(t, Config{Count: 1, history: 4096})
-	r.stamps = &stamping{sock: fs}
-	const n = 300 // several reads' worth (txRead)
-	base := r.clk.Now()
-	for id := range uint32(n) {
-		fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: base + 1_000}},
-			tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: base + 2_000}})
-	}
-	first := r.seq + 1
-	r.drainTx() // the stamps of probes not taken in yet
-	for i := range uint64(n) {
-		r.sentScheduled(&sentRecord{seq: first + i, sent: base, sched: base, size: 64, txID: uint32(i)})
-		if i%50 == 49 {
-			r.drainTx() // the receiver's next look, part of the way
-		}
-	}
-	r.drainTx()
-	missing := 0
-	for i := range uint64(n) {
-		if k := r.ring[(first+i)&r.mask].kern; k.t1k != base+2_000 || k.sched != base+1_000 {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d probes lack their transmit or scheduler stamp, read before their records", missing, n)
+	for _, open := range []bool{true, false} {
+		t.Run(fmt.Sprint("open loop ", open), func(t *testing.T) {
+			fs := &fakeStamper{}
+			r, _ := measuringRun(t, Config{Count: 1, history: 4096})
+			r.stamps = &stamping{sock: fs, holdEarly: open}
+			r.openLoop = newOpenLoop(&r.cfg)
+			const n = 300     // several reads' worth (txRead)
+			const hello = 120 // the ID of a datagram that is no probe
+			base := r.clk.Now()
+			stamps := func(id uint32) {
+				fs.queue = append(fs.queue, tstamp.TxStamp{ID: id, Sched: true, Stamp: tstamp.Stamp{SW: base + 1_000}},
+					tstamp.TxStamp{ID: id, Stamp: tstamp.Stamp{SW: base + 2_000}})
+			}
+			if open { // all sent before the receiver's first look
+				for id := range uint32(n + 1) {
+					stamps(id)
+				}
+				r.drainTx()
+			}
+			first := r.seq + 1
+			for i, id := uint64(0), uint32(0); i < n; i, id = i+1, id+1 {
+				if id == hello {
+					if !open {
+						stamps(id)
+					}
+					id++
+				}
+				rec := sentRecord{seq: first + i, sent: base, sched: base, size: 64, txID: id}
+				if open {
+					r.openLoop.sent.push(rec)
+					if i%50 == 49 {
+						r.drain() // the receiver's next look, part of the way
+					}
+				} else {
+					r.sentScheduled(&rec) // a closed loop's probe is taken in, then sent
+					stamps(id)
+				}
+				if i%50 == 25 {
+					r.drainTx()
+				}
+			}
+			if open {
+				r.drain()
+			}
+			r.drainTx()
+			missing := 0
+			for i := range uint64(n) {
+				if k := r.ring[(first+i)&r.mask].kern; k.t1k != base+2_000 || k.sched != base+1_000 {
+					missing++
+				}
+			}
+			if missing > 0 || fs.head != 0 || len(fs.queue) != 0 {
+				t.Errorf("%d of %d probes lack their transmit or scheduler stamp; %d stamps left unread", missing, n, len(fs.queue)-fs.head)
+			}
+		})
 	}
 }
 
@@ -207,7 +240,7 @@ func TestUnsentNote(t *testing.T) {
 	}
 	ts := r.stampsResult()
 	if ts == nil || !slices.ContainsFunc(ts.Notes, func(n string) bool {
-		return strings.HasPrefix(n, "5 replies are of probes without a kernel transmit stamp")
+		return strings.HasPrefix(n, "5 replies' probes had no kernel transmit stamp")
 	}) {
 		t.Errorf("timestamps %+v: want a note on the 5 replies whose probes had no transmit stamp", ts)
 	}

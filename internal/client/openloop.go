@@ -115,9 +115,12 @@ func (r *run) drain() {
 	for {
 		rec, ok := r.openLoop.sent.pop()
 		if !ok {
-			return
+			break
 		}
 		r.sentScheduled(&rec)
+	}
+	if r.stamps != nil {
+		r.giveEarly() // their probes are all taken in now
 	}
 }
 

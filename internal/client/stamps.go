@@ -36,19 +36,21 @@ type stamping struct {
 	// An open-loop probe's stamps can be read before the receiver has
 	// taken in the sender's record of it (the sender records a probe
 	// before it sends it; the receiver reads records, then stamps, and
-	// the sender may send many meanwhile): such stamps wait in early
-	// until their ID is mapped, and while any wait, the others wait in
-	// the socket's error queue (drainTx), so that none is lost. last is
-	// the newest ID mapped (none while !mapped).
+	// the sender may send many meanwhile). In an open-loop run
+	// (holdEarly), such stamps wait in early, and while any wait the
+	// others wait on the socket's error queue (drainTx), until the
+	// receiver's next take of the records gives them out (giveEarly).
+	// last is the newest ID mapped (none while !mapped).
 	early     [txRead]tstamp.TxStamp
 	nEarly    int
+	holdEarly bool
 	last      uint32
 	mapped    bool
 	reflector bool // a reply carried the reflector's stamps
-	// One probe in schedEvery asks for its scheduler stamp (schedEvery);
+	// sampler: the socket asks for a sample of the scheduler stamps;
 	// schedSeen: one came.
-	schedEvery uint32
-	schedSeen  bool
+	sampler   transport.SchedSampler
+	schedSeen bool
 	// Replies whose log line waits for the reflector's T3k, oldest
 	// first (a ring of sequence numbers).
 	logq      []uint64
@@ -90,23 +92,25 @@ const (
 )
 
 // mapID remembers that the probe seq, in its slot, went out with
-// transmit-stamp ID id, and gives it the stamps read before.
+// transmit-stamp ID id.
 func (rec *recorder) mapID(id uint32, seq uint64) {
 	st := rec.stamps
 	e := &st.ids[id%idRing]
 	e.id, e.seq = id, seq
 	st.last, st.mapped = id, true
-	if st.nEarly == 0 || int32(st.early[0].ID-id) > 0 {
-		return // none waits, or all are for later probes (early is in ID order)
+}
+
+// giveEarly gives the stamps read before their probes' records to those
+// probes, once the receiver has taken in every record the sender left
+// (drain). A record goes in before its probe is sent, so a stamp still
+// without its probe then is not a probe's (a reconnection's Hello): it is
+// dropped, and the reads go on.
+func (rec *recorder) giveEarly() {
+	st := rec.stamps
+	for _, t := range st.early[:st.nEarly] {
+		rec.takeTx(t)
 	}
-	early := st.early[:st.nEarly]
 	st.nEarly = 0
-	for _, t := range early {
-		if !rec.takeTx(t) && st.ahead(t.ID) {
-			st.early[st.nEarly] = t // still ahead: kept (nEarly ≤ its index)
-			st.nEarly++
-		}
-	}
 }
 
 // ahead reports whether id is newer than every ID mapped: its probe's
@@ -114,15 +118,17 @@ func (rec *recorder) mapID(id uint32, seq uint64) {
 func (st *stamping) ahead(id uint32) bool { return !st.mapped || int32(id-st.last) > 0 }
 
 // drainTx takes in the transmit stamps waiting on the socket and gives
-// each to its probe's slot. It stops at a read that had stamps of probes
-// not yet taken in (early): the rest wait on the socket until mapID has
-// given those theirs.
+// each to its probe's slot. In an open-loop run it stops at a read that
+// had stamps of probes not yet taken in (early): the rest wait on the
+// socket until giveEarly has given those theirs. A closed loop takes in
+// each probe before it sends it: a stamp it cannot place is not a
+// probe's.
 func (rec *recorder) drainTx() {
 	st := rec.stamps
 	for st.nEarly == 0 {
 		n, err := st.sock.ReadTxStamps(st.tx[:])
 		for _, t := range st.tx[:n] {
-			if !rec.takeTx(t) && st.ahead(t.ID) {
+			if !rec.takeTx(t) && st.holdEarly && st.ahead(t.ID) {
 				st.early[st.nEarly] = t // at most one read's: len(st.tx)
 				st.nEarly++
 			}
@@ -332,10 +338,11 @@ func (r *run) setupStamps() (string, error) {
 	case why != nil:
 		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", why))
 	}
-	r.stamps = &stamping{sock: sock, schedEvery: 1}
-	if s, ok := sock.(transport.SchedSampler); ok && s.SampleSched(r.schedEvery()) == nil {
+	r.stamps = &stamping{sock: sock, holdEarly: r.cfg.OpenLoop()}
+	if s, ok := sock.(transport.SchedSampler); ok {
 		// One that refuses asks on every probe, as before.
-		r.stamps.schedEvery = r.schedEvery()
+		_ = s.SampleSched(r.schedEvery())
+		r.stamps.sampler = s
 	}
 	return used.String(), nil
 }
@@ -369,6 +376,15 @@ func (r *run) schedEvery() uint32 {
 	return 1 // a closed loop: its rate follows its round trips
 }
 
+// schedEvery is one probe in how many that asked for its scheduler
+// stamp, as the socket says (it may have gone back to every probe).
+func (st *stamping) schedEvery() uint32 {
+	if st.sampler == nil {
+		return 1
+	}
+	return st.sampler.SchedEvery()
+}
+
 // stampsResult says where the run's times came from.
 func (r *run) stampsResult() *result.Timestamps {
 	if r.cfg.Stamps == tstamp.User {
@@ -385,15 +401,15 @@ func (r *run) stampsResult() *result.Timestamps {
 			t.Notes = append(t.Notes, fmt.Sprintf("the reflector sent no stamps: replies need %d bytes or more to carry them (--reply-size), or the reflector runs with --timestamps user or over a socket without stamps",
 				wire.HeaderLen+wire.StampsLen))
 		}
-		if st.schedEvery > 1 && st.schedSeen {
+		if every := st.schedEvery(); every > 1 && st.schedSeen {
 			t.Notes = append(t.Notes, fmt.Sprintf("send queue is a sample: above %d probes/s one probe in %d asks for the kernel's scheduler stamp (docs/timestamps.md)",
-				schedRate, st.schedEvery))
+				schedRate, every))
 		}
 		if st.unstamped > 0 {
 			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", st.unstamped))
 		}
 		if st.unsent > 0 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%d replies are of probes without a kernel transmit stamp, which the kern rows leave out (a kernel drops stamps when the socket's receive buffer is full)", st.unsent))
+			t.Notes = append(t.Notes, fmt.Sprintf("%d replies' probes had no kernel transmit stamp (dropped when the socket's or the NIC's buffers were full, or read too late): rtt kern, up kern, send stack and send queue leave them out", st.unsent))
 		}
 	}
 	return t

@@ -63,6 +63,7 @@ type Stamper interface {
 // udp.Conn.SampleSched.
 type SchedSampler interface {
 	SampleSched(every uint32) error
+	SchedEvery() uint32
 }
 
 // A client's UDP socket is one: were its method to drift from the

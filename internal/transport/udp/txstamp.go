@@ -62,3 +62,14 @@ func (c *Conn) SampleSched(every uint32) error {
 	}
 	return c.b.sampleSched(every)
 }
+
+// SchedEvery is one datagram in how many that asks for its scheduler
+// stamp: SampleSched's, or 1 where the socket asks for every one's (or
+// went back to it: a kernel that refused the per-datagram request), 0
+// without scheduler stamps.
+func (c *Conn) SchedEvery() uint32 {
+	if c.b == nil {
+		return 0
+	}
+	return c.b.schedSampled()
+}

@@ -82,6 +82,16 @@ func (b *batcher) sampleSched(every uint32) error {
 	return nil
 }
 
+func (b *batcher) schedSampled() uint32 {
+	switch {
+	case !b.stamping || !b.sched:
+		return 0
+	case b.schedEvery > 1:
+		return b.schedEvery
+	}
+	return 1
+}
+
 // askSched sets the control messages of the n datagrams about to be sent
 // (their IDs from id on): the scheduler-stamp request where sampleSched
 // picks them, none elsewhere.

@@ -16,3 +16,4 @@ func (b *batcher) nextTxID() uint32                           { return 0 }
 func (b *batcher) readTxStamps([]tstamp.TxStamp) (int, error) { return 0, nil }
 func (p *PacketConn) countSent()                              {}
 func (b *batcher) sampleSched(uint32) error                   { return nil }
+func (b *batcher) schedSampled() uint32                       { return 0 }
