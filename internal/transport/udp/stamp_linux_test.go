@@ -88,6 +88,20 @@ func TestTimestamps(t *testing.T) {
 	}
 }
 
+// stampedPair returns a reflector's socket and a client's, both with
+// kernel stamps on and the kernel stamping already (primeStamps).
+func stampedPair(t *testing.T) (*PacketConn, *Conn) {
+	t.Helper()
+	p, c := pair(t)
+	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeStamps(t, p, c)
+	return p, c
+}
+
 // primeStamps waits for the kernel to start stamping received packets:
 // the first socket on a machine to ask turns it on from a work queue, a
 // moment later. It sends datagrams from c to p until one arrives stamped,
@@ -152,13 +166,7 @@ func checkTx(t *testing.T, who string, read func([]tstamp.TxStamp) (int, error),
 // datagram it sends beside the one taken as it left, with the same ID,
 // taken first, in the same reads; the reflector's has none.
 func TestSchedStamps(t *testing.T) {
-	p, c := pair(t)
-	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
-		if err := s.EnableTimestamps(false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	primeStamps(t, p, c)
+	p, c := stampedPair(t)
 	const n = 8
 	first := c.NextTxID()
 	before := time.Now().UnixNano()
@@ -227,13 +235,7 @@ func TestSchedStamps(t *testing.T) {
 // batches' edges, and the others, and a datagram sent alone, have their
 // transmit stamp only.
 func TestSampleSched(t *testing.T) {
-	p, c := pair(t)
-	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
-		if err := s.EnableTimestamps(false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	primeStamps(t, p, c)
+	_, c := stampedPair(t)
 	first := c.NextTxID()
 	if _, err := c.Write(make([]byte, 64)); err != nil {
 		t.Fatal(err)
@@ -282,13 +284,7 @@ func TestSampleSched(t *testing.T) {
 // does not cost a datagram: the batch goes, and the socket asks for
 // every datagram's scheduler stamp again.
 func TestSampleSchedRefused(t *testing.T) {
-	p, c := pair(t)
-	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
-		if err := s.EnableTimestamps(false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	primeStamps(t, p, c)
+	_, c := stampedPair(t)
 	if err := c.SampleSched(2); err != nil {
 		t.Fatal(err)
 	}
@@ -327,13 +323,7 @@ func TestSampleSchedRefused(t *testing.T) {
 // TestTimestampAllocs: reading and writing batches with stamps, and
 // reading the transmit stamps, allocates nothing.
 func TestTimestampAllocs(t *testing.T) {
-	p, c := pair(t)
-	for _, s := range []interface{ EnableTimestamps(bool) error }{p, c} {
-		if err := s.EnableTimestamps(false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	primeStamps(t, p, c)
+	p, c := stampedPair(t)
 	ms := make([]Message, 4)
 	for i := range ms {
 		ms[i].Buf = make([]byte, 128)
