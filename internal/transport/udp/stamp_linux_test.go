@@ -277,6 +277,17 @@ func TestSampleSched(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("scheduler stamps for IDs %v, want %v (those of %d..%d that are multiples of 4, sent in batches)", got, want, first, first+sent-1)
 	}
+	// Enabling the stamps again undoes the sampling: no datagram carries
+	// a request of its own.
+	if err := c.EnableTimestamps(false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.b.whdrs {
+		if c.b.whdrs[i].Hdr.Control != nil || c.b.schedEvery != 0 || c.SchedEvery() != 1 {
+			t.Fatalf("after EnableTimestamps: datagram %d of a batch has a control message %v, sampling one in %d (SchedEvery %d): want none, and every datagram asking",
+				i, c.b.whdrs[i].Hdr.Control != nil, c.b.schedEvery, c.SchedEvery())
+		}
+	}
 }
 
 // TestSampleSchedRefused: a kernel that refuses the per-datagram request

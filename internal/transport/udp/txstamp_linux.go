@@ -48,7 +48,7 @@ func (b *batcher) enableStamps(hw, sched bool) error {
 		return serr
 	}
 	b.hw = hw
-	b.schedEvery = 0 // the socket asks for every datagram's again
+	b.unsample() // the socket asks for every datagram's again
 	if !b.stamping {
 		b.allocControl()
 		b.ehdrs = make([]unix.Mmsghdr, MaxBatch)
@@ -92,6 +92,19 @@ func (b *batcher) schedSampled() uint32 {
 	return 1
 }
 
+// unsample has no datagram ask for its scheduler stamp through a
+// control message any more.
+func (b *batcher) unsample() {
+	if b.schedEvery <= 1 {
+		return
+	}
+	for i := range b.whdrs {
+		b.whdrs[i].Hdr.Control = nil
+		b.whdrs[i].Hdr.SetControllen(0)
+	}
+	b.schedEvery = 0
+}
+
 // askSched sets the control messages of the n datagrams about to be sent
 // (their IDs from id on): the scheduler-stamp request where sampleSched
 // picks them, none elsewhere.
@@ -119,11 +132,7 @@ func (b *batcher) refusedSched(err error) bool {
 	if b.schedEvery <= 1 || err != unix.EINVAL {
 		return false
 	}
-	for i := range b.whdrs {
-		b.whdrs[i].Hdr.Control = nil
-		b.whdrs[i].Hdr.SetControllen(0)
-	}
-	b.schedEvery = 0
+	b.unsample()
 	var serr error
 	if cerr := b.rc.Control(func(fd uintptr) { b.sched, serr = tstamp.EnableSched(int(fd), b.hw) }); cerr != nil || serr != nil {
 		return false
