@@ -249,6 +249,25 @@ func TestUnsentNote(t *testing.T) {
 	}
 }
 
+// TestStampsOfFlows: with -P, the notes count the replies of every flow.
+func TestStampsOfFlows(t *testing.T) {
+	var runs []*run
+	for _, c := range []stampCounts{{unsent: 3, unstamped: 1}, {unsent: 4, reflector: true}} {
+		r, _ := measuringRun(t, Config{Count: 1})
+		r.stamps = &stamping{sock: &fakeStamper{}, stampCounts: c}
+		runs = append(runs, r)
+	}
+	ts := stampsOfFlows(runs)
+	for _, want := range []string{"7 replies' probes had no kernel transmit stamp", "1 replies came without a kernel receive stamp"} {
+		if ts == nil || !slices.ContainsFunc(ts.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("timestamps %+v: want a note %q", ts, want)
+		}
+	}
+	if ts != nil && ts.Reflector != ts.Client {
+		t.Errorf("reflector stamps %q, client %q: a flow's reply carried the reflector's", ts.Reflector, ts.Client)
+	}
+}
+
 // TestLocalQueueAllocs: a probe's path with both transmit stamps to read
 // allocates nothing.
 func TestLocalQueueAllocs(t *testing.T) {

@@ -89,9 +89,9 @@ func RunFlows(ctx context.Context, cfg Config, conns []transport.Conn) (*result.
 // errs: each flow's summary, and where the flows' figures agree, theirs.
 func flowsInto(res *result.Result, runs []*run, errs []error) {
 	res.ReflectorCount, res.Stopped, res.Reconnects = "close", runs[0].res.Stopped, nil
-	res.Timestamps = runs[0].res.Timestamps // the flows' sockets are alike
-	res.CPU = runs[0].res.CPU               // the process's, over the first flow's sending
-	res.Path = runs[0].res.Path             // the first flow's, like Socket
+	res.Timestamps = stampsOfFlows(runs)
+	res.CPU = runs[0].res.CPU   // the process's, over the first flow's sending
+	res.Path = runs[0].res.Path // the first flow's, like Socket
 	res.PeerResults = peerResults(runs)
 	// The flows' delays are measured when every flow's reflector reads
 	// the client's clock; estimates of one flow would not fit the

@@ -46,18 +46,28 @@ type stamping struct {
 	holdEarly bool
 	last      uint32
 	mapped    bool
-	reflector bool // a reply carried the reflector's stamps
-	// sampler: the socket asks for a sample of the scheduler stamps;
-	// schedSeen: one came.
-	sampler   transport.SchedSampler
-	schedSeen bool
+	sampler   transport.SchedSampler // the socket asks for a sample of the scheduler stamps
 	// Replies whose log line waits for the reflector's T3k, oldest
 	// first (a ring of sequence numbers).
-	logq      []uint64
-	logHead   uint64
-	logTail   uint64
+	logq    []uint64
+	logHead uint64
+	logTail uint64
+	stampCounts
+}
+
+// stampCounts is what a run's result says of its stamps, summed over a
+// run's flows (-P).
+type stampCounts struct {
+	reflector bool   // a reply carried the reflector's stamps
+	schedSeen bool   // a scheduler stamp came
 	unstamped uint64 // replies read without a receive stamp
 	unsent    uint64 // replies whose probe had no transmit stamp
+}
+
+func (c *stampCounts) add(o stampCounts) {
+	c.reflector, c.schedSeen = c.reflector || o.reflector, c.schedSeen || o.schedSeen
+	c.unstamped += o.unstamped
+	c.unsent += o.unsent
 }
 
 const idRing = 4096
@@ -387,12 +397,32 @@ func (st *stamping) schedEvery() uint32 {
 
 // stampsResult says where the run's times came from.
 func (r *run) stampsResult() *result.Timestamps {
+	if r.stamps == nil {
+		return r.stampsResultOf(stampCounts{})
+	}
+	return r.stampsResultOf(r.stamps.stampCounts)
+}
+
+// stampsOfFlows is stampsResult for the flows runs (-P) together: their
+// sockets are alike, their counts summed.
+func stampsOfFlows(runs []*run) *result.Timestamps {
+	var c stampCounts
+	for _, r := range runs {
+		if r.stamps != nil {
+			c.add(r.stamps.stampCounts)
+		}
+	}
+	return runs[0].stampsResultOf(c)
+}
+
+// stampsResultOf is stampsResult with the counts c.
+func (r *run) stampsResultOf(c stampCounts) *result.Timestamps {
 	if r.cfg.Stamps == tstamp.User {
 		return nil
 	}
 	t := &result.Timestamps{Asked: r.cfg.Stamps.String(), Client: r.res.Config.Timestamps, Notes: r.stampNotes}
 	if st := r.stamps; st != nil {
-		if st.reflector {
+		if c.reflector {
 			t.Reflector = t.Client
 		} else if r.cfg.Stamps != tstamp.Auto {
 			// Only for a run that asked for stamps: auto takes what
@@ -401,15 +431,15 @@ func (r *run) stampsResult() *result.Timestamps {
 			t.Notes = append(t.Notes, fmt.Sprintf("the reflector sent no stamps: replies need %d bytes or more to carry them (--reply-size), or the reflector runs with --timestamps user or over a socket without stamps",
 				wire.HeaderLen+wire.StampsLen))
 		}
-		if every := st.schedEvery(); every > 1 && st.schedSeen {
+		if every := st.schedEvery(); every > 1 && c.schedSeen {
 			t.Notes = append(t.Notes, fmt.Sprintf("send queue is a sample: above %d probes/s one probe in %d asks for the kernel's scheduler stamp (docs/timestamps.md)",
 				schedRate, every))
 		}
-		if st.unstamped > 0 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", st.unstamped))
+		if c.unstamped > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%d replies came without a kernel receive stamp", c.unstamped))
 		}
-		if st.unsent > 0 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%d replies' probes had no kernel transmit stamp (dropped when the socket's or the NIC's buffers were full, or read too late): rtt kern, up kern, send stack and send queue leave them out", st.unsent))
+		if c.unsent > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%d replies' probes had no kernel transmit stamp (dropped when the socket's or the NIC's buffers were full, or read too late): rtt kern, up kern, send stack and send queue leave them out", c.unsent))
 		}
 	}
 	return t
