@@ -8,6 +8,7 @@ import (
 // TestOpenLoop: an open-loop run keeps its schedule, says when it could
 // not, and ends on time.
 func TestOpenLoop(t *testing.T) {
+	var highRateSleeps, slotRateSleeps int // the two wake-up cases' senders'
 	runCases(t, []runCase{{
 		name:  "rate",
 		delay: 100 * time.Microsecond,
@@ -42,6 +43,21 @@ func TestOpenLoop(t *testing.T) {
 				t.Fatalf("stopped %q, sent %d, run took %v, want duration, 1 probe, about 1s", r.res.Stopped, r.res.Summary.Counts.Sent, r.took)
 			}
 		},
+	}, {
+		// Above 20k probes/s (gaps under wakeEvery) the sender wakes at
+		// most every 50 µs and sends the slots that came due together:
+		// every slot is sent, none is skipped, each at most 40 µs late
+		// (50 less the 10 µs gap). At 20k/s it wakes for each slot, on
+		// time.
+		name:  "high rate wakes every 50µs",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 100000, Duration: 100 * time.Millisecond, sleep: countSleeps(&highRateSleeps)},
+		check: func(t *testing.T, r ran) { checkWakes(t, r, 10000, 40*time.Microsecond, &highRateSleeps) },
+	}, {
+		name:  "20k/s wakes for each slot",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 20000, Duration: 100 * time.Millisecond, sleep: countSleeps(&slotRateSleeps)},
+		check: func(t *testing.T, r ran) { checkWakes(t, r, 2000, 0, &slotRateSleeps) },
 	}, {
 		name:  "stall is not hidden",
 		delay: 100 * time.Microsecond,
@@ -123,4 +139,30 @@ func stallOnce(nth int, stall time.Duration) func(time.Duration) {
 		}
 		time.Sleep(d)
 	}
+}
+
+// countSleeps is a sender's sleep that counts its calls in n.
+func countSleeps(n *int) func(time.Duration) {
+	return func(d time.Duration) {
+		*n++
+		time.Sleep(d)
+	}
+}
+
+// checkWakes checks a run of sent probes sent each at most maxErr late,
+// none skipped, by a sender that woke at most every wakeEvery (sleeps:
+// its sleep's calls, two a wake-up: the sleep, then the spin's).
+func checkWakes(t *testing.T, r ran, sent uint64, maxErr time.Duration, sleeps *int) {
+	t.Helper()
+	s := r.res.Summary
+	if s.Counts.Sent != sent || s.Counts.Skipped != 0 || s.Counts.Received != sent {
+		t.Fatalf("counts %+v, want %d sent and received, none skipped", s.Counts, sent)
+	}
+	if s.SendError == nil || s.SendError.Max != maxErr {
+		t.Fatalf("send error %+v, want a max of %v", s.SendError, maxErr)
+	}
+	if wakes := int64(s.End-s.Start) / wakeEvery; int64(*sleeps) > 2*min(wakes, int64(sent))+10 {
+		t.Fatalf("%d sleeps for %d probes in %v, want at most two per %v and per probe", *sleeps, sent, s.End-s.Start, time.Duration(wakeEvery))
+	}
+	checkTotals(t, r.res)
 }
