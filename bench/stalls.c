@@ -2,11 +2,13 @@
 // Spins reading CLOCK_MONOTONIC for SECONDS (default 3) and counts the
 // gaps between consecutive readings longer than 10 µs: time the thread
 // did not run (the hypervisor, interrupts, other threads). Prints stalls
-// per second, the share of time spent in them, and the share of time at
-// which a deadline would be met more than 10 µs late by a thread spinning
-// for it: when that share is above 1%, no program can keep a send-time
-// error p99 under 10 µs on this machine. Built and run by bench/compare.sh
-// (cc bench/stalls.c -O2 -o stalls; ./stalls 3).
+// per second, the share of time spent in them, the share of time at which
+// a deadline would be met more than 10 µs late by a thread spinning for
+// it (when that share is above 1%, no program can keep a send-time error
+// p99 under 10 µs on this machine), and the p99 of that lateness for a
+// deadline at a random time: the lowest send-error p99 a spinning sender
+// could have had. Built and run by bench/compare.sh (cc bench/stalls.c -O2
+// -o stalls; ./stalls 3).
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,12 +19,34 @@ static long long now(void) {
 	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+// Gaps by whole µs, up to MAXUS (longer ones count there).
+#define MAXUS 100000
+static long long gaps[MAXUS + 1];
+
+// lateP99 is the lateness x (µs) that a deadline at a random time of a
+// span of span ns exceeds 1% of the time: a deadline in a gap of g µs is
+// met late by what is left of the gap, so P(late > x) is the sum of
+// (g - x) over the gaps longer than x, over the span.
+static double lateP99(double span) {
+	double tail = 0; // sum over gaps > x of (g - x), in µs, as x falls
+	long long longer = 0; // gaps longer than x
+	for (int x = MAXUS; x > 0; x--) {
+		longer += gaps[x];
+		tail += longer; // x-1 is one µs further from each of them
+		if (tail * 1e3 / span >= 0.01)
+			return x;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	double secs = argc > 1 ? atof(argv[1]) : 3;
 	long long start = now(), end = start + (long long)(secs * 1e9), last = start;
 	long long n = 0, in = 0, late = 0, longest = 0;
 	for (;;) {
 		long long t = now(), g = t - last;
+		long long us = g / 1000;
+		gaps[us > MAXUS ? MAXUS : us]++;
 		if (g > 10000) {
 			n++;
 			in += g;
@@ -35,7 +59,7 @@ int main(int argc, char **argv) {
 			break;
 	}
 	double span = (double)(last - start);
-	printf("stalls over 10us: %.0f/s, %.2f%% of the time; a spinning wait is >10us late %.2f%% of the time; longest %.0fus\n",
-	       n / (span / 1e9), 100 * in / span, 100 * late / span, longest / 1e3);
+	printf("stalls over 10us: %.0f/s, %.2f%% of the time; a spinning wait is >10us late %.2f%% of the time, p99 %.0fus late; longest %.0fus\n",
+	       n / (span / 1e9), 100 * in / span, 100 * late / span, lateP99(span), longest / 1e3);
 	return 0;
 }

@@ -103,6 +103,11 @@ func (s *sender) init(start int64) {
 	}
 	if cfg.Shared && cfg.sleep == nil {
 		s.w.Sleep = time.Sleep // the runtime's timers: no thread held, no spin
+	} else {
+		// Where the kernel's sleeps wake late (a VM), spin longer, up
+		// to a fifth of each gap: at 1k probes/s on this 2-core VM, the
+		// send error's p99 went from 63-100 µs to 20-48 µs for 0.08 CPU.
+		s.w.MaxSpin = r.meanGap() / 5
 	}
 	s.ob = newOutBatch(r.conn, cfg.Size)
 	s.h = wire.Header{Type: wire.TypeProbe,

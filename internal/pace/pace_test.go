@@ -216,3 +216,45 @@ func TestAlarmAllocs(t *testing.T) {
 		t.Fatalf("%v allocations a wait, want 0", n)
 	}
 }
+
+// TestWaiterLearnsLateSleeps: where sleeps wake late, a Waiter with a
+// MaxSpin learns it and spins longer, so that it reaches its targets on
+// time; one without stays late; a stall is taken in as MaxSpin at most.
+func TestWaiterLearnsLateSleeps(t *testing.T) {
+	const late = 150 * time.Microsecond
+	kernel := false // the next sleep is the kernel's, not the spin's
+	wait := func(w *Waiter, clk *clock.Fake, n int) (lateBy time.Duration) {
+		for range n {
+			kernel = true
+			target := clk.Now() + int64(time.Millisecond)
+			lateBy = time.Duration(w.Until(target) - target)
+		}
+		return lateBy
+	}
+	for _, tc := range []struct {
+		name    string
+		maxSpin time.Duration
+		want    time.Duration // how late the last of 100 waits ends
+	}{
+		{"without MaxSpin", 0, late - DefaultSpinFor},
+		{"with MaxSpin", time.Millisecond, 0},
+	} {
+		clk := clock.NewFake(0)
+		w := &Waiter{Clock: clk, MaxSpin: tc.maxSpin}
+		w.Sleep = func(d time.Duration) {
+			if kernel {
+				d += late
+				kernel = false
+			}
+			clk.Advance(d)
+		}
+		if got := wait(w, clk, 100); got != tc.want {
+			t.Errorf("%s: the 100th wait ended %v late, want %v (spin %v)", tc.name, got, tc.want, time.Duration(w.spin()))
+		}
+	}
+	w := &Waiter{MaxSpin: 200 * time.Microsecond}
+	w.learn(int64(10 * time.Millisecond))
+	if got := w.spin(); got != int64(DefaultSpinFor) {
+		t.Errorf("after one 10 ms stall, spin %v, want %v: the stall counted as MaxSpin, a 16th of it", time.Duration(got), DefaultSpinFor)
+	}
+}
