@@ -59,6 +59,18 @@ func TestOpenLoop(t *testing.T) {
 		cfg:   Config{Rate: 20000, Duration: 100 * time.Millisecond, sleep: countSleeps(&slotRateSleeps)},
 		check: func(t *testing.T, r ran) { checkWakes(t, r, 2000, 0, &slotRateSleeps) },
 	}, {
+		// A sender that starts late (its goroutine, its thread's set-up:
+		// 5-12 ms here once) starts its schedule then: no slot missed.
+		name:  "late start is no missed slot",
+		delay: 100 * time.Microsecond,
+		cfg: Config{Rate: 100000, Count: 100, sleep: time.Sleep, Thread: func(_ int, role string) error {
+			if role == "sender" {
+				time.Sleep(10 * time.Millisecond)
+			}
+			return nil
+		}},
+		check: func(t *testing.T, r ran) { checkWakes(t, r, 100, 40*time.Microsecond, new(int)) },
+	}, {
 		name:  "stall is not hidden",
 		delay: 100 * time.Microsecond,
 		cfg:   Config{Rate: 1000, Duration: time.Second, sleep: stallOnce(250, 25*time.Millisecond), Poisson: false},

@@ -86,6 +86,11 @@ func (rec *recorder) init(cfg *Config) {
 	rec.observer = cfg.Observer
 	rec.ring, rec.mask = make([]slot, ringSize), ringSize-1
 	rec.total = newAcc(cfg.Shared)
+	// Touch its histograms now (reset writes every bucket), as
+	// openInterval does the first interval's: their first touch faults
+	// their pages in, 8-24 ms on a 2-core VM, which at the start of
+	// measuring made an open-loop run's first slots late.
+	rec.total.reset(0)
 	rec.pendLimit = pendingLimit(cfg)
 	rec.openInterval(0)
 	if len(cfg.Workload) > 0 {

@@ -54,7 +54,7 @@ const wakeEvery = int64(50 * time.Microsecond)
 const checkEvery = int64(50 * time.Millisecond)
 
 // sender paces and writes the probes of an open-loop run, starting its
-// schedule at start. It stops when the duration or count is reached, ctx
+// schedule at start, or as it is ready if that is later. It stops when the duration or count is reached, ctx
 // is done, or the receiver asks it to.
 func (r *run) sender(ctx context.Context, start int64) {
 	s := &sender{r: r, ol: r.openLoop}
@@ -74,7 +74,9 @@ func (r *run) sender(ctx context.Context, start int64) {
 	if r.cfg.Thread != nil {
 		_ = r.cfg.Thread(r.flow, "sender") // checked before the run
 	}
-	s.init(start)
+	// The schedule starts when the sender is ready to keep it: its
+	// goroutine's start and its thread's set-up are no missed slots.
+	s.init(max(start, r.clk.Now()))
 	defer func() { _ = s.flush() }() // the probes already handed over
 	s.run(ctx)
 }
