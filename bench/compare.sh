@@ -134,7 +134,7 @@ printf '%-66s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfl
 row "replies/s at max rate / sockperf's server (1 worker)" "$(m max-rate 'median replies\/s ratio volley\/sockperf:')" ">=" 1.5
 row "100k probes/s open loop: achieved rate error" "$v100k_err" "abs<=" "1%"
 row "1k probes/s open loop: send error p99" "$v1k_p99" "<=" "20µs"
-printf '%-66s %12s\n' "  a spinning C wait's lateness p99 (bench/stalls.c, the floor)" "$(sed -n 's/.*, p99 \([0-9]*\)us late.*/\1µs/p' <<<"$stalls")"
+printf '%-66s %12s\n' "  a spinning C thread's lateness p99 (bench/stalls.c, before the runs)" "$(sed -n 's/.*, p99 \([0-9]*\)us late.*/\1µs/p' <<<"$stalls")"
 printf '%-66s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
 echo
 for f in udp udp-user gofloor-block udp-busy gofloor tcp tcp-busy max-rate rate unix; do

@@ -8,7 +8,7 @@ import (
 // TestOpenLoop: an open-loop run keeps its schedule, says when it could
 // not, and ends on time.
 func TestOpenLoop(t *testing.T) {
-	var highRateSleeps, slotRateSleeps int // the two wake-up cases' senders'
+	var highRateSleeps int // the high rate case's sender's
 	runCases(t, []runCase{{
 		name:  "rate",
 		delay: 100 * time.Microsecond,
@@ -47,17 +47,50 @@ func TestOpenLoop(t *testing.T) {
 		// Above 20k probes/s (gaps under wakeEvery) the sender wakes at
 		// most every 50 µs and sends the slots that came due together:
 		// every slot is sent, none is skipped, each at most 40 µs late
-		// (50 less the 10 µs gap). At 20k/s it wakes for each slot, on
-		// time.
+		// (at 100k/s: 50 less the 10 µs gap; at 25k/s a wake comes 10,
+		// 20, 30, 40 µs after its slot, then on time with the next).
 		name:  "high rate wakes every 50µs",
 		delay: 100 * time.Microsecond,
 		cfg:   Config{Rate: 100000, Duration: 100 * time.Millisecond, sleep: countSleeps(&highRateSleeps)},
 		check: func(t *testing.T, r ran) { checkWakes(t, r, 10000, 40*time.Microsecond, &highRateSleeps) },
 	}, {
-		name:  "20k/s wakes for each slot",
+		name:  "25k/s wakes every 50µs",
 		delay: 100 * time.Microsecond,
-		cfg:   Config{Rate: 20000, Duration: 100 * time.Millisecond, sleep: countSleeps(&slotRateSleeps)},
-		check: func(t *testing.T, r ran) { checkWakes(t, r, 2000, 0, &slotRateSleeps) },
+		cfg:   Config{Rate: 25000, Duration: 100 * time.Millisecond, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) { checkWakes(t, r, 2500, 40*time.Microsecond, new(int)) },
+	}, {
+		name:  "a 10µs send interval wakes every 50µs",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{SendInterval: 10 * time.Microsecond, Duration: 100 * time.Millisecond, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) { checkWakes(t, r, 10000, 40*time.Microsecond, new(int)) },
+	}, {
+		// A mean gap of 50 µs or more wakes for each slot, even where a
+		// Poisson gap is shorter.
+		name:  "poisson at 10k/s wakes for each slot",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 10000, Poisson: true, Seed: 1, Duration: 100 * time.Millisecond, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) {
+			s := r.res.Summary
+			if s.Counts.Sent < 500 || s.Counts.Skipped != 0 || s.SendError == nil || s.SendError.Max != 0 {
+				t.Fatalf("counts %+v, send error %+v, want about 1000 sent on time, none skipped", s.Counts, s.SendError)
+			}
+		},
+	}, {
+		// Sleeps that wake 150 µs late (a VM's) are learned: after the
+		// first, the sender spins 200 µs (maxSpin at 1k/s) and sends on
+		// time; spinning 100 µs, every probe would go 50 µs late.
+		name:  "late sleeps are learned",
+		delay: 100 * time.Microsecond,
+		cfg:   Config{Rate: 1000, Duration: time.Second, sleep: lateSleeps(500*time.Microsecond, 150*time.Microsecond)},
+		check: func(t *testing.T, r ran) {
+			se := r.res.Summary.SendError
+			if se == nil || se.Count != 1000 || se.Max == 0 {
+				t.Fatalf("send error %+v, want 1000 probes, the first few late", se)
+			}
+			if p99, ok := se.Percentile(99); !ok || p99 != 0 {
+				t.Fatalf("send error %+v, want 1000 probes, the first few late, p99 0", se)
+			}
+		},
 	}, {
 		// A sender that starts late (its goroutine, its thread's set-up:
 		// 5-12 ms here once) starts its schedule then: no slot missed.
@@ -177,4 +210,27 @@ func checkWakes(t *testing.T, r ran, sent uint64, maxErr time.Duration, sleeps *
 		t.Fatalf("%d sleeps for %d probes in %v, want at most two per %v and per probe", *sleeps, sent, s.End-s.Start, time.Duration(wakeEvery))
 	}
 	checkTotals(t, r.res)
+}
+
+// lateSleeps is a sender's sleep whose sleeps longer than over (the
+// kernel's, not a spin's) wake late by late.
+func lateSleeps(over, late time.Duration) func(time.Duration) {
+	return func(d time.Duration) {
+		if d > over {
+			d += late
+		}
+		time.Sleep(d)
+	}
+}
+
+// TestMaxSpin: a fifth of the gap, at most 1 ms.
+func TestMaxSpin(t *testing.T) {
+	for gap, want := range map[time.Duration]time.Duration{
+		time.Millisecond: 200 * time.Microsecond,
+		10 * time.Second: time.Millisecond,
+	} {
+		if got := maxSpin(gap); got != want {
+			t.Errorf("maxSpin(%v) = %v, want %v", gap, got, want)
+		}
+	}
 }

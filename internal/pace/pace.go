@@ -98,7 +98,8 @@ func (s *Schedule) Next(now int64) (at int64, skipped uint64) {
 }
 
 // Waiter waits until a point in time: it sleeps until SpinFor before it,
-// then spins on the clock.
+// then spins on the clock. With a MaxSpin it learns how late its sleeps
+// wake, so it keeps state: one goroutine's, not to be shared or copied.
 type Waiter struct {
 	Clock clock.Clock
 	// SpinFor is how long before the target the waiter stops sleeping and
@@ -108,7 +109,9 @@ type Waiter struct {
 	// wake late: up to MaxSpin, for lateMargin times their mean lateness.
 	// (On a 2-core VM, nanosleep with a 1 ns timer slack woke 63 µs late
 	// at the median, 116-127 µs at p99: a 100 µs spin missed 1-2% of the
-	// targets.)
+	// targets.) Keep it well under the waits: a wait it spins whole
+	// teaches the waiter nothing, so a margin grown past the waits would
+	// stay.
 	MaxSpin time.Duration
 	// Sleep sleeps for d; nil means the platform's precise sleep. Tests
 	// with a fake clock set one that advances it.
@@ -135,12 +138,13 @@ func (w *Waiter) Until(t int64) int64 {
 	if sleep == nil {
 		sleep = preciseSleep
 	}
-	var woke int64 // when the sleep would have ended on time (0: none)
+	var woke int64 // when the sleep would have ended on time
+	slept := false
 	for {
 		now := w.Clock.Now()
-		if woke != 0 {
+		if slept {
 			w.learn(now - woke)
-			woke = 0
+			slept = false
 		}
 		d := t - now
 		switch {
@@ -148,7 +152,7 @@ func (w *Waiter) Until(t int64) int64 {
 			return now
 		case d > spin:
 			sleep(time.Duration(d - spin))
-			woke = t - spin
+			woke, slept = t-spin, true
 		case w.Sleep != nil:
 			// A fake clock does not move while we spin.
 			sleep(time.Duration(d))

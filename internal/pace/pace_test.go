@@ -219,38 +219,48 @@ func TestAlarmAllocs(t *testing.T) {
 
 // TestWaiterLearnsLateSleeps: where sleeps wake late, a Waiter with a
 // MaxSpin learns it and spins longer, so that it reaches its targets on
-// time; one without stays late; a stall is taken in as MaxSpin at most.
+// time; one without stays late; sleeps that wake early teach it nothing;
+// a stall is taken in as MaxSpin at most.
 func TestWaiterLearnsLateSleeps(t *testing.T) {
 	const late = 150 * time.Microsecond
-	kernel := false // the next sleep is the kernel's, not the spin's
-	wait := func(w *Waiter, clk *clock.Fake, n int) (lateBy time.Duration) {
-		for range n {
-			kernel = true
-			target := clk.Now() + int64(time.Millisecond)
-			lateBy = time.Duration(w.Until(target) - target)
-		}
-		return lateBy
-	}
 	for _, tc := range []struct {
 		name    string
 		maxSpin time.Duration
-		want    time.Duration // how late the last of 100 waits ends
+		early   int           // waits whose sleeps wake 500 µs early, first
+		n       int           // then waits whose sleeps wake late
+		want    time.Duration // how late the last of them ends
 	}{
-		{"without MaxSpin", 0, late - DefaultSpinFor},
-		{"with MaxSpin", time.Millisecond, 0},
+		{"without MaxSpin", 0, 0, 100, late - DefaultSpinFor},
+		{"with MaxSpin", time.Millisecond, 0, 100, 0},
+		// The mean after 50 early wakes, were they learned as -500 µs,
+		// would take more than 20 late wakes to reach 50 µs (a spin of
+		// 150); learned as on time, 20 bring it to 109 µs.
+		{"early wakes are on time", time.Millisecond, 50, 20, 0},
 	} {
-		clk := clock.NewFake(0)
-		w := &Waiter{Clock: clk, MaxSpin: tc.maxSpin}
-		w.Sleep = func(d time.Duration) {
-			if kernel {
-				d += late
-				kernel = false
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(0)
+			w := &Waiter{Clock: clk, MaxSpin: tc.maxSpin}
+			kernel, off := false, time.Duration(0) // the next sleep is the kernel's, off its error
+			w.Sleep = func(d time.Duration) {
+				if kernel {
+					d += off
+					kernel = false
+				}
+				clk.Advance(d)
 			}
-			clk.Advance(d)
-		}
-		if got := wait(w, clk, 100); got != tc.want {
-			t.Errorf("%s: the 100th wait ended %v late, want %v (spin %v)", tc.name, got, tc.want, time.Duration(w.spin()))
-		}
+			var lateBy time.Duration
+			for i := range tc.early + tc.n {
+				kernel, off = true, late
+				if i < tc.early {
+					off = -500 * time.Microsecond
+				}
+				target := clk.Now() + int64(time.Millisecond)
+				lateBy = time.Duration(w.Until(target) - target)
+			}
+			if lateBy != tc.want {
+				t.Errorf("the last wait ended %v late, want %v (spin %v)", lateBy, tc.want, time.Duration(w.spin()))
+			}
+		})
 	}
 	w := &Waiter{MaxSpin: 200 * time.Microsecond}
 	w.learn(int64(10 * time.Millisecond))
