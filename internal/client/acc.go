@@ -126,3 +126,25 @@ func (a *acc) interval(origin, end int64, pct []float64) result.Interval {
 	}
 	return iv
 }
+
+// distribution is a's delays as a plot of the saved result draws them.
+func distribution(cfg *Config, a *acc) *result.Distribution {
+	if cfg.OneWay {
+		return stats.Distribution(nil, a.d[distUp], nil)
+	}
+	return stats.Distribution(a.d[distRTT], a.d[distUp], a.d[distDown])
+}
+
+// histogram is the histogram a run asked for, from a: RTT, or one-way
+// delay for a one-way run; nil when none was asked for.
+func histogram(cfg *Config, a *acc) *result.Histogram {
+	switch {
+	case cfg.HistogramWidth > 0 && !cfg.OneWay:
+		return a.d[distRTT].LinearHistogram("rtt", cfg.HistogramWidth)
+	case cfg.Histogram == 0:
+		return nil
+	case cfg.OneWay:
+		return a.d[distUp].Histogram("up", cfg.Histogram)
+	}
+	return a.d[distRTT].Histogram("rtt", cfg.Histogram)
+}

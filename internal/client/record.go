@@ -572,28 +572,6 @@ func abs(v int64) int64 {
 	return v
 }
 
-// distribution is a's delays as a plot of the saved result draws them.
-func distribution(cfg *Config, a *acc) *result.Distribution {
-	if cfg.OneWay {
-		return stats.Distribution(nil, a.d[distUp], nil)
-	}
-	return stats.Distribution(a.d[distRTT], a.d[distUp], a.d[distDown])
-}
-
-// histogram is the histogram a run asked for, from a: RTT, or one-way
-// delay for a one-way run; nil when none was asked for.
-func histogram(cfg *Config, a *acc) *result.Histogram {
-	switch {
-	case cfg.HistogramWidth > 0 && !cfg.OneWay:
-		return a.d[distRTT].LinearHistogram("rtt", cfg.HistogramWidth)
-	case cfg.Histogram == 0:
-		return nil
-	case cfg.OneWay:
-		return a.d[distUp].Histogram("up", cfg.Histogram)
-	}
-	return a.d[distRTT].Histogram("rtt", cfg.Histogram)
-}
-
 // wire is the bytes a message of n bytes took on the wire: n, or the
 // foreign peer's packet size (Config.WireSize).
 func (rec *recorder) wire(n int) uint64 {
