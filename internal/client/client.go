@@ -47,8 +47,9 @@ type run struct {
 	nonce     uint64       // the Hello's; probes and the close carry it
 	signer    *wire.Signer // nil without a key
 	grant     result.Grant
-	opened    int64 // when the session (the last one) opened
-	lastHeard int64
+	opened    int64               // when the session (the last one) opened
+	lastHeard int64               // when the reflector was last heard from (see heardAt)
+	resumed   int64               // when the loop last came back from a stall of its own (see readFailed)
 	sameClock bool                // every session's reflector reads the client's clock
 	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
 	foreign   Foreign             // nil: a volley reflector (see foreign.go)

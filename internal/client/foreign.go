@@ -52,7 +52,7 @@ func (r *run) openForeign(f Foreign) error {
 	r.foreign = f
 	r.token = binary.BigEndian.Uint64(tb[:]) | 1 // never 0
 	r.opened = r.clk.Now()
-	r.lastHeard = r.opened
+	r.heardAt(r.opened)
 	r.segs = []segment{{token: r.token, first: 1}}
 	if r.openLoop != nil {
 		r.openLoop.session.Store(&sessionKey{token: r.token})

@@ -64,7 +64,7 @@ func (r *run) loop(ctx context.Context) error {
 		n, err := r.read()
 		now = r.clk.Now()
 		if err != nil {
-			if forced, err := r.readFailed(ctx, err, now); err != nil {
+			if forced, err := r.readFailed(ctx, err, now, deadline); err != nil {
 				return err
 			} else if forced {
 				deadline = 0
@@ -84,7 +84,11 @@ func (r *run) loop(ctx context.Context) error {
 // open-loop sender.
 func (r *run) begin(ctx context.Context, now int64) {
 	cfg := &r.cfg
-	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0
+	// An open-loop run measures from its first measured slot, which the
+	// sender's start and set-up delay: until the sender says it sent that
+	// probe, the run is warming up (found by an outside test: "-n 5
+	// --rate 100k" reported its rate 89-97% short).
+	r.warm = cfg.WarmupDuration > 0 || cfg.WarmupCount > 0 || r.openLoop != nil
 	r.closedLoop.warmUntil = now + int64(cfg.WarmupDuration)
 	if !r.warm {
 		r.startMeasuring(now)
@@ -127,9 +131,9 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 	if r.recon != nil {
 		return false, r.reconnectStep(now)
 	}
-	if r.inflight > 0 && now-r.lastHeard >= int64(r.cfg.Silence) {
+	if r.inflight > 0 && now-r.quietSince() >= int64(r.cfg.Silence) {
 		if r.answeredSince() {
-			r.lastHeard = now // refused, not silent
+			r.heardAt(now) // refused, not silent
 			return false, nil
 		}
 		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, r.cfg.Silence)); err != nil {
@@ -140,6 +144,19 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 	return false, nil
 }
 
+// heardAt notes that the reflector was heard from at t (or a session
+// opened then): a reply, or a foreign peer's answer.
+func (r *run) heardAt(t int64) { r.lastHeard, r.unanswered = t, 0 }
+
+// quietSince is when the reflector's silence, if it is silent, began: the
+// last time it was heard from, or the later send of the first probe since
+// (an open-loop gap longer than Silence, or a monitor's probe a few seconds
+// apart, is no silence), or the loop's return from a stall of its own (the
+// process stopped, or starved of CPU: the replies waiting on its socket
+// had no chance to be read). Found by an outside test: a 4 s send interval
+// ended every run at its second probe as "reflector silent".
+func (r *run) quietSince() int64 { return max(r.lastHeard, r.unanswered, r.resumed) }
+
 // wakeAt is when the loop must wake after now, at the earliest of: the
 // oldest probe's timeout, the next report, the end of sending, the end of
 // warm-up, the next burst or workload gap, silence or the next Hello
@@ -147,7 +164,13 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 // sender runs, soon enough to take in what it sent.
 func (r *run) wakeAt(now int64) int64 {
 	cfg := &r.cfg
-	want := r.lastHeard + int64(cfg.Silence)
+	// Silence is only waited for with a probe in flight: a wake-up at a
+	// time already past would spin (found by an outside test: a core
+	// busy in the gaps of a 3.8 s send interval).
+	want := now + int64(cfg.Silence)
+	if r.inflight > 0 {
+		want = r.quietSince() + int64(cfg.Silence)
+	}
 	if r.recon != nil {
 		want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
 	}
@@ -172,12 +195,20 @@ func (r *run) wakeAt(now int64) int64 {
 	return want
 }
 
-// readFailed handles the error err of a read that ended at now. forced
-// says ctx is done and forced the read's deadline (the loop's is no longer
-// set); an error ends the run.
-func (r *run) readFailed(ctx context.Context, err error, now int64) (forced bool, _ error) {
+// stallAfter is how late past its read deadline the loop must wake to
+// take it that the process itself stalled (stopped, or starved of CPU):
+// the silence before is not counted against the reflector.
+const stallAfter = 100 * time.Millisecond
+
+// readFailed handles the error err of a read with the deadline deadline
+// that ended at now. forced says ctx is done and forced the read's
+// deadline (the loop's is no longer set); an error ends the run.
+func (r *run) readFailed(ctx context.Context, err error, now, deadline int64) (forced bool, _ error) {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		if now-deadline > int64(stallAfter) {
+			r.resumed = now
+		}
 		if r.stamps != nil && r.openLoop == nil {
 			// Nothing came: the transmit stamps of what got no answer
 			// (lost probes, Hellos while reconnecting) would stay on
@@ -305,9 +336,9 @@ func (r *run) receive(msg []byte, now int64, rx tstamp.Stamp, path transport.Pat
 func (r *run) takeReply(h *wire.Header, n int, t4 int64, seg int, msg []byte, rx tstamp.Stamp) {
 	switch r.reply(h, n, t4, seg, msg, rx) {
 	case heardReply:
-		r.lastHeard = t4
+		r.heardAt(t4)
 	case heardThreshold:
-		r.lastHeard = t4
+		r.heardAt(t4)
 		r.stopSending("threshold")
 	}
 }
@@ -336,7 +367,10 @@ func (r *run) stopSending(reason string) {
 			// Deciding to stop takes a moment; the run was this long.
 			r.sendEnd = min(r.sendEnd, r.sendUntil)
 		}
-		r.res.CPU = r.cpu.until(r.sendEnd)
+		// Over the span the CPU time was read in, which goes on past
+		// the end of sending until the loop noticed: over sendEnd, a run
+		// of a few probes was said to keep 2.8 of 2 CPUs busy.
+		r.res.CPU = r.cpu.until(r.clk.Now())
 	}
 	r.sending = false
 	if r.openLoop != nil {

@@ -85,8 +85,8 @@ func markCPU(cfg *Config, now int64) cpuMark {
 	return cpuMark{at: now, user: user, system: system, ok: err == nil}
 }
 
-// until returns what the process used from the mark to end (nil without
-// a mark).
+// until returns what the process used from the mark to end, the time it
+// is called (nil without a mark).
 func (m cpuMark) until(end int64) *result.CPU {
 	if !m.ok {
 		return nil

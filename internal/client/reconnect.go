@@ -222,7 +222,8 @@ func (r *run) resume(h *wire.Header, now int64) {
 	rc := &r.res.Reconnects[len(r.res.Reconnects)-1]
 	rc.Resumed, rc.Gap = true, time.Duration(now-r.recon.at)
 	r.recon, r.between = nil, false
-	r.lastHeard, r.opened = now, now
+	r.opened = now
+	r.heardAt(now)
 	r.countReconnect()
 	r.handler.Reconnect(*rc)
 }

@@ -33,9 +33,12 @@ type recorder struct {
 	oldest     uint64 // lowest sequence number that may be outstanding
 	// lastLostSent is when the latest probe declared lost was sent.
 	lastLostSent int64
-	highestRecv  uint64
-	maxT3        int64    // the latest reflector send time of a reply received, for reordering down
-	prev         struct { // the last probe received, for IPDV
+	// unanswered is when the first probe sent since the reflector was
+	// last heard from left (0: none since); see run.quietSince.
+	unanswered  int64
+	highestRecv uint64
+	maxT3       int64    // the latest reflector send time of a reply received, for reordering down
+	prev        struct { // the last probe received, for IPDV
 		seq           uint64
 		rtt, up, down int64
 	}
@@ -277,6 +280,9 @@ func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
 	}
 	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
 	rec.inflight++
+	if rec.unanswered == 0 {
+		rec.unanswered = sent
+	}
 	if rec.measured(seq) {
 		p := rec.ivs[len(rec.ivs)-1]
 		s.iv = p.no

@@ -175,7 +175,8 @@ func (r *run) helloAnswer(h *wire.Header, msg []byte) (done, bad bool, err error
 		return false, false, nil
 	}
 	r.opened = r.clk.Now()
-	r.token, r.lastHeard = h.Token, r.opened
+	r.token = h.Token
+	r.heardAt(r.opened)
 	r.segs = []segment{{token: h.Token, nonce: h.Seq, first: 1}}
 	if r.openLoop != nil {
 		r.openLoop.session.Store(&sessionKey{token: h.Token, nonce: h.Seq})

@@ -143,6 +143,17 @@ func TestScheduleNotKept(t *testing.T) {
 			t.Errorf("%s: no cpu line in:\n%s", tt.name, b.String())
 		}
 	}
+	// A run a few gaps long says so instead of a share of the rate: one
+	// probe more or less is much of a few.
+	short := fixture()
+	short.Summary.End = short.Summary.Start + 5*time.Millisecond
+	var sb bytes.Buffer
+	if err := WriteSummary(&sb, short); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "achieved 1.00k (over 5.0 of its gaps: too short a run to compare)") {
+		t.Errorf("a run of 5 gaps: no note that it is too short in:\n%s", sb.String())
+	}
 	res := fixture()
 	res.CPU = nil
 	var b bytes.Buffer

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,17 @@ type Conn struct {
 	Dead func() bool
 	// Shift puts the reflector's clock ahead of the client's by this.
 	Shift time.Duration
+	// StallRead, when set, is how long the nth Read (from 1) sleeps
+	// before it reads: the client's process was stopped, or starved of
+	// CPU, while it waited. A deadline that passed meanwhile expires the
+	// read at once, as the runtime's timer does.
+	StallRead func(n uint64) time.Duration
+	// ReadLimit, when not 0, fails every Read after that many with
+	// net.ErrClosed: a loop that spins ends its test instead of hanging
+	// it (in a synctest bubble, time stands still while code runs).
+	ReadLimit uint64
+
+	reads atomic.Uint64
 
 	cfg Reflector
 
@@ -174,6 +186,13 @@ func (c *Conn) answer(reply []byte) {
 // Read returns the next reply, or os.ErrDeadlineExceeded at the read
 // deadline.
 func (c *Conn) Read(b []byte) (int, error) {
+	n := c.reads.Add(1)
+	if c.ReadLimit > 0 && n > c.ReadLimit {
+		return 0, net.ErrClosed
+	}
+	if c.StallRead != nil {
+		time.Sleep(c.StallRead(n))
+	}
 	p, o := deadline.Wait(c.read, c.in, nil)
 	if o != deadline.Ready {
 		return 0, os.ErrDeadlineExceeded
