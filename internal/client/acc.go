@@ -32,11 +32,15 @@ type acc struct {
 	coarse    bool                   // its histograms are stats' coarse ones (Config.Shared)
 }
 
-// kernel returns a's kernel distributions, made on first use.
+// kernel returns a's kernel distributions, made on first use. A run with
+// kernel stamps makes them before measuring (setupStamps, openInterval):
+// made on the measured path, they cost the first kernel-stamped reply of
+// an interval an allocation and their pages' first touch.
 func (a *acc) kernel() *[numKDists]*stats.Dist {
 	if a.kern[0] == nil {
 		for i := range a.kern {
 			a.kern[i] = a.newDist()
+			a.kern[i].Reset() // touch its pages now (see recorder.init)
 		}
 	}
 	return &a.kern

@@ -81,6 +81,9 @@ func (rec *recorder) openInterval(start int64) {
 		*p = pending{acc: p.acc}
 	} else {
 		p = &pending{acc: newAcc(rec.cfg.Shared)}
+		if rec.stamps != nil {
+			p.acc.kernel()
+		}
 	}
 	p.acc.reset(start)
 	p.no = rec.ivNext

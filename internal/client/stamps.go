@@ -349,6 +349,10 @@ func (r *run) setupStamps() (string, error) {
 		return fallback(fmt.Sprintf("the socket refused kernel stamps (%v)", why))
 	}
 	r.stamps = &stamping{sock: sock, holdEarly: r.cfg.OpenLoop()}
+	// The kernel figures' histograms, now rather than at the first
+	// replies (openInterval makes the later intervals').
+	r.total.kernel()
+	r.cur.kernel()
 	if s, ok := sock.(transport.SchedSampler); ok {
 		// One that refuses asks on every probe, as before.
 		_ = s.SampleSched(r.schedEvery())
