@@ -92,6 +92,15 @@ func (a *acc) reset(start int64) {
 	}
 }
 
+// restart empties a's counts, from start on, and leaves its histograms as
+// they are: empty, where nothing was recorded into them (see
+// recorder.startMeasuring).
+func (a *acc) restart(start int64) {
+	a.start = start
+	a.counts = result.Counts{}
+	a.bytesUp, a.bytesDown = 0, 0
+}
+
 // interval renders a as a result interval ending at end; origin is the
 // start of measurement.
 func (a *acc) interval(origin, end int64, pct []float64) result.Interval {

@@ -47,16 +47,18 @@ type run struct {
 	nonce     uint64       // the Hello's; probes and the close carry it
 	signer    *wire.Signer // nil without a key
 	grant     result.Grant
-	opened    int64               // when the session (the last one) opened
-	lastHeard int64               // when the reflector was last heard from (see heardAt)
-	resumed   int64               // when the loop last came back from a stall of its own (see readFailed)
-	sameClock bool                // every session's reflector reads the client's clock
-	oneway    *wire.OneWayResults // a one-way run's, from the CloseAck
-	foreign   Foreign             // nil: a volley reflector (see foreign.go)
-	answerer  Answerer            // the foreign peer's, when it answers without replies
-	answers   uint64              // its count at the last look
-	path      *pathRecorder       // nil: the run reads no path (see pathmark.go)
-	pathFlag  wire.Flags          // wire.FlagPath when path is not nil
+	opened    int64 // when the session (the last one) opened
+	lastHeard int64 // when the reflector was last heard from (see heardAt)
+	// afterStall: silence counts from no earlier than this; each stall of
+	// the loop's own moves it on by the stall's length (see readFailed).
+	afterStall int64
+	sameClock  bool                // every session's reflector reads the client's clock
+	oneway     *wire.OneWayResults // a one-way run's, from the CloseAck
+	foreign    Foreign             // nil: a volley reflector (see foreign.go)
+	answerer   Answerer            // the foreign peer's, when it answers without replies
+	answers    uint64              // its count at the last look
+	path       *pathRecorder       // nil: the run reads no path (see pathmark.go)
+	pathFlag   wire.Flags          // wire.FlagPath when path is not nil
 
 	// Sending, and the wind-down: once sending stops, the run waits for
 	// the probes in flight until drainBy, and closes the session by endBy

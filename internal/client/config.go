@@ -158,8 +158,10 @@ type Config struct {
 	Timeout time.Duration
 	// ReportInterval is the length of each interval; negative means none.
 	ReportInterval time.Duration
-	// Silence is how long a run goes on with no reply at all before it
-	// ends with ErrSilent (default max(3*Timeout, 3s)).
+	// Silence is how long a run goes on with no reply before it ends with
+	// ErrSilent (default max(3*Timeout, 3s)): from the later of the last
+	// reply and the first probe sent after it, to the end of the timeout
+	// of a probe lost since, less the client's own stalls.
 	Silence time.Duration
 	// HandshakeTries is how many Hellos are sent, Timeout apart.
 	HandshakeTries int

@@ -131,7 +131,7 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 	if r.recon != nil {
 		return false, r.reconnectStep(now)
 	}
-	if r.inflight > 0 && now-r.quietSince() >= int64(r.cfg.Silence) {
+	if r.silent(now) {
 		if r.answeredSince() {
 			r.heardAt(now) // refused, not silent
 			return false, nil
@@ -146,31 +146,41 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 
 // heardAt notes that the reflector was heard from at t (or a session
 // opened then): a reply, or a foreign peer's answer.
-func (r *run) heardAt(t int64) { r.lastHeard, r.unanswered = t, 0 }
+func (r *run) heardAt(t int64) { r.lastHeard, r.firstUnanswered = t, 0 }
 
 // quietSince is when the reflector's silence, if it is silent, began: the
 // last time it was heard from, or the later send of the first probe since
 // (an open-loop gap longer than Silence, or a monitor's probe a few seconds
-// apart, is no silence), or the loop's return from a stall of its own (the
-// process stopped, or starved of CPU: the replies waiting on its socket
-// had no chance to be read). Found by an outside test: a 4 s send interval
-// ended every run at its second probe as "reflector silent".
-func (r *run) quietSince() int64 { return max(r.lastHeard, r.unanswered, r.resumed) }
+// apart, is no silence), moved on by the stalls of the loop's own since
+// (see readFailed). Found by an outside test: a 4 s send interval ended
+// every run at its second probe as "reflector silent".
+func (r *run) quietSince() int64 { return max(r.lastHeard, r.firstUnanswered, r.afterStall) }
+
+// silent reports whether the reflector is silent at now: a probe sent since
+// it was last heard from was lost, and from quietSince to the end of that
+// probe's timeout is Silence or more. Only whole timeouts count, so it is
+// judged as probes are declared lost (the loop wakes for those), and one
+// loss among probes more than Silence apart is no silence (found by a
+// reviewer: it ended the run as the next probe was sent).
+func (r *run) silent(now int64) bool {
+	if r.lastLostSent < r.lastHeard {
+		return false
+	}
+	return min(r.lastLostSent+int64(r.cfg.Timeout), now)-r.quietSince() >= int64(r.cfg.Silence)
+}
 
 // wakeAt is when the loop must wake after now, at the earliest of: the
 // oldest probe's timeout, the next report, the end of sending, the end of
-// warm-up, the next burst or workload gap, silence or the next Hello
-// while reconnecting, the end of the wind-down; and, while an open-loop
-// sender runs, soon enough to take in what it sent.
+// warm-up, the next burst or workload gap, the next Hello or the end of
+// trying while reconnecting, the end of the wind-down; and, while an
+// open-loop sender runs, soon enough to take in what it sent.
 func (r *run) wakeAt(now int64) int64 {
 	cfg := &r.cfg
-	// Silence is only waited for with a probe in flight: a wake-up at a
-	// time already past would spin (found by an outside test: a core
-	// busy in the gaps of a 3.8 s send interval).
+	// Silence is judged as probes time out (see silent): nothing else to
+	// wake for. (Waking at the last reply plus Silence, a time already
+	// past with nothing in flight, spun a core in the gaps of a 3.8 s
+	// send interval.)
 	want := now + int64(cfg.Silence)
-	if r.inflight > 0 {
-		want = r.quietSince() + int64(cfg.Silence)
-	}
 	if r.recon != nil {
 		want = min(r.recon.nextHello, r.recon.at+int64(cfg.Reconnect))
 	}
@@ -196,8 +206,10 @@ func (r *run) wakeAt(now int64) int64 {
 }
 
 // stallAfter is how late past its read deadline the loop must wake to
-// take it that the process itself stalled (stopped, or starved of CPU):
-// the silence before is not counted against the reflector.
+// take it that the process itself stalled (stopped, or starved of CPU),
+// and that the replies waiting on its socket had no chance to be read: the
+// stall is not counted as the reflector's silence. (kwait's reads wake up
+// to two ticks, 8 ms, late.)
 const stallAfter = 100 * time.Millisecond
 
 // readFailed handles the error err of a read with the deadline deadline
@@ -206,8 +218,10 @@ const stallAfter = 100 * time.Millisecond
 func (r *run) readFailed(ctx context.Context, err error, now, deadline int64) (forced bool, _ error) {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		if now-deadline > int64(stallAfter) {
-			r.resumed = now
+		if stall := now - deadline; stall > int64(stallAfter) {
+			// Only the stall is forgiven: stalls that keep coming delay
+			// the silence by their length, not for ever.
+			r.afterStall = min(now, r.quietSince()+stall)
 		}
 		if r.stamps != nil && r.openLoop == nil {
 			// Nothing came: the transmit stamps of what got no answer
@@ -367,10 +381,7 @@ func (r *run) stopSending(reason string) {
 			// Deciding to stop takes a moment; the run was this long.
 			r.sendEnd = min(r.sendEnd, r.sendUntil)
 		}
-		// Over the span the CPU time was read in, which goes on past
-		// the end of sending until the loop noticed: over sendEnd, a run
-		// of a few probes was said to keep 2.8 of 2 CPUs busy.
-		r.res.CPU = r.cpu.until(r.clk.Now())
+		r.res.CPU = r.cpu.until()
 	}
 	r.sending = false
 	if r.openLoop != nil {

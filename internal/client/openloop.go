@@ -65,37 +65,44 @@ func (q *sentQueue) pop() (sentRecord, bool) {
 }
 
 // cpuMark is the process's CPU time as an open-loop run starts
-// measuring, at (the run's clock; ok false: not an open-loop run, or no
-// CPU time here). The run's rates are over the same span, from the end of
-// the warm-up to the sender's end.
+// measuring, read at at (wall time, Unix ns; ok false: not an open-loop
+// run, or no CPU time here).
 type cpuMark struct {
 	at           int64
 	user, system time.Duration
 	ok           bool
 }
 
-// markCPU marks the start of measuring, at now, for Result.CPU: runs with
-// a schedule (or --rate max), alone in their process (a monitor's targets
+// markCPU marks the start of measuring for Result.CPU: runs with a
+// schedule (or --rate max), alone in their process (a monitor's targets
 // share theirs).
-func markCPU(cfg *Config, now int64) cpuMark {
+func markCPU(cfg *Config) cpuMark {
 	if (!cfg.openLoop() && !cfg.Unpaced) || cfg.Shared {
 		return cpuMark{}
 	}
 	user, system, err := sched.ProcessCPU()
-	return cpuMark{at: now, user: user, system: system, ok: err == nil}
+	return cpuMark{at: time.Now().UnixNano(), user: user, system: system, ok: err == nil}
 }
 
-// until returns what the process used from the mark to end, the time it
-// is called (nil without a mark).
-func (m cpuMark) until(end int64) *result.CPU {
+// minCPUSpan is the shortest span Result.CPU is given for: the kernel
+// splits a process's CPU time between user and system by its ticks.
+const minCPUSpan = 100 * time.Millisecond
+
+// until returns what the process used from the mark to now, over the wall
+// time between the two readings (which goes on past the end of sending,
+// until the loop noticed: over that end, a run of five probes was said to
+// keep 2.8 of 2 CPUs busy); nil without a mark, or over less than
+// minCPUSpan.
+func (m cpuMark) until() *result.CPU {
 	if !m.ok {
 		return nil
 	}
 	user, system, err := sched.ProcessCPU()
-	if err != nil {
+	span := time.Duration(time.Now().UnixNano() - m.at)
+	if err != nil || span < minCPUSpan {
 		return nil
 	}
-	return &result.CPU{Seconds: time.Duration(end - m.at).Seconds(), User: (user - m.user).Seconds(),
+	return &result.CPU{Seconds: span.Seconds(), User: (user - m.user).Seconds(),
 		System: (system - m.system).Seconds(), CPUs: runtime.NumCPU()}
 }
 
@@ -109,15 +116,19 @@ func (r *run) meanGap() time.Duration {
 
 // drain takes in what the sender sent since the last call.
 func (r *run) drain() {
-	if e := r.openLoop.errors.Swap(0); e > 0 {
-		r.countErrors(e)
-	}
+	// The errors of batches whose records are taken in now, counted after
+	// them: the first measured probes' are not lost as the measurement
+	// starts with them.
+	e := r.openLoop.errors.Swap(0)
 	for {
 		rec, ok := r.openLoop.sent.pop()
 		if !ok {
 			break
 		}
 		r.sentScheduled(&rec)
+	}
+	if e > 0 {
+		r.countErrors(e)
 	}
 	if r.stamps != nil {
 		r.giveEarly() // their probes are all taken in now

@@ -33,12 +33,12 @@ type recorder struct {
 	oldest     uint64 // lowest sequence number that may be outstanding
 	// lastLostSent is when the latest probe declared lost was sent.
 	lastLostSent int64
-	// unanswered is when the first probe sent since the reflector was
+	// firstUnanswered is when the first probe sent since the reflector was
 	// last heard from left (0: none since); see run.quietSince.
-	unanswered  int64
-	highestRecv uint64
-	maxT3       int64    // the latest reflector send time of a reply received, for reordering down
-	prev        struct { // the last probe received, for IPDV
+	firstUnanswered int64
+	highestRecv     uint64
+	maxT3           int64    // the latest reflector send time of a reply received, for reordering down
+	prev            struct { // the last probe received, for IPDV
 		seq           uint64
 		rtt, up, down int64
 	}
@@ -173,11 +173,15 @@ func (rec *recorder) endWarmup(last uint64, now int64) {
 	rec.startMeasuring(now)
 }
 
+// startMeasuring starts measuring at now. Nothing was recorded into the
+// accumulators' histograms before (init and openInterval reset them, and
+// touched their pages): only their start and counts begin again, cheaply,
+// since an open-loop run starts here with probes in flight.
 func (rec *recorder) startMeasuring(now int64) {
 	rec.origin = now
-	rec.cpu = markCPU(rec.cfg, now)
-	rec.cur.reset(now)
-	rec.total.reset(now)
+	rec.cpu = markCPU(rec.cfg)
+	rec.cur.restart(now)
+	rec.total.restart(now)
 	if rec.cfg.Duration > 0 {
 		rec.sendUntil = now + int64(rec.cfg.Duration)
 	}
@@ -280,8 +284,8 @@ func (rec *recorder) track(seq uint64, sent, sched int64, entry uint16) {
 	}
 	*s = slot{seq: seq, sent: sent, sched: sched, entry: entry, state: stateOutstanding}
 	rec.inflight++
-	if rec.unanswered == 0 {
-		rec.unanswered = sent
+	if rec.firstUnanswered == 0 {
+		rec.firstUnanswered = sent
 	}
 	if rec.measured(seq) {
 		p := rec.ivs[len(rec.ivs)-1]

@@ -373,6 +373,11 @@ func (r *run) closeTry(msg []byte, t1, wait int64, tag int) (acked, failed bool)
 // summary, and what the session adds to it (the one-way results, the
 // clock offset, where the times came from).
 func (r *run) finish() error {
+	if r.warm {
+		// Ended before the measurement started (an open-loop run before
+		// its first slot): an empty one, from now.
+		r.endWarmup(r.seq, r.clk.Now())
+	}
 	end := r.clk.Now()
 	if r.sendEnd > r.origin {
 		end = r.sendEnd

@@ -322,7 +322,8 @@ func writeSchedule(b *strings.Builder, res *result.Result) {
 		asked := perFlow * float64(max(res.Config.Parallel, 1)) // the rate is per flow
 		short := 100 * (t.ProbesPerSecUp - asked) / asked
 		achieved := fmt.Sprintf("%s (%+.2f%%)", SI(t.ProbesPerSecUp), short)
-		if gaps := (s.End - s.Start).Seconds() * perFlow; gaps < minGaps {
+		gaps := (s.End - s.Start).Seconds() * perFlow
+		if gaps < minGaps {
 			// One probe more or less is a large share of a few: --rate
 			// 0.01 -t 1s was said to achieve +9900%.
 			achieved = fmt.Sprintf("%s (over %.1f of its gaps: too short a run to compare)", SI(t.ProbesPerSecUp), gaps)
@@ -330,8 +331,12 @@ func writeSchedule(b *strings.Builder, res *result.Result) {
 		fmt.Fprintf(b, "schedule asked %s probes/s, achieved %s; send error p50 %s, p99 %s, max %s; %d slots skipped after stalls\n",
 			SI(asked), achieved, latP(*se, 50), latP(*se, 99), latMax(*se), c.Skipped)
 		if slots := c.Sent + c.Skipped; slots > 0 && 100*float64(c.Skipped)/float64(slots) > notKept {
-			fmt.Fprintf(b, "schedule NOT KEPT: the run missed %d of its %d slots (%.2f%%; achieved %+.2f%% of the rate asked); the figures are those of the rate achieved\n",
-				c.Skipped, slots, 100*float64(c.Skipped)/float64(slots), short)
+			share := fmt.Sprintf("; achieved %+.2f%% of the rate asked", short)
+			if gaps < minGaps {
+				share = ""
+			}
+			fmt.Fprintf(b, "schedule NOT KEPT: the run missed %d of its %d slots (%.2f%%%s); the figures are those of the rate achieved\n",
+				c.Skipped, slots, 100*float64(c.Skipped)/float64(slots), share)
 		}
 	}
 }

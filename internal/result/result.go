@@ -59,7 +59,8 @@ type Result struct {
 	// (round-trip runs of one flow).
 	ClockOffset *ClockOffset `json:"clock_offset,omitempty"`
 	// CPU is what the client's process used over an open-loop run while
-	// it sent (the span of its rates): where the sender did not keep its
+	// it sent (from its first measured slot until the end of sending was
+	// noticed; omitted under 0.1 s): where the sender did not keep its
 	// schedule, it tells a host short of CPU from a rate the path refused.
 	// The whole process's: an in-process reflector's and --load's streams
 	// count too.
@@ -264,8 +265,8 @@ type ThresholdHit struct {
 
 // CPU is the client's process's CPU time over a run (see Result.CPU).
 type CPU struct {
-	// Seconds is how long the run sent: from the end of the warm-up to
-	// the sender's end.
+	// Seconds is the wall time between the two readings of the CPU time:
+	// from the first measured slot until the end of sending was noticed.
 	Seconds float64 `json:"seconds"`
 	// User and System are the client process's CPU time over it.
 	User   float64 `json:"user_seconds"`
