@@ -709,14 +709,18 @@ func TestLoadShapes(t *testing.T) {
 		}
 	})
 	t.Run("bursts", func(t *testing.T) {
-		r := volleyRun(t, "client", srv.addr, "--burst", "5", "--period", "100ms", "-t", "1s", "--format", "json")
+		// A count, not a duration: on a loaded machine (CI beside other
+		// load) a burst's five round trips once outlasted the end of a
+		// one-second run, and 47 were sent. The tenth burst of five
+		// starts 900 ms in, however slow the round trips.
+		r := volleyRun(t, "client", srv.addr, "--burst", "5", "--period", "100ms", "-n", "50", "--format", "json")
 		if r.code != 0 {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		res := parseResult(t, r.stdout)
 		checkCounts(t, res)
-		if c := res.Summary.Counts; c.Sent != 50 || c.Received != 50 {
-			t.Fatalf("counts %+v, want 10 bursts of 5", c)
+		if c, s := res.Summary.Counts, res.Summary; c.Sent != 50 || c.Received != 50 || s.End-s.Start < 900*time.Millisecond {
+			t.Fatalf("counts %+v over %v, want 10 bursts of 5 over 900ms or more", c, s.End-s.Start)
 		}
 	})
 	t.Run("threshold", func(t *testing.T) {

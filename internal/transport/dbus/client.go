@@ -118,7 +118,10 @@ func (c *Conn) sendErr(err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("%s: the bus took nothing for %v: %w", c.peer.Bus, writeTimeout, err)
-	case errors.As(err, &ne), errors.Is(err, io.EOF):
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		// A bus that went away while a probe was being sent fails the
+		// write (EPIPE, an os.SyscallError): the same end as a read's
+		// EOF (CI once saw "write: broken pipe" instead).
 		return c.wrap(err)
 	}
 	return err

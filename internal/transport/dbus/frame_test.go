@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"os"
+	"syscall"
 	"testing"
 
 	godbus "github.com/godbus/dbus/v5"
@@ -221,5 +224,24 @@ func TestAppendFrame(t *testing.T) {
 				t.Errorf("size %d: parseFrame does not read what appendFrame made", size)
 			}
 		}
+	}
+}
+
+// TestSendErrBusGone: a send that fails because the bus went away (its
+// socket closed under the write: EPIPE or ECONNRESET, or EOF) ends the run
+// as a bus gone, as a read's EOF does; a stalled bus says so.
+func TestSendErrBusGone(t *testing.T) {
+	c := &Conn{peer: Addr{Bus: "unix:path=/x"}, closed: make(chan struct{})}
+	for _, err := range []error{
+		os.NewSyscallError("write", syscall.EPIPE),
+		os.NewSyscallError("write", syscall.ECONNRESET),
+		io.EOF,
+	} {
+		if got := c.sendErr(err); !errors.Is(got, errBusGone) || !errors.Is(got, io.EOF) {
+			t.Errorf("sendErr(%v) = %v, want the bus gone (EOF)", err, got)
+		}
+	}
+	if got := c.sendErr(os.ErrDeadlineExceeded); errors.Is(got, errBusGone) || !errors.Is(got, os.ErrDeadlineExceeded) {
+		t.Errorf("sendErr(deadline) = %v, want the bus stalled", got)
 	}
 }
