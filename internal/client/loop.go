@@ -136,7 +136,10 @@ func (r *run) watchSession(now int64) (lost bool, err error) {
 			r.heardAt(now) // refused, not silent
 			return false, nil
 		}
-		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, r.cfg.Silence)); err != nil {
+		// How long it has been: Silence or more, a whole send gap more
+		// where the probes are farther apart.
+		quiet := time.Duration(now - r.lastHeard).Round(time.Millisecond)
+		if err := r.lostSession(now, "silent", fmt.Errorf("%w: %s sent no reply for %s", ErrSilent, r.peer, quiet)); err != nil {
 			return false, err
 		}
 		return true, nil

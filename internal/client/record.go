@@ -371,6 +371,13 @@ func (rec *recorder) reply(h *wire.Header, n int, t4 int64, seg int, msg []byte,
 		}
 		return heardReply
 	}
+	if s.state == stateOutstanding && t4-s.sent >= int64(rec.cfg.Timeout) {
+		// Read after its timeout but before the loop declared it lost
+		// (the process stalled with the reply on its socket): lost, as
+		// it would have been a moment later, and the reply late. (An
+		// outside test saw a 3 s RTT with --timeout 10ms.)
+		rec.lose(s)
+	}
 	var p *pending
 	if measured {
 		p = rec.pendingOf(s)

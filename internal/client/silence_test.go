@@ -93,6 +93,29 @@ func TestSilence(t *testing.T) {
 			}
 		},
 	}, {
+		// A reply read after its probe's timeout, before the loop
+		// declared the probe lost (the client stalled with the reply on
+		// its socket), is late, as any reply after the timeout is: not a
+		// round trip longer than the timeout.
+		name:  "reply read after its timeout",
+		delay: time.Millisecond,
+		path: func(_ *testing.T, c *testconn.Conn) {
+			c.StallRead = func(n uint64) time.Duration {
+				if n == 50 {
+					return 500 * time.Millisecond
+				}
+				return 0
+			}
+		},
+		cfg: Config{Count: 100, Timeout: 100 * time.Millisecond, Silence: 300 * time.Millisecond},
+		check: func(t *testing.T, r ran) {
+			s := r.res.Summary
+			if s.Counts.Late != 1 || s.Counts.Lost != 1 || s.Counts.LostDown != 1 || s.RTT.Max >= 100*time.Millisecond {
+				t.Fatalf("counts %+v, RTT max %v, want one lost down and late, every RTT under the timeout", s.Counts, s.RTT.Max)
+			}
+			checkTotals(t, r.res)
+		},
+	}, {
 		// A run that ends before its sender's first slot has an empty
 		// measurement, not one from time zero.
 		name:  "ended before the first slot",

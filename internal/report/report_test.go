@@ -154,6 +154,21 @@ func TestScheduleNotKept(t *testing.T) {
 	if !strings.Contains(sb.String(), "achieved 1.00k (over 5.0 of its gaps: too short a run to compare)") {
 		t.Errorf("a run of 5 gaps: no note that it is too short in:\n%s", sb.String())
 	}
+	// Flows each keep their schedule over their own span; the total's
+	// span, from the first flow's start to the last one's end, is longer.
+	flows := fixture()
+	flows.Config.Parallel = 2
+	flows.Summary.Throughput.ProbesPerSecUp = 1500
+	flow := result.Flow{Summary: flows.Summary}
+	flow.Summary.Throughput.ProbesPerSecUp = 1000
+	flows.Flows = []result.Flow{flow, flow}
+	var fb bytes.Buffer
+	if err := WriteSummary(&fb, flows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fb.String(), "schedule asked 2.00k probes/s, achieved 2.00k (+0.00%)") {
+		t.Errorf("two flows at their rate: not achieved in:\n%s", fb.String())
+	}
 	res := fixture()
 	res.CPU = nil
 	var b bytes.Buffer
@@ -326,9 +341,10 @@ func oneWayFixture() *result.Result {
 	}
 	flow := func(addr string) result.Flow {
 		return result.Flow{LocalAddr: addr, ReflectorCount: "close", Stopped: "duration", Summary: result.Interval{
-			End:    2 * time.Second,
-			Counts: result.Counts{Sent: 500, Received: 450, Lost: 50, LostUp: 50, LossPercent: 10},
-			Up:     up,
+			End:        2 * time.Second,
+			Counts:     result.Counts{Sent: 500, Received: 450, Lost: 50, LostUp: 50, LossPercent: 10},
+			Up:         up,
+			Throughput: result.Throughput{ProbesPerSecUp: 250, BitsPerSecUp: 128000, BytesUp: 32000},
 		}}
 	}
 	sched := result.Latency{Percentiles: []result.Percentile{}}
