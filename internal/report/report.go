@@ -396,6 +396,9 @@ var stopReasons = map[string]string{
 	"reflector-gone":      "reflector gone",
 	"reflector-restarted": "the reflector restarted or forgot the session",
 	"reflector-ended":     "the reflector ended the session",
+	"reflector-stalled":   "the reflector stopped reading",
+	"reflector-broken":    "the reflector's stream could not be read on",
+	"error":               "an error",
 }
 
 // InFlight words the count of probes in flight lost with a session.

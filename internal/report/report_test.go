@@ -664,3 +664,30 @@ func TestGoldenShapes(t *testing.T) {
 		golden(t, name, b.Bytes())
 	}
 }
+
+// TestStopReasonsWorded: every reason a run can end for, as the result's
+// schema lists them, has its words in the summary line (a run whose
+// reflector stopped reading printed no "ended:" at all).
+func TestStopReasonsWorded(t *testing.T) {
+	data, err := os.ReadFile("../../docs/result.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	reasons := schema.Defs["stopped"].Enum
+	if len(reasons) == 0 {
+		t.Fatal("the schema lists no reasons for stopped")
+	}
+	for _, why := range reasons {
+		if _, ok := stopReasons[why]; why != "" && !ok {
+			t.Errorf("stopped %q has no words for the summary line", why)
+		}
+	}
+}
