@@ -148,7 +148,7 @@ func (rec *recorder) settle(final bool) {
 		if p.end == 0 || (p.outstanding > 0 && !final && len(rec.ivs) <= rec.pendLimit) {
 			return
 		}
-		rec.report(p)
+		rec.report(p, final)
 		rec.ivs[0] = nil
 		rec.ivs = rec.ivs[1:]
 		rec.freeIvs = append(rec.freeIvs, p)
@@ -157,11 +157,11 @@ func (rec *recorder) settle(final bool) {
 
 // report ends interval p: it settles the direction of its losses, hands
 // it over and adds it to the total.
-func (rec *recorder) report(p *pending) {
+func (rec *recorder) report(p *pending, final bool) {
 	a := p.acc
 	a.counts.InFlight = uint64(p.outstanding)
 	up := uint64(0)
-	if u := rec.upThrough(p); u > rec.reportedU {
+	if u := rec.upThrough(p, final); u > rec.reportedU {
 		up = min(u-rec.reportedU, a.counts.Lost)
 	}
 	rec.reportedU += up
@@ -196,13 +196,10 @@ func (rec *recorder) report(p *pending) {
 // of interval p, the oldest pending, from the reflector's count in the
 // reply to p's highest probe answered. The probes of p lost after that
 // one take their share from the count in the next reply, to the lowest
-// probe answered of the intervals after p: as many as were lost up
-// between the two, so that it is exact unless the losses on both sides of
-// p's end run together. With no reply after them yet, they are lost up,
-// as the summary counts the losses after the last reply (and, at the end,
-// from the reflector's final count): an outside test saw a silent
-// reflector's interval lines say down, and its summary up.
-func (rec *recorder) upThrough(p *pending) uint64 {
+// probe answered of the intervals after p, or from all the run knows
+// (final: at its end): as many as were lost up between the two, so that
+// it is exact unless the losses on both sides of p's end run together.
+func (rec *recorder) upThrough(p *pending, final bool) uint64 {
 	base, from := rec.reportedU, p.first
 	if p.sMax != 0 {
 		base, from = rec.upAt(p.seg, p.sMax, p.cAtSMax), p.sMax+1
@@ -214,7 +211,7 @@ func (rec *recorder) upThrough(p *pending) uint64 {
 	if tail == 0 {
 		return base
 	}
-	next := rec.lostUp(true)
+	next := rec.lostUp(final)
 	for _, q := range rec.ivs[1:] {
 		if q.sMin != 0 {
 			next = rec.upAt(q.segMin, q.sMin, q.cAtSMin)
