@@ -10,7 +10,8 @@ import (
 
 // checkLines checks that every interval adds up: sent = received + lost +
 // in flight, lost = up + down, a round trip per reply, duplicates = up +
-// down; and that together they are the summary.
+// down; and that together they are the summary, with its split of the
+// losses where no interval left any probe in flight.
 func checkLines(t *testing.T, ivs []result.Interval, sum result.Interval) {
 	t.Helper()
 	var all result.Counts
@@ -26,6 +27,9 @@ func checkLines(t *testing.T, ivs []result.Interval, sum result.Interval) {
 	s := sum.Counts
 	if all.Sent != s.Sent || all.Received+all.Lost+all.InFlight != s.Sent || all.Duplicates != s.Duplicates || s.InFlight != 0 {
 		t.Errorf("intervals add up to %+v, summary %+v", all, s)
+	}
+	if all.InFlight == 0 && (all.LostUp != s.LostUp || all.LostDown != s.LostDown) {
+		t.Errorf("intervals lost %d up and %d down, summary %d and %d", all.LostUp, all.LostDown, s.LostUp, s.LostDown)
 	}
 }
 
@@ -122,6 +126,21 @@ func TestIntervals(t *testing.T) {
 					t.Errorf("interval %d counts = %+v, want 100 sent, lost %d up and %d down, none in flight", i, got, up, down)
 				}
 			}
+		},
+	}, {
+		// A reply lost down at an interval's end, with no reply in the
+		// next interval yet when it is reported: the split stays what
+		// the summary says (found by a reviewer against a change that
+		// counted such losses up).
+		name:  "loss down at an interval's end",
+		delay: time.Millisecond,
+		path:  func(_ *testing.T, c *testconn.Conn) { c.DropDown = func(seq uint64) bool { return seq == 2 } },
+		cfg:   Config{SendInterval: 70 * time.Millisecond, Duration: time.Second, ReportInterval: 100 * time.Millisecond, Timeout: 50 * time.Millisecond, sleep: time.Sleep},
+		check: func(t *testing.T, r ran) {
+			if s := r.res.Summary.Counts; s.Lost != 1 || s.LostDown != 1 {
+				t.Fatalf("summary %+v, want one lost down", s)
+			}
+			checkLines(t, r.res.Intervals, r.res.Summary)
 		},
 	}, {
 		// With an interval far shorter than the timeout, and losses in

@@ -169,6 +169,18 @@ func TestScheduleNotKept(t *testing.T) {
 	if !strings.Contains(fb.String(), "schedule asked 2.00k probes/s, achieved 2.00k (+0.00%)") {
 		t.Errorf("two flows at their rate: not achieved in:\n%s", fb.String())
 	}
+	// A flow that failed before its first slot measured nothing: the
+	// others' schedule is judged alone.
+	failed := result.Flow{Error: "no reflector"}
+	flows.Flows = append(flows.Flows, failed)
+	flows.Config.Parallel = 3
+	fb.Reset()
+	if err := WriteSummary(&fb, flows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fb.String(), "schedule asked 2.00k probes/s, achieved 2.00k (+0.00%)") {
+		t.Errorf("two flows at their rate and one failed: not achieved in:\n%s", fb.String())
+	}
 	res := fixture()
 	res.CPU = nil
 	var b bytes.Buffer

@@ -320,8 +320,8 @@ func writeSchedule(b *strings.Builder, res *result.Result) {
 		if res.Config.SendInterval > 0 {
 			perFlow = 1e9 / float64(res.Config.SendInterval)
 		}
-		asked := perFlow * float64(max(res.Config.Parallel, 1)) // the rate is per flow
-		rate, gaps := flowsRate(res, perFlow)
+		rate, gaps, flows := flowsRate(res, perFlow)
+		asked := perFlow * float64(flows) // the rate is per flow
 		short := 100 * (rate - asked) / asked
 		achieved := fmt.Sprintf("%s (%+.2f%%)", SI(rate), short)
 		if gaps < minGaps {
@@ -342,22 +342,27 @@ func writeSchedule(b *strings.Builder, res *result.Result) {
 	}
 }
 
-// flowsRate is the rate a run's schedule achieved, and the fewest of its
-// gaps (perFlow a second) a flow's span held: each flow's rate over its
-// own span, added up. The total's span runs from the first flow's start
-// to the last one's end, and flows start a millisecond or so apart: over
-// it, "-P 2 -n 5 --rate 100k" was said to achieve -97% (an outside test).
-func flowsRate(res *result.Result, perFlow float64) (rate, gaps float64) {
+// flowsRate is the rate a run's schedule achieved, the fewest of its gaps
+// (perFlow a second) a flow's span held, and how many flows measured: each
+// flow's rate over its own span, added up. The total's span runs from the
+// first flow's start to the last one's end, and flows start a millisecond
+// or so apart: over it, "-P 2 -n 5 --rate 100k" was said to achieve -97%
+// (an outside test). A flow that measured nothing (it failed before its
+// first slot) is left out, rather than make the others' short.
+func flowsRate(res *result.Result, perFlow float64) (rate, gaps float64, flows int) {
 	s := res.Summary
-	if len(res.Flows) == 0 {
-		return s.Throughput.ProbesPerSecUp, (s.End - s.Start).Seconds() * perFlow
-	}
 	gaps = math.Inf(1)
 	for _, f := range res.Flows {
-		rate += f.Summary.Throughput.ProbesPerSecUp
-		gaps = min(gaps, (f.Summary.End-f.Summary.Start).Seconds()*perFlow)
+		if span := (f.Summary.End - f.Summary.Start).Seconds(); span > 0 {
+			rate += f.Summary.Throughput.ProbesPerSecUp
+			gaps = min(gaps, span*perFlow)
+			flows++
+		}
 	}
-	return rate, gaps
+	if flows == 0 {
+		return s.Throughput.ProbesPerSecUp, (s.End - s.Start).Seconds() * perFlow, max(res.Config.Parallel, 1)
+	}
+	return rate, gaps, flows
 }
 
 // minGaps is the fewest of its schedule's gaps a run must span for the
