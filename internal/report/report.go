@@ -272,6 +272,15 @@ func tcpText(t *result.TCPInterval) string {
 	return fmt.Sprintf("retrans %d, cwnd %d, tcp rtt %s/%s", t.Retransmits, t.Cwnd, Duration(t.RTT), Duration(t.RTTVar))
 }
 
+// flowRate is the probes/s c asked of each flow: --rate, or one per
+// --send-interval.
+func flowRate(c result.Config) float64 {
+	if c.SendInterval > 0 {
+		return 1e9 / float64(c.SendInterval)
+	}
+	return c.Rate
+}
+
 // writeGrantNotes says where the reflector granted less than was asked.
 func writeGrantNotes(w io.Writer, c result.Config) error {
 	var notes []string
@@ -281,11 +290,7 @@ func writeGrantNotes(w io.Writer, c result.Config) error {
 	if c.Hold != c.Granted.Hold {
 		notes = append(notes, fmt.Sprintf("hold %s (asked %s)", Duration(c.Granted.Hold), Duration(c.Hold)))
 	}
-	asked := c.Rate
-	if c.SendInterval > 0 {
-		asked = 1e9 / float64(c.SendInterval)
-	}
-	if c.Granted.MaxRate > 0 && asked > c.Granted.MaxRate {
+	if asked := flowRate(c); c.Granted.MaxRate > 0 && asked > c.Granted.MaxRate {
 		notes = append(notes, fmt.Sprintf("at most %s probes/s (asked %s): probes above it are dropped", SI(c.Granted.MaxRate), SI(asked)))
 	}
 	if len(notes) == 0 {

@@ -316,10 +316,7 @@ func writeSchedule(b *strings.Builder, res *result.Result) {
 		// Rebuilt from a probe log: the schedule's rate is not known.
 		fmt.Fprintf(b, "schedule sent %s probes/s; send error p50 %s, p99 %s, max %s\n", SI(t.ProbesPerSecUp), latP(*se, 50), latP(*se, 99), latMax(*se))
 	default:
-		perFlow := res.Config.Rate
-		if res.Config.SendInterval > 0 {
-			perFlow = 1e9 / float64(res.Config.SendInterval)
-		}
+		perFlow := flowRate(res.Config)
 		rate, gaps, flows := flowsRate(res, perFlow)
 		asked := perFlow * float64(flows) // the rate is per flow
 		short := 100 * (rate - asked) / asked
