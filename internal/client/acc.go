@@ -33,14 +33,14 @@ type acc struct {
 }
 
 // kernel returns a's kernel distributions, made on first use. A run with
-// kernel stamps makes them before measuring (setupStamps, openInterval):
-// made on the measured path, they cost the first kernel-stamped reply of
-// an interval an allocation and their pages' first touch.
+// kernel stamps makes them before measuring, and resets them there to
+// touch their pages (setupStamps, openInterval): made on the measured
+// path, they cost the first kernel-stamped reply of an interval an
+// allocation and their pages' first touch.
 func (a *acc) kernel() *[numKDists]*stats.Dist {
 	if a.kern[0] == nil {
 		for i := range a.kern {
 			a.kern[i] = a.newDist()
-			a.kern[i].Reset() // touch its pages now (see recorder.init)
 		}
 	}
 	return &a.kern
