@@ -35,10 +35,10 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		r.flushReplies() // the totals returned share the distributions
 	}()
 	sv := r.newServer(conn)
-	// A datagram socket that does not busy-poll: the read loop waits in
-	// the kernel on its own thread, not in the poller.
-	undoWait, waits := transport.WaitInKernel(conn)
-	defer undoWait()
+	// A datagram socket that does not busy-poll: while probes come, the
+	// read loop waits in the kernel on its own thread, not in the
+	// poller (see kernelWait).
+	defer sv.wait.stop()
 	if !r.stream && !sv.busy {
 		// Held replies leave from a goroutine of their own, each when
 		// due: this loop's read deadline is kept to the millisecond in
@@ -82,7 +82,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		sv.answer(sv.in[:n], now)
 		sv.after(now)
 		r.mu.Unlock()
-		if waits {
+		sv.wait.after(n, now)
+		if sv.wait.on {
 			yield.Maybe(now)
 		}
 	}
@@ -106,6 +107,7 @@ type server struct {
 	start, tick, next int64
 	last              Counters
 	lastAt, deadline  int64
+	wait              kernelWait // where the reads wait
 }
 
 // newServer sets up conn for Serve: the handlers of listeners that answer
@@ -124,7 +126,7 @@ func (r *Reflector) newServer(conn transport.PacketConn) *server {
 		hc.SetHandler(r.answerCall)
 		batch = 1
 	}
-	sv := &server{r: r, conn: conn, bc: bc}
+	sv := &server{r: r, conn: conn, bc: bc, wait: kernelWait{conn: conn}}
 	sv.send = sv.sendHeld
 	sv.in = make([]transport.Message, batch)
 	for i := range sv.in {
@@ -158,9 +160,10 @@ func (r *Reflector) startHolder(send heldSender) (stop func()) {
 }
 
 // setDeadline sets the read deadline to the next report, or, busy
-// polling, the next held reply when that is sooner.
+// polling, the next held reply when that is sooner; waiting in the
+// kernel, the end of an idle spell when that is.
 func (sv *server) setDeadline() error {
-	want := sv.next
+	want := sv.wait.until(sv.next)
 	if sv.busy {
 		if due := sv.r.NextDue(); due != 0 && due < want {
 			want = due

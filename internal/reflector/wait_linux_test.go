@@ -1,0 +1,102 @@
+package reflector
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/transport/udp"
+	"github.com/volley-net/volley/internal/wire"
+)
+
+// blockSpy is a UDP socket that tells each switch of its reads between
+// the poller and the kernel.
+type blockSpy struct {
+	*udp.PacketConn
+	calls chan bool
+}
+
+func (s *blockSpy) SetBlockingReads(on bool) error {
+	err := s.PacketConn.SetBlockingReads(on)
+	if err == nil {
+		s.calls <- on
+	}
+	return err
+}
+
+// TestServeWaitsWhereProbesAre: a listener's reads wait in the poller
+// until a datagram comes, in the kernel while they come, and in the
+// poller again once none came for idleAfter; replies go out in both.
+func TestServeWaitsWhereProbesAre(t *testing.T) {
+	conn, err := udp.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy := &blockSpy{PacketConn: conn, calls: make(chan bool, 16)}
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := r.Serve(ctx, spy); err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+		conn.Close()
+	}()
+	next := func(want bool) {
+		t.Helper()
+		select {
+		case on := <-spy.calls:
+			if on != want {
+				t.Fatalf("SetBlockingReads(%v), want %v", on, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no SetBlockingReads(%v) in 10s", want)
+		}
+	}
+	_, exchange := udpExchange(t, conn.LocalAddr().String(), 30*time.Second)
+	if len(spy.calls) != 0 {
+		t.Fatalf("reads moved %d times before any datagram", len(spy.calls))
+	}
+	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
+	next(true)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 1, Seq: seq}); reply.Type != wire.TypeReply || reply.Seq != seq {
+			t.Fatalf("probe %d: reply %+v", seq, reply)
+		}
+	}
+	next(false) // idle
+	if reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 1, Seq: 4}); reply.Type != wire.TypeReply || reply.Seq != 4 {
+		t.Fatalf("probe after the idle spell: reply %+v", reply)
+	}
+	next(true)
+	cancel()
+	wg.Wait()
+	next(false) // Serve's end puts them back
+}
+
+// TestKernelWaitUntil: waiting in the kernel, a read deadline is cut to
+// the end of the idle spell; in the poller it stands.
+func TestKernelWaitUntil(t *testing.T) {
+	for _, c := range []struct {
+		on             bool
+		last, deadline int64
+		want           int64
+	}{
+		{on: false, last: 0, deadline: 5e9, want: 5e9},
+		{on: true, last: 1e9, deadline: 5e9, want: 1e9 + idleAfter},
+		{on: true, last: 1e9, deadline: 1e9 + idleAfter/2, want: 1e9 + idleAfter/2},
+	} {
+		k := kernelWait{on: c.on, last: c.last}
+		if got := k.until(c.deadline); got != c.want {
+			t.Errorf("on %v, last %d: until(%d) = %d, want %d", c.on, c.last, c.deadline, got, c.want)
+		}
+	}
+}
