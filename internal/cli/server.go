@@ -153,7 +153,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	f.sched.register(cmd, "reflecting threads (one per worker and listener)")
 	fl.StringVar(&f.busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, each TCP or Unix connection); alone, all of them, or =udp, =tcp, =unix or a list of them")
 	fl.Lookup("busy-poll").NoOptDefVal = "all"
-	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: acknowledge each request at once (TCP_QUICKACK after every read, as iperf 2's bounceback); --quickack=false leaves delayed ACKs on")
+	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: acknowledge each request at once, as iperf 2's bounceback (a reply sent at once carries the ACK; held probes and other messages get TCP_QUICKACK as they are read); --quickack=false leaves delayed ACKs on")
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")
 	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm for replies (TCP_CONGESTION)")
 	fl.Var(&f.buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s (default: 4M over UDP, the system's over TCP)", byteSize(minBuffer), byteSize(maxBuffer)))

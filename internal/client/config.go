@@ -169,7 +169,8 @@ type Config struct {
 	// MaxSize, UDP's).
 	MaxMessage int
 	// NoQuickAck asks a TCP reflector to leave delayed ACKs on (it sets
-	// TCP_QUICKACK after every read unless a message says not to).
+	// TCP_QUICKACK after reading a held probe or any message but a probe
+	// unless the message says not to; see reflector.WantsQuickAck).
 	NoQuickAck bool
 	// NoPath: the probes do not ask for their path (see wire.FlagPath),
 	// nor does the socket read the replies' IP headers.

@@ -6,27 +6,34 @@ import (
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// TestWantsQuickAck: every message is acknowledged at once but one whose
-// client asked for delayed ACKs.
+// TestWantsQuickAck: a held probe and every message that is not a probe
+// are acknowledged at once, a probe answered at once by its reply, and
+// nothing whose client asked for delayed ACKs.
 func TestWantsQuickAck(t *testing.T) {
-	msg := func(f wire.Flags) []byte {
-		h := wire.Header{Type: wire.TypeProbe, Flags: f, Seq: 1}
+	msg := func(typ wire.Type, f wire.Flags, hold uint32) []byte {
+		h := wire.Header{Type: typ, Flags: f, Seq: 1, HoldMicro: hold}
 		b := make([]byte, wire.HeaderLen)
 		if err := h.Encode(b); err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
+	probe := func(f wire.Flags, hold uint32) []byte { return msg(wire.TypeProbe, f, hold) }
 	tests := []struct {
 		name string
 		msg  []byte
 		want bool
 	}{
-		{"no flags", msg(0), true},
-		{"other flags", msg(wire.FlagAuth | wire.FlagStamps | wire.FlagOneWay), true},
-		{"no quickack", msg(wire.FlagNoQuickAck), false},
-		{"no quickack among others", msg(wire.FlagNoQuickAck | wire.FlagStamps), false},
-		{"shorter than a header", msg(wire.FlagNoQuickAck)[:wire.HeaderLen-1], true},
+		{"probe answered at once", probe(0, 0), false},
+		{"held probe", probe(0, 100), true},
+		{"held probe, other flags", probe(wire.FlagAuth|wire.FlagStamps|wire.FlagOneWay, 1), true},
+		{"hello", msg(wire.TypeHello, 0, 0), true},
+		{"close", msg(wire.TypeClose, 0, 0), true},
+		{"load", msg(wire.TypeLoad, 0, 5e6), true},
+		{"no quickack, held", probe(wire.FlagNoQuickAck, 100), false},
+		{"no quickack among others", probe(wire.FlagNoQuickAck|wire.FlagStamps, 100), false},
+		{"no quickack, hello", msg(wire.TypeHello, wire.FlagNoQuickAck, 0), false},
+		{"shorter than a header", probe(wire.FlagNoQuickAck, 100)[:wire.HeaderLen-1], true},
 		{"empty", nil, true},
 	}
 	for _, tt := range tests {

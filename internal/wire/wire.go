@@ -395,24 +395,6 @@ func StampsOf(b []byte) (s Stamps, ok bool) {
 	}, true
 }
 
-// FlagsOf returns the flags of the message msg without decoding the rest
-// (0 when msg is shorter than a header).
-func FlagsOf(msg []byte) Flags {
-	if len(msg) < HeaderLen {
-		return 0
-	}
-	return Flags(binary.BigEndian.Uint16(msg[4:]))
-}
-
-// ReplySizeOf returns the reply size a probe asks for without decoding
-// it, or 0 when msg is not a volley probe.
-func ReplySizeOf(msg []byte) int {
-	if len(msg) < HeaderLen || binary.BigEndian.Uint16(msg) != Magic || Type(msg[3]) != TypeProbe {
-		return 0
-	}
-	return int(binary.BigEndian.Uint32(msg[56:]))
-}
-
 // TagLen is the length of an authentication tag.
 const TagLen = 16
 

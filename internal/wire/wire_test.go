@@ -444,3 +444,34 @@ func TestSeal(t *testing.T) {
 		t.Fatalf("Seal without a key: %+v, %v; want no FlagAuth", got, err)
 	}
 }
+
+// TestHoldOf: the hold a probe asks for is read without decoding, and
+// anything but a volley probe says it is none.
+func TestHoldOf(t *testing.T) {
+	enc := func(h Header) []byte {
+		b := make([]byte, HeaderLen)
+		if err := h.Encode(b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	probe := enc(Header{Type: TypeProbe, Seq: 1, HoldMicro: 250})
+	badMagic := append([]byte(nil), probe...)
+	badMagic[0] ^= 0xff
+	for _, c := range []struct {
+		name  string
+		msg   []byte
+		hold  uint32
+		probe bool
+	}{
+		{"probe", probe, 250, true},
+		{"probe, no hold", enc(Header{Type: TypeProbe, Seq: 1}), 0, true},
+		{"load", enc(Header{Type: TypeLoad, Seq: 1, HoldMicro: 250}), 0, false},
+		{"not volley", badMagic, 0, false},
+		{"short", probe[:HeaderLen-1], 0, false},
+	} {
+		if hold, ok := HoldOf(c.msg); hold != c.hold || ok != c.probe {
+			t.Errorf("%s: HoldOf = %d, %v; want %d, %v", c.name, hold, ok, c.hold, c.probe)
+		}
+	}
+}
