@@ -10,8 +10,10 @@
 #
 # Prints RTT p50, p99, p99.9 and round trips/s for sockperf (--full-rtt)
 # and volley, and the mean for iperf 2 (its bounceback reports
-# avg/min/max/stdev) and volley, with the ratios volley/peer. volley's reflector sets TCP_QUICKACK after every
-# read, as iperf 2's bounceback server does; sockperf's does not.
+# avg/min/max/stdev) and volley, with the ratios volley/peer. iperf 2's
+# bounceback server sets TCP_QUICKACK after every read, which sends a bare
+# ACK ahead of each reply; sockperf's does not, nor does volley's for a
+# probe it answers at once (its reply carries the ACK).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}

@@ -6,9 +6,9 @@ import (
 	"github.com/volley-net/volley/internal/wire"
 )
 
-// TestWantsQuickAck: a held probe and every message that is not a probe
-// are acknowledged at once, a probe answered at once by its reply, and
-// nothing whose client asked for delayed ACKs.
+// TestWantsQuickAck: held and one-way probes and every message that is
+// not a probe are acknowledged at once, a probe answered at once by its
+// reply, and nothing whose client asked for delayed ACKs.
 func TestWantsQuickAck(t *testing.T) {
 	msg := func(typ wire.Type, f wire.Flags, hold uint32) []byte {
 		h := wire.Header{Type: typ, Flags: f, Seq: 1, HoldMicro: hold}
@@ -26,7 +26,9 @@ func TestWantsQuickAck(t *testing.T) {
 	}{
 		{"probe answered at once", probe(0, 0), false},
 		{"held probe", probe(0, 100), true},
-		{"held probe, other flags", probe(wire.FlagAuth|wire.FlagStamps|wire.FlagOneWay, 1), true},
+		{"held probe, other flags", probe(wire.FlagAuth|wire.FlagStamps, 1), true},
+		{"one-way probe (no reply)", probe(wire.FlagOneWay, 0), true},
+		{"probe answered at once, other flags", probe(wire.FlagAuth|wire.FlagStamps, 0), false},
 		{"hello", msg(wire.TypeHello, 0, 0), true},
 		{"close", msg(wire.TypeClose, 0, 0), true},
 		{"load", msg(wire.TypeLoad, 0, 5e6), true},

@@ -38,7 +38,11 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 	// A datagram socket that does not busy-poll: while probes come, the
 	// read loop waits in the kernel on its own thread, not in the
 	// poller (see kernelWait).
-	defer sv.wait.stop()
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		sv.wait.stop()
+	}()
 	if !r.stream && !sv.busy {
 		// Held replies leave from a goroutine of their own, each when
 		// due: this loop's read deadline is kept to the millisecond in
@@ -81,8 +85,8 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 		}
 		sv.answer(sv.in[:n], now)
 		sv.after(now)
-		r.mu.Unlock()
 		sv.wait.after(n, now)
+		r.mu.Unlock()
 		if sv.wait.on {
 			yield.Maybe(now)
 		}

@@ -7,8 +7,12 @@ import (
 )
 
 // idleAfter is how long a datagram listener waits in the kernel with
-// nothing coming before it goes back to the poller.
-const idleAfter = int64(200 * time.Millisecond)
+// nothing coming before it goes back to the poller; retryAfter is how
+// long one that could not move there waits before it tries again.
+const (
+	idleAfter  = int64(200 * time.Millisecond)
+	retryAfter = int64(time.Second)
+)
 
 // kernelWait puts a datagram listener's reads in the kernel, on the read
 // loop's own thread (transport.WaitInKernel), while probes come, and back
@@ -18,42 +22,54 @@ const idleAfter = int64(200 * time.Millisecond)
 // (P) through waits of up to kwait.Cap: with any other goroutine at work
 // (a TCP or Unix stream ping-pong on the same reflector), the runtime's
 // monitor (sysmon) then took that processor back every 20 ms or so and
-// went back to checking every 20 µs each time. Measured with an idle
-// UDP listener beside a Unix stream or TCP ping-pong: sysmon woke
-// 1,000-2,900 times a second instead of 100-190, on a core the ping-pong
-// needs. In the poller an idle listener holds nothing. The first datagram
-// of a busy spell is read from the poller (a few µs later than from the
-// kernel, before its receive stamp), and the switch to the kernel comes
-// after its answer.
+// went back to checking every 20 µs each time. In the poller an idle
+// listener holds nothing. The first datagram of a busy spell is read from
+// the poller (a few µs later than from the kernel, before its receive
+// stamp), and the move to the kernel comes after its answer.
+//
+// Its methods are called with the reflector's lock held: the goroutine
+// that sends held replies writes to the socket under it, and a write
+// must not start in one mode and wait in the other.
 type kernelWait struct {
-	conn  transport.PacketConn
-	on    bool   // reads wait in the kernel
-	never bool   // conn cannot (busy polling, or no blocking reads)
-	undo  func() // back to the poller, while on
-	last  int64  // when the last datagram came (the reflector's clock, ns)
+	conn    any
+	on      bool   // reads wait in the kernel
+	undo    func() // back to the poller, while on
+	last    int64  // when the last datagram came (the reflector's clock, ns)
+	check   int64  // while on: when to look whether the spell is over
+	retryAt int64  // a move that failed is not tried again before
 }
 
 // after notes a read that returned n datagrams at now: the first after
-// an idle spell moves the reads into the kernel; idleAfter with none
-// moves them back to the poller.
+// an idle spell moves the reads into the kernel, and at each check one
+// that came idleAfter or longer after the last moves them back.
 func (k *kernelWait) after(n int, now int64) {
-	switch {
-	case n > 0:
+	if n > 0 {
 		k.last = now
-		if !k.on && !k.never {
-			k.undo, k.on = transport.WaitInKernel(k.conn)
-			k.never = !k.on
+		if !k.on && now >= k.retryAt {
+			if k.undo, k.on = transport.WaitInKernel(k.conn); k.on {
+				k.check = now + idleAfter
+			} else {
+				k.retryAt = now + retryAfter
+			}
 		}
-	case k.on && now-k.last >= idleAfter:
-		k.stop()
 	}
+	if !k.on || now < k.check {
+		return
+	}
+	if now-k.last >= idleAfter {
+		k.stop()
+		return
+	}
+	k.check = k.last + idleAfter
 }
 
-// until is the read deadline to set for one that is due at deadline: in
-// the kernel, no later than the end of the idle spell.
+// until is the read deadline to set for one that is due at deadline:
+// while waiting in the kernel, no later than the next check. It moves at
+// most once per idleAfter, so that a busy loop does not set a deadline
+// per read.
 func (k *kernelWait) until(deadline int64) int64 {
-	if k.on && k.last+idleAfter < deadline {
-		return k.last + idleAfter
+	if k.on && k.check < deadline {
+		return k.check
 	}
 	return deadline
 }

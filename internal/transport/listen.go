@@ -125,9 +125,9 @@ type ListenOptions struct {
 	// QuickAck, when set, is asked of every message a TCP connection
 	// reads; when it says yes, TCP_QUICKACK is set, so that the kernel
 	// acknowledges the request at once (iperf 2's bounceback does). It
-	// decides by the message (reflector.WantsQuickAck reads the client's
-	// flags), as transport does not read messages. nil: the kernel's
-	// delayed ACKs stay on.
+	// decides by the message (reflector.WantsQuickAck reads its type,
+	// flags and hold), as transport does not read messages. nil: the
+	// kernel's delayed ACKs stay on.
 	QuickAck func(msg []byte) bool
 	// Limits bound what the peers may take.
 	Limits StreamLimits

@@ -17,7 +17,7 @@ func FlagsOf(msg []byte) Flags {
 // HoldOf returns the hold a probe asks for (µs) without decoding it, and
 // whether msg is a volley probe at all.
 func HoldOf(msg []byte) (micro uint32, probe bool) {
-	if len(msg) < HeaderLen || binary.BigEndian.Uint16(msg) != Magic || Type(msg[3]) != TypeProbe {
+	if !isProbe(msg) {
 		return 0, false
 	}
 	return binary.BigEndian.Uint32(msg[60:]), true
@@ -26,8 +26,13 @@ func HoldOf(msg []byte) (micro uint32, probe bool) {
 // ReplySizeOf returns the reply size a probe asks for without decoding
 // it, or 0 when msg is not a volley probe.
 func ReplySizeOf(msg []byte) int {
-	if len(msg) < HeaderLen || binary.BigEndian.Uint16(msg) != Magic || Type(msg[3]) != TypeProbe {
+	if !isProbe(msg) {
 		return 0
 	}
 	return int(binary.BigEndian.Uint32(msg[56:]))
+}
+
+// isProbe reports whether msg has a volley probe's header.
+func isProbe(msg []byte) bool {
+	return len(msg) >= HeaderLen && binary.BigEndian.Uint16(msg) == Magic && Type(msg[3]) == TypeProbe
 }

@@ -30,7 +30,7 @@ func (p *PacketConn) SetBlockingReads(on bool) error {
 	if err := p.b.setBlocking(on); err != nil {
 		return err
 	}
-	p.block = on
+	p.block.Store(on)
 	return nil
 }
 
@@ -45,6 +45,6 @@ func (c *Conn) SetBlockingReads(on bool) error {
 	if err := c.b.setBlocking(on); err != nil {
 		return err
 	}
-	c.block = on
+	c.block.Store(on)
 	return nil
 }

@@ -93,12 +93,41 @@ func TestBlockingReads(t *testing.T) {
 	}
 	// Back in the poller, a read waits there: the datagram sent while it
 	// waits wakes it.
+	wrote := make(chan struct{})
 	go func() {
+		defer close(wrote)
 		time.Sleep(50 * time.Millisecond)
 		c.Write([]byte{'y'})
 	}()
 	if n, _, err := p.ReadFrom(buf); n != 1 || err != nil || buf[0] != 'y' {
 		t.Fatalf("ReadFrom waiting in the poller = %d, %v", n, err)
+	}
+	<-wrote
+	// Out again (the poller entry kept from the first time) and back: a
+	// reflector's listener moves at each busy spell.
+	for i := range 3 {
+		if err := p.SetBlockingReads(true); err != nil || kwait.InPoller(p.c) {
+			t.Fatalf("move %d out of the poller: %v, still in it: %v", i, err, kwait.InPoller(p.c))
+		}
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := p.ReadBatch(ms); n != 1 || err != nil || ms[0].Buf[0] != byte(i) {
+			t.Fatalf("blocking ReadBatch after move %d = %d, %v", i, n, err)
+		}
+		if err := p.SetBlockingReads(false); err != nil || !kwait.InPoller(p.c) {
+			t.Fatalf("move %d back to the poller: %v, in it: %v", i, err, kwait.InPoller(p.c))
+		}
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			time.Sleep(20 * time.Millisecond)
+			c.Write([]byte{'z'})
+		}()
+		if n, _, err := p.ReadFrom(buf); n != 1 || err != nil || buf[0] != 'z' {
+			t.Fatalf("ReadFrom in the poller after move %d = %d, %v", i, n, err)
+		}
+		<-wrote
 	}
 }
 

@@ -13,7 +13,7 @@ func (p *PacketConn) SetBusyPoll(on bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported
 	}
-	if on && p.block {
+	if on && p.block.Load() {
 		return ErrBusyBlocking
 	}
 	p.b.setBusyPoll(on)
@@ -31,7 +31,7 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	if c.b == nil {
 		return errors.ErrUnsupported
 	}
-	if on && c.block {
+	if on && c.block.Load() {
 		return ErrBusyBlocking
 	}
 	c.b.setBusyPoll(on)
@@ -47,7 +47,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	switch {
 	case c.busy:
 		return c.b.read1(b)
-	case c.block:
+	case c.block.Load():
 		c.one[0].Buf = b
 		n, err := c.b.read(c.one[:])
 		c.one[0].Buf = nil

@@ -102,7 +102,7 @@ func (b *batcher) setDeadline(t time.Time) {
 // the kernel, up to the write deadline, when the socket is blocking
 // (send1).
 func (c *Conn) write(b []byte) (int, error) {
-	if c.busy || c.block {
+	if c.busy || c.block.Load() {
 		return c.b.write1(b)
 	}
 	n, err := c.UDPConn.Write(b)

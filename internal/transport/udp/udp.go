@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,9 +26,9 @@ const MaxMessage = 65000
 // Conn is the client's UDP socket, connected to the reflector.
 type Conn struct {
 	*net.UDPConn
-	b     *batcher // nil where batches are one datagram at a time
-	busy  bool     // reads spin (SetBusyPoll)
-	block bool     // reads wait in the kernel (SetBlockingReads)
+	b     *batcher    // nil where batches are one datagram at a time
+	busy  bool        // reads spin (SetBusyPoll)
+	block atomic.Bool // reads wait in the kernel (SetBlockingReads)
 	one   [1]Message
 }
 
@@ -85,9 +86,9 @@ func setBuffers(c *net.UDPConn) {
 // PacketConn is a reflector's UDP socket.
 type PacketConn struct {
 	c     *net.UDPConn
-	b     *batcher // nil where batches are one datagram at a time
-	busy  bool     // reads spin (SetBusyPoll)
-	block bool     // reads wait in the kernel (SetBlockingReads)
+	b     *batcher    // nil where batches are one datagram at a time
+	busy  bool        // reads spin (SetBusyPoll)
+	block atomic.Bool // reads wait in the kernel (SetBlockingReads)
 	one   [1]Message
 }
 
@@ -175,7 +176,7 @@ func ListenSharedWith(ctx context.Context, addr string, n int, control func(netw
 
 // ReadFrom reads one datagram into b and returns its length and sender.
 func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
-	if p.block {
+	if p.block.Load() {
 		p.one[0].Buf = b
 		n, err := p.b.read(p.one[:])
 		p.one[0].Buf = nil
@@ -189,7 +190,7 @@ func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 
 // WriteTo sends b to addr.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
-	if p.block {
+	if p.block.Load() {
 		return p.b.writeTo(b, addr)
 	}
 	n, err := p.c.WriteToUDPAddrPort(b, addr)
