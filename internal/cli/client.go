@@ -213,7 +213,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.keyFile, "key-file", "", "read the shared key from this file")
 	f.stamp.register(fl)
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off (TCP_NODELAY), as iperf 2 does; --nodelay=false leaves it on")
-	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: the reflector acknowledges each request at once, as iperf 2's bounceback (a reply sent at once carries the ACK; a held probe gets TCP_QUICKACK as it is read); --quickack=false asks it to leave delayed ACKs on")
+	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: the reflector acknowledges each request at once, as iperf 2's bounceback (a reply sent at once carries the ACK; held and one-way probes get TCP_QUICKACK as they are read); --quickack=false asks it to leave delayed ACKs on")
 	fl.StringVar(&f.congestion, "congestion", "", "TCP congestion control algorithm (TCP_CONGESTION), such as cubic or bbr")
 	fl.Var(&f.buffer, "buffer", fmt.Sprintf("socket send and receive buffers in bytes (K, M suffixes), %s to %s; the kernel's grant is reported (default: 4M over UDP, the system's over TCP)", units.FormatBytes(minBuffer), units.FormatBytes(maxBuffer)))
 	optIntVar(fl, &f.tos, "tos", -1, "IP type of service / IPv6 traffic class byte, 0 to 255")

@@ -33,8 +33,15 @@ func (p *PacketConn) SetBlockingReads(on bool) error {
 	if p.block.Load() != nil {
 		return nil
 	}
-	br := &blockReader{rc: rc, deadline: &p.rdeadline}
-	br.fn = br.recv
+	// One reader for the socket's life: its kwait.Socket keeps the
+	// poller entry read at the first move (a reflector moves at every
+	// busy spell; the read from /proc grows with its connections).
+	br := p.reader
+	if br == nil {
+		br = &blockReader{rc: rc, deadline: &p.rdeadline}
+		br.fn = br.recv
+		p.reader = br
+	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) { serr = br.ks.Leave(int(fd)) }); err != nil {
 		return err

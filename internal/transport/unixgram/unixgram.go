@@ -62,6 +62,7 @@ type PacketConn struct {
 	// block: ReadFrom waits in the kernel (SetBlockingReads); nil: in
 	// the poller.
 	block     atomic.Pointer[blockReader]
+	reader    *blockReader // block's when set; kept while in the poller (SetBlockingReads' goroutine's)
 	rdeadline atomic.Int64 // the read deadline set, Unix ns (0: none)
 }
 

@@ -134,3 +134,45 @@ func TestBlockingEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingMoves: a listener moved into the kernel and back again and
+// again (a reflector does at each busy spell) keeps one reader, whose
+// poller entry was read once, and reads in both places.
+func TestBlockingMoves(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Listen(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	defer l.Close()
+	c, err := Dial(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	var first *blockReader
+	for i := range 4 {
+		if err := l.SetBlockingReads(true); err != nil {
+			t.Skipf("skipping: %v", err)
+		}
+		if first == nil {
+			first = l.reader
+		}
+		if l.block.Load() != first {
+			t.Fatalf("move %d: a new reader (its poller entry read again)", i)
+		}
+		for _, where := range []string{"kernel", "poller"} {
+			l.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write([]byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if n, _, err := l.ReadFrom(buf); n != 1 || err != nil || buf[0] != byte(i) {
+				t.Fatalf("move %d, in the %s: ReadFrom = %d, %v", i, where, n, err)
+			}
+			if err := l.SetBlockingReads(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
