@@ -1,9 +1,7 @@
 package reflector
 
 import (
-	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,16 +26,9 @@ func TestServePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if _, err := r.Serve(ctx, conn); err != nil {
-			t.Errorf("Serve = %v", err)
-		}
-	})
+	stop := serving(t, r, conn)
 	defer func() {
-		cancel()
-		wg.Wait()
+		stop()
 		conn.Close()
 	}()
 	c, exchange := udpExchange(t, conn.LocalAddr().String(), 5*time.Second)

@@ -259,6 +259,19 @@ func udpExchange(t *testing.T, addr string, limit time.Duration) (net.Conn, func
 	}
 }
 
+// serving runs r.Serve on conn on a goroutine of its own; stop ends it
+// and waits for it (again: no more).
+func serving(t *testing.T, r *Reflector, conn transport.PacketConn) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := r.Serve(ctx, conn); err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
 func TestServe(t *testing.T) {
 	conn, err := transport.ListenUDP("127.0.0.1:0")
 	if err != nil {
@@ -832,19 +845,12 @@ func TestServeBusyPollHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if _, err := r.Serve(ctx, conn); err != nil {
-			t.Errorf("Serve = %v", err)
-		}
-	})
+	stop := serving(t, r, conn)
 	_, exchange := udpExchange(t, pc.LocalAddr().String(), 30*time.Second)
 	cookie := exchange(wire.Header{Type: wire.TypeHello, Seq: 1})
 	start := time.Now()
 	reply := exchange(wire.Header{Type: wire.TypeProbe, Token: cookie.Token, Nonce: 1, Seq: 1, HoldMicro: 200_000})
-	cancel()
-	wg.Wait()
+	stop()
 	pc.Close()
 	if reply.Type != wire.TypeReply || reply.Seq != 1 {
 		t.Fatalf("reply = %+v, want the held reply to probe 1", reply)

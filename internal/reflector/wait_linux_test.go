@@ -1,8 +1,6 @@
 package reflector
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,16 +37,9 @@ func TestServeWaitsWhereProbesAre(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if _, err := r.Serve(ctx, spy); err != nil {
-			t.Errorf("Serve = %v", err)
-		}
-	})
+	stop := serving(t, r, spy)
 	defer func() {
-		cancel()
-		wg.Wait()
+		stop()
 		conn.Close()
 	}()
 	next := func(want bool) {
@@ -81,7 +72,6 @@ func TestServeWaitsWhereProbesAre(t *testing.T) {
 		t.Fatalf("held probe after the idle spell: reply %+v", reply)
 	}
 	next(true)
-	cancel()
-	wg.Wait()
+	stop()
 	next(false) // Serve's end puts them back
 }
