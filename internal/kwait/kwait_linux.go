@@ -47,7 +47,7 @@ type Socket struct {
 // Leave takes fd out of the runtime's epoll set, keeping its entry, and
 // makes it blocking, its sends waiting at most Cap at a time. The entry
 // is read from /proc once per Socket (a read that grows with the
-// poller's other sockets: 2 ms with 1,000 of them); after a Rejoin it is
+// poller's other sockets: 2-10 ms with 1,000 of them); after a Rejoin it is
 // the one Rejoin put back.
 func (s *Socket) Leave(fd int) error {
 	if s.out {

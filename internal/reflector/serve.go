@@ -165,7 +165,8 @@ func (r *Reflector) startHolder(send heldSender) (stop func()) {
 
 // setDeadline sets the read deadline to the next report, or, busy
 // polling, the next held reply when that is sooner; waiting in the
-// kernel, the end of an idle spell when that is.
+// kernel, the next look at whether the busy spell is over (kernelWait)
+// when that is.
 func (sv *server) setDeadline() error {
 	want := sv.wait.until(sv.next)
 	if sv.busy {
