@@ -33,10 +33,10 @@ type acc struct {
 }
 
 // kernel returns a's kernel distributions, made on first use. A run with
-// kernel stamps makes them before measuring, and resets them there to
-// touch their pages (setupStamps, openInterval): made on the measured
-// path, they cost the first kernel-stamped reply of an interval an
-// allocation and their pages' first touch.
+// kernel stamps makes them before measuring, and touches their pages
+// there (prepareKernel, openInterval): made on the measured path, they
+// cost the first kernel-stamped reply of an interval an allocation and
+// their pages' first touch.
 func (a *acc) kernel() *[numKDists]*stats.Dist {
 	if a.kern[0] == nil {
 		for i := range a.kern {
@@ -44,6 +44,15 @@ func (a *acc) kernel() *[numKDists]*stats.Dist {
 		}
 	}
 	return &a.kern
+}
+
+// prepareKernel makes a's kernel distributions and writes every bucket of
+// each, faulting their pages in as reset does a's other distributions.
+// Nothing may have been recorded into them.
+func (a *acc) prepareKernel() {
+	for _, d := range a.kernel() {
+		d.Reset()
+	}
 }
 
 // newAcc returns an empty accumulator; coarse makes its histograms

@@ -351,12 +351,10 @@ func (r *run) setupStamps() (string, error) {
 	r.stamps = &stamping{sock: sock, holdEarly: r.cfg.OpenLoop()}
 	// The kernel figures' histograms, now rather than at the first
 	// replies, their pages touched as recorder.init does the others'
-	// (openInterval makes and touches the later intervals'). Nothing is
-	// recorded yet: the resets only write zeros.
-	for _, a := range []*acc{r.total, r.cur} {
-		a.kernel()
-		a.reset(a.start)
-	}
+	// (openInterval makes and touches the later intervals'); nothing is
+	// recorded yet.
+	r.total.prepareKernel()
+	r.cur.prepareKernel()
 	if s, ok := sock.(transport.SchedSampler); ok {
 		// One that refuses asks on every probe, as before.
 		_ = s.SampleSched(r.schedEvery())
