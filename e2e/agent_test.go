@@ -3,7 +3,6 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,7 +41,7 @@ scrape_configs:
     static_configs:
       - targets: [%s]
 `, scrape, scrape/2, strings.Join(quoted, ", ")))
-	port := freeTCPPort(t)
+	port := freePort(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -129,16 +128,6 @@ func byPair(ss []sample) map[string]float64 {
 }
 
 // freeTCPPort returns a TCP port on 127.0.0.1 that nothing listens on.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // waitFor polls cond every 200ms until it holds or d has passed; it
 // returns how long it took, or an error with cond's last word.
 func waitFor(d time.Duration, cond func() (bool, string)) (time.Duration, error) {
@@ -172,7 +161,7 @@ func TestAgentMeshPrometheus(t *testing.T) {
 	peers.WriteString("targets:\n")
 	for _, n := range names {
 		ports[n] = freePort(t)
-		metrics[n] = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		metrics[n] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		fmt.Fprintf(&peers, "  - name: %s\n    url: udp://127.0.0.1:%d\n", n, ports[n])
 	}
 	agents := map[string]*server{}

@@ -365,15 +365,61 @@ func TestJSONLines(t *testing.T) {
 	}
 }
 
-// freePort returns a UDP port on 127.0.0.1 that nothing listens on.
+// freePort returns a port on 127.0.0.1 free for UDP and TCP both, as a
+// server's --listen needs (a port free for UDP alone was taken for TCP
+// one CI run in many).
 func freePort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo, hi := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &lo, &hi)
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	// Outside the ephemeral range: no connect() or bind(:0) elsewhere
+	// (another test, another package's) takes the port between this
+	// choice and its use, or while a test restarts a server on it.
+	var span []int
+	if lo > 10000 {
+		span = []int{10000, lo}
+	} else if hi < 64000 {
+		span = []int{hi + 1, 65536}
+	} else {
+		t.Fatalf("ephemeral ports %d-%d leave no room for a fixed test port", lo, hi)
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 200 {
+		p := span[0] + rand.IntN(span[1]-span[0])
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		if handedOut.ports[p] || !freeFor(addr) {
+			continue
+		}
+		handedOut.ports[p] = true
+		return p
+	}
+	t.Fatalf("no port in %d-%d free for both UDP and TCP on 127.0.0.1", span[0], span[1]-1)
+	return 0
+}
+
+// handedOut: the ports freePort gave, never given twice in one run.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freeFor says whether addr can be bound now for UDP and TCP both, as a
+// server listening on it will.
+func freeFor(addr string) bool {
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	defer u.Close()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 func TestNoReflector(t *testing.T) {
