@@ -26,6 +26,13 @@
 // up to two ticks (8 ms at HZ=250) after its deadline. Callers that need
 // finer wake-ups (short timeouts, bursts with a period, gaps) keep the
 // poller.
+//
+// A Unix stream socket waits in ppoll(2) for POLLIN and then reads without
+// waiting, two calls where one would do: its blocking read is also woken
+// whenever the peer reads what this end sent (the kernel's write-space
+// wake-up reaches every sleeper on the socket), a second sleep and wake-up
+// per round trip (see Socket.pollFirst). Its deadlines are kept to the
+// timer's precision, not the tick's.
 package kwait
 
 import "time"

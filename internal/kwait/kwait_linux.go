@@ -42,6 +42,19 @@ type Socket struct {
 	// and whether it waits in a read now, for Wake.
 	tid     int
 	waiting atomic.Bool
+	// pollFirst: reads wait in ppoll(2) for data, then read what came
+	// without waiting (pollRead). Set for Unix stream sockets, whose
+	// blocking read wakes at every read the peer makes of what this end
+	// sent: the kernel frees the peer's read buffer as this end's, and
+	// the write-space wake-up that follows (sock_wfree →
+	// unix_write_space) reaches every sleeper on this end's socket,
+	// which a blocking read's wait (unix_stream_data_wait) does not sort
+	// out. A ping-pong's reader woke twice a reply, 1.6-1.8 context
+	// switches a round trip against 1.1. ppoll's wait asks for POLLIN
+	// alone, and the kernel leaves it asleep for the others.
+	pollFirst bool
+	pfd       [1]unix.PollFd
+	ts        unix.Timespec
 }
 
 // Leave takes fd out of the runtime's epoll set, keeping its entry, and
@@ -59,6 +72,7 @@ func (s *Socket) Leave(fd int) error {
 		if epfd, entry, err = pollerEntry(fd); err != nil {
 			return err
 		}
+		s.pollFirst = unixStream(fd)
 	}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
 		return fmt.Errorf("leave the poller: %w", err)
@@ -91,6 +105,16 @@ func (s *Socket) Rejoin(fd int) error {
 	}
 	s.out = false
 	return unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &s.entry)
+}
+
+// unixStream reports whether fd is a Unix stream socket (see pollFirst).
+func unixStream(fd int) bool {
+	dom, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil || dom != unix.AF_UNIX {
+		return false
+	}
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	return err == nil && typ == unix.SOCK_STREAM
 }
 
 // pollerEntry finds the epoll instance that holds fd (the runtime's
@@ -263,6 +287,9 @@ func Shutdown(rc syscall.RawConn) {
 // would end at the deadline before looking at what is queued). It does
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
+	if s.pollFirst {
+		return s.pollRead(fd, p, deadline, closing)
+	}
 	for {
 		if err := s.Wait(fd, deadline.Load()); err != nil {
 			if err == os.ErrDeadlineExceeded {
@@ -292,6 +319,43 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 			// and at Close again.
 			if closing.Load() {
 				return 0, net.ErrClosed
+			}
+		default:
+			return 0, errno
+		}
+	}
+}
+
+// pollRead is Read for a socket that waits in ppoll (pollFirst): up to
+// the deadline, Cap at a time, then a read that does not wait. What is
+// there is read even past the deadline, as Read does; a Wake's signal or
+// Closing's shutdown ends the wait at once.
+func (s *Socket) pollRead(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
+	for {
+		dl, now := deadline.Load(), time.Now().UnixNano()
+		wait := int64(Cap)
+		if dl != 0 {
+			wait = min(wait, dl-now)
+		}
+		if wait > 0 && s.Block(dl, now) {
+			s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+			s.ts = unix.NsecToTimespec(wait)
+			_, err := unix.Ppoll(s.pfd[:], &s.ts, nil)
+			s.Unblock()
+			if err != nil && err != unix.EINTR {
+				return 0, &os.SyscallError{Syscall: "ppoll", Err: err}
+			}
+		}
+		if closing.Load() {
+			return 0, net.ErrClosed
+		}
+		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EAGAIN, unix.EINTR:
+			if dl := deadline.Load(); dl != 0 && time.Now().UnixNano() >= dl {
+				return 0, os.ErrDeadlineExceeded
 			}
 		default:
 			return 0, errno

@@ -1,7 +1,16 @@
 package kwait
 
 import (
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -92,4 +101,102 @@ func TestLeaveRejoin(t *testing.T) {
 	if n, _, err := a.ReadFrom(make([]byte, 8)); n != 1 || err != nil {
 		t.Fatalf("a read in the poller after Rejoin = %d, %v", n, err)
 	}
+}
+
+// TestUnixStreamWakes: a read waiting on a Unix stream socket wakes once
+// for each message that comes, not also when the peer reads what this end
+// sent (see Socket.pollFirst): in a ping-pong whose peer waits a little
+// before it answers, the reader's thread sleeps once a round. A blocking
+// read(2) slept about twice.
+func TestUnixStreamWakes(t *testing.T) {
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	a, err := net.Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := <-accepted
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	defer b.Close()
+	const rounds = 100
+	go func() { // the peer: reads a byte, waits, answers, until a is closed
+		var one [1]byte
+		for {
+			if _, err := io.ReadFull(b, one[:]); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond) // the reader is asleep by now
+			if _, err := b.Write(one[:]); err != nil {
+				return
+			}
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rc, err := a.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd, wd atomic.Int64
+	c, err := NewConn(rc, &rd, &wd)
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	defer c.Rejoin()
+	rd.Store(time.Now().Add(30 * time.Second).UnixNano())
+	var one [1]byte
+	var failed error
+	round := func() {
+		if _, err := c.Write(one[:]); err != nil && failed == nil {
+			failed = err
+		}
+		if n, err := c.Read(one[:]); (n != 1 || err != nil) && failed == nil {
+			failed = fmt.Errorf("Read = %d, %v", n, err)
+		}
+	}
+	before := sleeps(t)
+	for range rounds {
+		round()
+	}
+	if got := sleeps(t) - before; got > rounds*3/2 {
+		t.Errorf("the reader's thread slept %d times in %d rounds, want about one a round", got, rounds)
+	}
+	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+		t.Errorf("a round allocated %.1f times, want none", allocs)
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
+}
+
+// sleeps is how many times the calling thread has given up its CPU
+// (voluntary context switches).
+func sleeps(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no voluntary_ctxt_switches in /proc/thread-self/status")
+	return 0
 }

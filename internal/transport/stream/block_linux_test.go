@@ -15,7 +15,13 @@ import (
 // it; its reads end at the peer's end, at Close and at a deadline another
 // goroutine moves into the past.
 func TestBlockingConn(t *testing.T) {
-	a, b := modePipe(t, "blocking")
+	for _, mode := range []string{"blocking", "blocking unix"} {
+		t.Run(mode, func(t *testing.T) { testBlockingConn(t, mode) })
+	}
+}
+
+func testBlockingConn(t *testing.T, mode string) {
+	a, b := modePipe(t, mode)
 	if kwait.InPoller(b.Conn.(syscall.Conn)) {
 		t.Fatal("a blocking connection is still in the runtime's poller")
 	}
@@ -45,7 +51,7 @@ func TestBlockingConn(t *testing.T) {
 		{"interrupt", func(a, b *Conn) { b.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded},
 		{"close", func(a, b *Conn) { b.Close() }, nil},
 	} {
-		a, b := modePipe(t, "blocking")
+		a, b := modePipe(t, mode)
 		b.SetReadDeadline(time.Time{})
 		done := make(chan error, 1)
 		go func() {

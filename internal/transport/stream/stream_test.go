@@ -13,9 +13,17 @@ import (
 )
 
 // pipe returns the two framed ends of a TCP connection on loopback.
-func pipe(t *testing.T) (*Conn, *Conn) {
+func pipe(t *testing.T) (*Conn, *Conn) { return pipeOn(t, "tcp") }
+
+// pipeOn is pipe over network: "tcp", or "unix" (a socket in a temporary
+// directory).
+func pipeOn(t *testing.T, network string) (*Conn, *Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +33,7 @@ func pipe(t *testing.T) (*Conn, *Conn) {
 		c, _ := ln.Accept()
 		done <- c
 	}()
-	a, err := Dial("tcp", ln.Addr().String(), time.Second)
+	a, err := Dial(network, ln.Addr().String(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +57,20 @@ func busyPipe(t *testing.T, busy bool) (*Conn, *Conn) {
 
 // readModes are the ways a Conn reads: in the poller, spinning, and
 // waiting in the kernel.
-var readModes = []string{"poller", "busy", "blocking"}
+var readModes = []string{"poller", "busy", "blocking", "blocking unix"}
 
 // modePipe is pipe with b reading as mode says.
 func modePipe(t *testing.T, mode string) (*Conn, *Conn) {
 	t.Helper()
-	if mode != "blocking" {
+	network, blocking := "tcp", mode == "blocking"
+	if mode == "blocking unix" {
+		// A Unix stream socket's reads wait in ppoll, not in read.
+		network, blocking = "unix", true
+	}
+	if !blocking {
 		return busyPipe(t, mode == "busy")
 	}
-	a, b := pipe(t)
+	a, b := pipeOn(t, network)
 	if err := b.SetBlockingReads(true); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
