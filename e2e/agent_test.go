@@ -127,7 +127,6 @@ func byPair(ss []sample) map[string]float64 {
 	return m
 }
 
-// freeTCPPort returns a TCP port on 127.0.0.1 that nothing listens on.
 // waitFor polls cond every 200ms until it holds or d has passed; it
 // returns how long it took, or an error with cond's last word.
 func waitFor(d time.Duration, cond func() (bool, string)) (time.Duration, error) {

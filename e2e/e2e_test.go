@@ -377,27 +377,38 @@ func freePort(t *testing.T) int {
 	// Outside the ephemeral range: no connect() or bind(:0) elsewhere
 	// (another test, another package's) takes the port between this
 	// choice and its use, or while a test restarts a server on it.
-	var span []int
-	if lo > 10000 {
-		span = []int{10000, lo}
-	} else if hi < 64000 {
-		span = []int{hi + 1, 65536}
-	} else {
-		t.Fatalf("ephemeral ports %d-%d leave no room for a fixed test port", lo, hi)
+	// Where the range leaves no room (1024-65535, say), a port the kernel
+	// picks, checked for both, as the next best.
+	pick := func() int { return kernelPort(t) }
+	switch {
+	case lo > 11000:
+		pick = func() int { return 10000 + rand.IntN(lo-10000) }
+	case hi < 64000:
+		pick = func() int { return hi + 1 + rand.IntN(65535-hi) }
 	}
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	for range 200 {
-		p := span[0] + rand.IntN(span[1]-span[0])
-		addr := fmt.Sprintf("127.0.0.1:%d", p)
-		if handedOut.ports[p] || !freeFor(addr) {
+		p := pick()
+		if handedOut.ports[p] || !freeFor(fmt.Sprintf("127.0.0.1:%d", p)) {
 			continue
 		}
 		handedOut.ports[p] = true
 		return p
 	}
-	t.Fatalf("no port in %d-%d free for both UDP and TCP on 127.0.0.1", span[0], span[1]-1)
+	t.Fatalf("no port found free for both UDP and TCP on 127.0.0.1 (ephemeral ports %d-%d)", lo, hi)
 	return 0
+}
+
+// kernelPort is a UDP port on 127.0.0.1 the kernel picks.
+func kernelPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // handedOut: the ports freePort gave, never given twice in one run.

@@ -27,8 +27,9 @@
 // finer wake-ups (short timeouts, bursts with a period, gaps) keep the
 // poller.
 //
-// A Unix stream socket waits in ppoll(2) for POLLIN and then reads without
-// waiting, two calls where one would do: its blocking read is also woken
+// A Unix stream socket's first read after a write waits in ppoll(2) for
+// POLLIN and then reads without waiting, two calls where one would do:
+// its blocking read is also woken
 // whenever the peer reads what this end sent (the kernel's write-space
 // wake-up reaches every sleeper on the socket), a second sleep and wake-up
 // per round trip (see Socket.pollFirst). Its deadlines are kept to the

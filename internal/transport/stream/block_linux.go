@@ -12,7 +12,8 @@ import (
 // runtime's poller (see package kwait): the lightest wait there is for a
 // reader that has its thread to itself (runtime.LockOSThread), such as a
 // ping-pong's. Writes wait in the kernel too. Read and write deadlines
-// still hold (to the kernel's tick), interrupts and Close included (seen
+// still hold (to the kernel's tick; a Unix stream's, which waits in
+// ppoll, to the timer's), interrupts and Close included (seen
 // within kwait.Cap). Not with busy polling, and for TCP and Unix sockets
 // on Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
