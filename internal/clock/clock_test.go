@@ -87,3 +87,21 @@ func TestFakeIdentity(t *testing.T) {
 		t.Fatalf("IdentityOf after SetIdentity(42) = %d, want 42", got)
 	}
 }
+
+// TestDeadline: a deadline keeps to the monotonic clock where its time
+// has a reading; the zero time is none, and no other time is 0.
+func TestDeadline(t *testing.T) {
+	now := time.Now()
+	if d := Deadline(now.Add(time.Hour)) - MonoNow(); d < int64(59*time.Minute) || d > int64(time.Hour) {
+		t.Errorf("an hour ahead is %v ahead", time.Duration(d))
+	}
+	// The same instant by its wall reading alone (Round(0) strips the
+	// monotonic one) lands on the same deadline, the wall clock not
+	// having moved apart from the monotonic since.
+	if a, b := Deadline(now), Deadline(now.Round(0)); a-b > int64(time.Millisecond) || b-a > int64(time.Millisecond) {
+		t.Errorf("now: %d by the monotonic reading, %d by the wall's", a, b)
+	}
+	if Deadline(time.Time{}) != 0 || Deadline(start) == 0 || Deadline(time.Unix(1, 0)) >= 0 {
+		t.Errorf("zero time %d, the start %d, 1970 %d: want 0, not 0, negative", Deadline(time.Time{}), Deadline(start), Deadline(time.Unix(1, 0)))
+	}
+}

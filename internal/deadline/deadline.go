@@ -7,12 +7,14 @@ package deadline
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // Deadline is a read deadline with one reader. Set may be called from any
 // goroutine; Wait from the reader only.
 type Deadline struct {
-	at    atomic.Int64 // Unix ns; 0: none
+	at    atomic.Int64 // clock.Deadline's; 0: none
 	kick  chan struct{}
 	timer *time.Timer
 }
@@ -27,11 +29,7 @@ func New() *Deadline {
 // Set sets the deadline (the zero time: none), and wakes a reader waiting
 // for the old one.
 func (d *Deadline) Set(t time.Time) {
-	var ns int64
-	if !t.IsZero() {
-		ns = t.UnixNano()
-	}
-	d.at.Store(ns)
+	d.at.Store(clock.Deadline(t))
 	select {
 	case d.kick <- struct{}{}:
 	default:
@@ -41,7 +39,7 @@ func (d *Deadline) Set(t time.Time) {
 // Passed reports whether the deadline is set and has passed.
 func (d *Deadline) Passed() bool {
 	at := d.at.Load()
-	return at != 0 && time.Now().UnixNano() >= at
+	return at != 0 && clock.MonoNow() >= at
 }
 
 // Outcome is how a Wait ended.
@@ -61,7 +59,7 @@ func Wait[T any](d *Deadline, ready <-chan T, closed <-chan struct{}) (T, Outcom
 	for {
 		var fire <-chan time.Time
 		if at := d.at.Load(); at != 0 {
-			wait := time.Until(time.Unix(0, at))
+			wait := time.Duration(at - clock.MonoNow())
 			if wait <= 0 {
 				return zero, Expired
 			}

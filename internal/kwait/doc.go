@@ -29,20 +29,12 @@
 //
 // A Unix stream socket's first read after a write waits in ppoll(2) for
 // POLLIN and then reads without waiting, two calls where one would do:
-// its blocking read is also woken
-// whenever the peer reads what this end sent (the kernel's write-space
-// wake-up reaches every sleeper on the socket), a second sleep and wake-up
-// per round trip (see Socket.pollFirst). Its deadlines are kept to the
-// timer's precision, not the tick's.
+// its blocking read is also woken whenever the peer reads what this end
+// sent (the kernel's write-space wake-up reaches every sleeper on the
+// socket), a second sleep and wake-up per round trip (see
+// Socket.pollFirst). Its deadlines are kept to the timer's precision, not
+// the tick's.
+//
+// Deadlines are clock.Deadline's: ns on the monotonic clock, so that a
+// wall clock that steps or drifts does not move them.
 package kwait
-
-import "time"
-
-// UnixNano is a deadline as the waits here take it: t in Unix ns, 0 for
-// the zero time (no deadline).
-func UnixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // Cap is the longest a blocking call waits before it looks at its
@@ -207,14 +209,14 @@ func InPoller(c syscall.Conn) bool {
 }
 
 // Wait readies a blocking read on fd now: it sets the socket's timeout
-// for the read deadline (Unix ns, 0: none). It returns
+// for the read deadline (clock.Deadline, 0: none). It returns
 // os.ErrDeadlineExceeded when the deadline has passed, or the error of a
 // timeout that could not be set (a read then would wait for ever): do not
 // read.
 func (s *Socket) Wait(fd uintptr, deadline int64) error {
 	want := int64(Cap)
 	if deadline != 0 {
-		left := deadline - time.Now().UnixNano()
+		left := deadline - clock.MonoNow()
 		if left <= 0 {
 			return os.ErrDeadlineExceeded
 		}
@@ -239,7 +241,7 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 
 // Block and Unblock bracket a blocking read's system call, for Wake.
 // Block reports false, unblocked again, when the deadline (Unix ns; 0:
-// none) has passed by now (Unix ns, read after Wait): a Wake that came
+// none) has passed by now (clock.MonoNow, read after Wait): a Wake that came
 // between Wait and Block found no read to signal, and the read is not to
 // start.
 func (s *Socket) Block(deadline, now int64) bool {
@@ -278,7 +280,7 @@ func Shutdown(rc syscall.RawConn) {
 
 // Read reads from fd, out of the poller, into p with blocking read(2)
 // calls (a Unix stream socket: ppoll, then read; see pollFirst) until data comes (n bytes, which may be 0: a stream's end), the
-// call fails (its errno), the deadline passes (Unix ns; 0: none;
+// call fails (its errno), the deadline passes (clock.Deadline; 0: none;
 // os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from a
 // syscall.RawConn's Control, which holds the socket open meanwhile (Read
 // would end at the deadline before looking at what is queued). It does
@@ -300,7 +302,7 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 			}
 			return 0, err
 		}
-		if !s.Block(deadline.Load(), time.Now().UnixNano()) {
+		if !s.Block(deadline.Load(), clock.MonoNow()) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, _, errno := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
@@ -325,13 +327,13 @@ func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *ato
 
 // SendAgain says, for a blocking socket's send that found no room in Cap,
 // why not to try again: the socket is closing (net.ErrClosed) or the write
-// deadline (Unix ns, 0: none) passed (os.ErrDeadlineExceeded); nil: try
+// deadline (clock.Deadline, 0: none) passed (os.ErrDeadlineExceeded); nil: try
 // again.
 func SendAgain(deadline int64, closing *atomic.Bool) error {
 	if closing.Load() {
 		return net.ErrClosed
 	}
-	if deadline != 0 && time.Now().UnixNano() >= deadline {
+	if deadline != 0 && clock.MonoNow() >= deadline {
 		return os.ErrDeadlineExceeded
 	}
 	return nil
@@ -340,7 +342,7 @@ func SendAgain(deadline int64, closing *atomic.Bool) error {
 // Conn reads and writes a connected socket out of the poller, each call
 // waiting in the kernel on the caller's thread: a read up to the read
 // deadline, a write (whole) for room up to the write deadline. The
-// deadlines are the owner's (Unix ns; 0: none), which its
+// deadlines are the owner's (clock.Deadline; 0: none), which its
 // SetReadDeadline and SetWriteDeadline keep. A read and a write may run
 // at once, on two goroutines; two reads or two writes may not.
 type Conn struct {

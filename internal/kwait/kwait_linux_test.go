@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // TestParseEntry: an epoll instance's fdinfo gives each target's events
@@ -139,7 +141,7 @@ func TestUnixStreamWakes(t *testing.T) {
 		t.Skipf("skipping: %v", err)
 	}
 	defer c.Rejoin()
-	rd.Store(time.Now().Add(10 * time.Second).UnixNano()) // for all the rounds
+	rd.Store(clock.Deadline(time.Now().Add(10 * time.Second))) // for all the rounds
 	var one [1]byte
 	var failed error
 	round := func() {
@@ -208,7 +210,7 @@ func TestCloseRace(t *testing.T) {
 				t.Skipf("skipping: %v", err)
 			}
 			c.ks.pollFirst = poll
-			rd.Store(time.Unix(1, 0).UnixNano()) // past: no wait, straight to the read
+			rd.Store(clock.Deadline(time.Unix(1, 0))) // past: no wait, straight to the read
 			done := make(chan struct{})
 			go func() {
 				defer close(done)

@@ -4,10 +4,11 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // The reads of a Unix stream socket out of the poller: they wait in
@@ -45,7 +46,7 @@ func (s *Socket) pollRead(fd uintptr, p []byte, deadline *atomic.Int64, closing 
 		case 0:
 			return int(n), nil
 		case unix.EAGAIN, unix.EINTR:
-			if dl := deadline.Load(); dl != 0 && time.Now().UnixNano() >= dl {
+			if dl := deadline.Load(); dl != 0 && clock.MonoNow() >= dl {
 				return 0, os.ErrDeadlineExceeded
 			}
 		default:
@@ -55,10 +56,10 @@ func (s *Socket) pollRead(fd uintptr, p []byte, deadline *atomic.Int64, closing 
 }
 
 // poll waits in ppoll until fd has data, Cap passes or the deadline dl
-// (Unix ns, 0: none) does, or a signal comes; not at all when dl has
+// (clock.Deadline, 0: none) does, or a signal comes; not at all when dl has
 // passed.
 func (s *Socket) poll(fd uintptr, dl int64) error {
-	now := time.Now().UnixNano()
+	now := clock.MonoNow()
 	wait := int64(Cap)
 	if dl != 0 {
 		wait = min(wait, dl-now)

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // Slot is what a connection keeps for calls that wait in the kernel: the
@@ -41,14 +43,14 @@ func (s *Slot) Set(rc syscall.RawConn, on bool) error {
 // SetReadDeadline records t for reads, and wakes a read waiting in the
 // kernel for a deadline already past (an interrupt).
 func (s *Slot) SetReadDeadline(t time.Time) {
-	s.rdeadline.Store(UnixNano(t))
+	s.rdeadline.Store(clock.Deadline(t))
 	if c := s.c.Load(); c != nil && !t.IsZero() && !t.After(time.Now()) {
 		c.Wake()
 	}
 }
 
 // SetWriteDeadline records t for writes.
-func (s *Slot) SetWriteDeadline(t time.Time) { s.wdeadline.Store(UnixNano(t)) }
+func (s *Slot) SetWriteDeadline(t time.Time) { s.wdeadline.Store(clock.Deadline(t)) }
 
 // Closing tells a call waiting in the kernel that the connection is
 // closing (see Conn.Closing).

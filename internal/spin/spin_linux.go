@@ -5,16 +5,17 @@ package spin
 import (
 	"os"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // Read reads from the non-blocking socket fd into p with raw read(2) calls,
 // over and over, until data comes (n bytes, which may be 0: a stream's end
 // or an empty datagram), the call fails (its errno), the deadline passes
-// (Unix ns; 0: none; os.ErrDeadlineExceeded) or closed is set
+// (clock.Deadline; 0: none; os.ErrDeadlineExceeded) or closed is set
 // (os.ErrClosed; closed may be nil). The calls are raw: they never block,
 // so the scheduler need not hear of them, and the spin stays on its
 // thread. Call it from a syscall.RawConn's Read, which holds the socket
@@ -32,7 +33,7 @@ func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (in
 		if closed != nil && closed.Load() {
 			return 0, os.ErrClosed
 		}
-		if d := deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+		if d := deadline.Load(); d != 0 && clock.MonoNow() >= d {
 			return 0, os.ErrDeadlineExceeded
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/kwait"
 )
 
@@ -90,7 +91,7 @@ func (c *Conn) SetBusyPoll(on bool) error {
 // SetReadDeadline sets the deadline for reads, busy, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.busy != nil {
-		c.busy.deadline.Store(kwait.UnixNano(t))
+		c.busy.deadline.Store(clock.Deadline(t))
 	}
 	c.block.SetReadDeadline(t)
 	return c.Conn.SetReadDeadline(t)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/kwait"
 )
 
@@ -24,7 +25,7 @@ import (
 type blocking struct {
 	block     atomic.Bool // atomic: Close, on another goroutine, looks
 	ks        kwait.Socket
-	wdeadline atomic.Int64     // the write deadline, Unix ns (0: none)
+	wdeadline atomic.Int64     // the write deadline, clock.Deadline (0: none)
 	closing   atomic.Bool      // Close was called: a blocking read ends
 	blockFn   func(fd uintptr) // recvBlock, made once: a read does not allocate
 	to        toSender         // PacketConn.WriteTo
@@ -94,13 +95,13 @@ func (b *batcher) recvBlock(fd uintptr) {
 		}
 		// A call the scheduler hears of: it blocks, and the thread's P
 		// may go to other goroutines meanwhile.
-		t0 := time.Now().UnixNano()
+		t0 := clock.MonoNow()
 		if !b.ks.Block(b.deadline.Load(), t0) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
 		b.ks.Unblock()
-		b.slept = time.Now().UnixNano()-t0 > sleptAfter
+		b.slept = clock.MonoNow()-t0 > sleptAfter
 		if b.closing.Load() {
 			// Close woke it (markClosing): what came, if anything, came
 			// too late.
@@ -135,7 +136,7 @@ func (b *batcher) sendFlags() (flags int, wait bool) {
 func (b *batcher) sendAgain() error { return kwait.SendAgain(b.wdeadline.Load(), &b.closing) }
 
 // setWriteDeadline records the write deadline for blocking sends.
-func (b *batcher) setWriteDeadline(t time.Time) { b.wdeadline.Store(kwait.UnixNano(t)) }
+func (b *batcher) setWriteDeadline(t time.Time) { b.wdeadline.Store(clock.Deadline(t)) }
 
 // toSender is PacketConn.WriteTo for a blocking socket: one datagram to
 // an address with MSG_DONTWAIT, so that a full buffer waits in the poller

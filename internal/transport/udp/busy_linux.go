@@ -10,12 +10,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/volley-net/volley/internal/kwait"
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/spin"
 )
 
 // busyPoll is the batcher's part for busy polling: reads spin on the
-// socket until a datagram or the read deadline (Unix ns, 0: none), instead
+// socket until a datagram or the read deadline (clock.Deadline, 0: none), instead
 // of sleeping in the kernel, and a busy client's single reads and writes
 // are raw calls that the scheduler does not hear of.
 type busyPoll struct {
@@ -91,9 +91,9 @@ func (b *batcher) setBusyPoll(on bool) { b.busy = on }
 // setDeadline records the read deadline for busy polls and blocking reads,
 // and wakes a blocking read for one in the past.
 func (b *batcher) setDeadline(t time.Time) {
-	d := kwait.UnixNano(t)
+	d := clock.Deadline(t)
 	b.deadline.Store(d)
-	if d != 0 && d <= time.Now().UnixNano() && b.block.Load() {
+	if d != 0 && d <= clock.MonoNow() && b.block.Load() {
 		b.ks.Wake() // an interrupt: the blocked read ends now
 	}
 }
@@ -142,7 +142,7 @@ func (b *batcher) spinRead1(fd uintptr) bool {
 func (b *batcher) spinRecv(fd uintptr) (n uintptr, errno syscall.Errno, expired bool) {
 	errno = unix.EAGAIN
 	for errno == unix.EAGAIN {
-		if d := b.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+		if d := b.deadline.Load(); d != 0 && clock.MonoNow() >= d {
 			return 0, 0, true
 		}
 		// A raw call: it never blocks, so the scheduler need not hear of

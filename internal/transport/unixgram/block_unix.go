@@ -5,9 +5,10 @@ package unixgram
 import (
 	"net"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // SetBlockingReads makes ReadFrom wait inside the kernel on the caller's
@@ -72,7 +73,7 @@ func (br *blockReader) recv(fd uintptr) {
 			br.err = err
 			return
 		}
-		if !br.ks.Block(br.deadline.Load(), time.Now().UnixNano()) {
+		if !br.ks.Block(br.deadline.Load(), clock.MonoNow()) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, from, err := unix.Recvfrom(int(fd), br.buf, 0)

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/kwait"
 )
 
@@ -63,7 +64,7 @@ type PacketConn struct {
 	// the poller.
 	block     atomic.Pointer[blockReader]
 	reader    *blockReader // block's when set; kept while in the poller (SetBlockingReads' goroutine's)
-	rdeadline atomic.Int64 // the read deadline set, Unix ns (0: none)
+	rdeadline atomic.Int64 // the read deadline set, clock.Deadline (0: none)
 }
 
 type peer struct {
@@ -162,7 +163,7 @@ func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (p *PacketConn) SetReadDeadline(t time.Time) error {
-	p.rdeadline.Store(kwait.UnixNano(t))
+	p.rdeadline.Store(clock.Deadline(t))
 	if br := p.block.Load(); br != nil && !t.IsZero() && !t.After(time.Now()) {
 		br.ks.Wake() // an interrupt: the blocked read ends now
 	}
