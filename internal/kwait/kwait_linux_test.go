@@ -131,15 +131,7 @@ func TestUnixStreamWakes(t *testing.T) {
 	defer func() { b.Close(); <-peer }()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	rc, err := a.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rd, wd atomic.Int64
-	c, err := NewConn(rc, &rd, &wd)
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	c, rd := outOfPoller(t, a)
 	defer c.Rejoin()
 	rd.Store(clock.Deadline(time.Now().Add(10 * time.Second))) // for all the rounds
 	var one [1]byte
@@ -200,15 +192,7 @@ func TestCloseRace(t *testing.T) {
 	for _, poll := range []bool{false, true} {
 		for i := range 1000 {
 			a, b := unixPair(t)
-			rc, err := a.(syscall.Conn).SyscallConn()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rd, wd atomic.Int64
-			c, err := NewConn(rc, &rd, &wd)
-			if err != nil {
-				t.Skipf("skipping: %v", err)
-			}
+			c, rd := outOfPoller(t, a)
 			c.ks.pollFirst = poll
 			rd.Store(clock.Deadline(time.Unix(1, 0))) // past: no wait, straight to the read
 			done := make(chan struct{})
@@ -269,4 +253,20 @@ func unixPair(t *testing.T) (net.Conn, net.Conn) {
 	}
 	t.Cleanup(func() { a.Close(); got.c.Close() })
 	return a, got.c
+}
+
+// outOfPoller takes a out of the runtime's poller as a Conn, and returns
+// it with its read deadline.
+func outOfPoller(t *testing.T, a net.Conn) (*Conn, *atomic.Int64) {
+	t.Helper()
+	rc, err := a.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd, wd atomic.Int64
+	c, err := NewConn(rc, &rd, &wd)
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	return c, &rd
 }
