@@ -93,7 +93,7 @@ func TestFakeIdentity(t *testing.T) {
 func TestDeadline(t *testing.T) {
 	now := time.Now()
 	if d := Deadline(now.Add(time.Hour)) - MonoNow(); d < int64(59*time.Minute) || d > int64(time.Hour) {
-		t.Errorf("an hour ahead is %v ahead", time.Duration(d))
+		t.Errorf("an hour ahead is %v ahead, want an hour less the time this took", time.Duration(d))
 	}
 	// The same instant by its wall reading alone (Round(0) strips the
 	// monotonic one) lands on the same deadline, the wall clock not
@@ -103,5 +103,12 @@ func TestDeadline(t *testing.T) {
 	}
 	if Deadline(time.Time{}) != 0 || Deadline(start) == 0 || Deadline(time.Unix(1, 0)) >= 0 {
 		t.Errorf("zero time %d, the start %d, 1970 %d: want 0, not 0, negative", Deadline(time.Time{}), Deadline(start), Deadline(time.Unix(1, 0)))
+	}
+	// Centuries away: held where a difference with MonoNow cannot wrap
+	// (found by a reviewer: a deadline in 1700 read as centuries ahead).
+	for _, far := range []time.Time{time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if left := Deadline(far) - MonoNow(); (left > 0) != far.After(now) {
+			t.Errorf("%v: %d ns left, want the sign of %v", far, left, time.Until(far))
+		}
 	}
 }

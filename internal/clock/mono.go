@@ -18,12 +18,13 @@ var start = time.Now()
 // Deadline is t as a deadline: ns on the monotonic clock since the process's
 // start where t has a monotonic reading (a time from time.Now or a
 // clock.System), by its wall reading otherwise; 0 for the zero time (no
-// deadline), and never 0 otherwise.
+// deadline), and never 0 otherwise. Times centuries away are held at
+// ±2^62 ns (146 years), so that a difference with MonoNow cannot wrap.
 func Deadline(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	if d := int64(t.Sub(start)); d != 0 {
+	if d := min(max(int64(t.Sub(start)), -1<<62), 1<<62); d != 0 {
 		return d
 	}
 	return 1

@@ -27,13 +27,13 @@
 // finer wake-ups (short timeouts, bursts with a period, gaps) keep the
 // poller.
 //
-// A Unix stream socket's first read after a write waits in ppoll(2) for
-// POLLIN and then reads without waiting, two calls where one would do:
-// its blocking read is also woken whenever the peer reads what this end
-// sent (the kernel's write-space wake-up reaches every sleeper on the
-// socket), a second sleep and wake-up per round trip (see
-// Socket.pollFirst). Its deadlines are kept to the timer's precision, not
-// the tick's.
+// A Unix stream socket's read waits in ppoll(2) for POLLIN and then reads
+// without waiting, two calls where one would do: its blocking read is
+// also woken whenever the peer reads what this end sent (the kernel's
+// write-space wake-up reaches every sleeper on the socket), a second sleep
+// and wake-up per round trip (see Socket.pollFirst). That wait keeps its
+// deadline to the timer's precision. Conn.ReadRest, for the rest of a
+// message begun, waits in read(2), to the tick's.
 //
 // Deadlines are clock.Deadline's: ns on the monotonic clock, so that a
 // wall clock that steps or drifts does not move them.

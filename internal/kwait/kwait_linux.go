@@ -54,13 +54,11 @@ type Socket struct {
 	// out. A ping-pong's reader woke twice a reply, 1.6-1.8 context
 	// switches a round trip against 1.1. ppoll's wait asks for POLLIN
 	// alone, and the kernel leaves it asleep for the others.
-	// Only the first read after a write waits in ppoll (wrote): a read
-	// that follows a read (the rest of a large message) has no write of
-	// this end's for the peer to read meanwhile, and ppoll would be one
-	// call more for each part (a 4 MB reply's p50 went 574-616 µs →
-	// 626-692 µs).
+	// ReadRest, for the rest of a message begun, reads as other sockets
+	// do: the peer is writing, not reading, and ppoll would be one call
+	// more for each part (a 4 MB reply's p50 went 574-616 µs → 626-692
+	// µs).
 	pollFirst bool
-	wrote     atomic.Bool
 	pfd       [1]unix.PollFd
 	ts        unix.Timespec
 }
@@ -240,7 +238,7 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 }
 
 // Block and Unblock bracket a blocking read's system call, for Wake.
-// Block reports false, unblocked again, when the deadline (Unix ns; 0:
+// Block reports false, unblocked again, when the deadline (clock.Deadline; 0:
 // none) has passed by now (clock.MonoNow, read after Wait): a Wake that came
 // between Wait and Block found no read to signal, and the read is not to
 // start.
@@ -279,16 +277,22 @@ func Shutdown(rc syscall.RawConn) {
 }
 
 // Read reads from fd, out of the poller, into p with blocking read(2)
-// calls (a Unix stream socket: ppoll, then read; see pollFirst) until data comes (n bytes, which may be 0: a stream's end), the
-// call fails (its errno), the deadline passes (clock.Deadline; 0: none;
+// calls (a Unix stream socket: ppoll, then read; see pollFirst) until
+// data comes (n bytes, which may be 0: a stream's end), the call fails (its errno), the deadline passes (clock.Deadline; 0: none;
 // os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from a
 // syscall.RawConn's Control, which holds the socket open meanwhile (Read
 // would end at the deadline before looking at what is queued). It does
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
-	if s.pollFirst && s.wrote.Swap(false) {
+	if s.pollFirst {
 		return s.pollRead(fd, p, deadline, closing)
 	}
+	return s.ReadRest(fd, p, deadline, closing)
+}
+
+// ReadRest is Read with blocking read(2) calls on every socket: for the
+// rest of a message whose start was read (see pollFirst).
+func (s *Socket) ReadRest(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {
 	for {
 		if err := s.Wait(fd, deadline.Load()); err != nil {
 			if err == os.ErrDeadlineExceeded {
@@ -353,6 +357,7 @@ type Conn struct {
 	rbuf, wbuf          []byte
 	rn, wn              int
 	rerr, werr          error
+	rest                bool                  // the read is ReadRest's
 	readFn              func(fd uintptr)      // made once: a call does not allocate
 	writeFn             func(fd uintptr) bool // likewise
 }
@@ -394,13 +399,24 @@ func (c *Conn) Closing() {
 }
 
 func (c *Conn) recv(fd uintptr) {
+	if c.rest {
+		c.rn, c.rerr = c.ks.ReadRest(fd, c.rbuf, c.deadline, &c.closing)
+		return
+	}
 	c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
 }
 
 // Read reads once into p, as read(2) does (0 bytes: a stream's end, or an
 // empty datagram), waiting in the kernel.
-func (c *Conn) Read(p []byte) (int, error) {
-	c.rbuf = p
+func (c *Conn) Read(p []byte) (int, error) { return c.read(p, false) }
+
+// ReadRest is Read for the rest of a message whose start was read: on a
+// Unix stream socket it waits in read(2), not in ppoll (see
+// Socket.pollFirst).
+func (c *Conn) ReadRest(p []byte) (int, error) { return c.read(p, true) }
+
+func (c *Conn) read(p []byte, rest bool) (int, error) {
+	c.rbuf, c.rest = p, rest
 	// Control, not Read: it holds the socket open as Read does, but
 	// leaves the deadline to Socket.Read, which reads what is there even
 	// past it.
@@ -422,7 +438,6 @@ func (c *Conn) send(fd uintptr) bool {
 		n, _, errno := unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		switch errno {
 		case 0:
-			c.ks.wrote.Store(true)
 			if c.wn += int(n); c.wn >= len(c.wbuf) {
 				return true // all of it (or an empty datagram)
 			}

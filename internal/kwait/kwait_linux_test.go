@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -190,38 +191,41 @@ func sleeps(t *testing.T) int {
 // also looks like (found by a reviewer: 36 in 3,000 did, waiting in ppoll).
 func TestCloseRace(t *testing.T) {
 	for _, poll := range []bool{false, true} {
-		for i := range 1000 {
-			a, b := unixPair(t)
-			c, rd := outOfPoller(t, a)
-			c.ks.pollFirst = poll
-			rd.Store(clock.Deadline(time.Unix(1, 0))) // past: no wait, straight to the read
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for range i % 50 * 20 { // Closing at a different point each time
-					_ = time.Now()
-				}
-				c.Closing()
-			}()
-			var buf [8]byte
-			for {
-				c.ks.wrote.Store(true) // as after a write: a read that waits in ppoll first
-				n, err := c.Read(buf[:])
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					select {
-					case <-done:
-					default:
-						continue // not closed yet
-					}
-				} else if !errors.Is(err, net.ErrClosed) {
-					t.Fatalf("pollFirst %v, try %d: a read Closing ended = %d, %v; want net.ErrClosed", poll, i, n, err)
-				}
-				break
+		t.Run(fmt.Sprintf("pollFirst %v", poll), func(t *testing.T) { testCloseRace(t, poll) })
+	}
+}
+
+func testCloseRace(t *testing.T, poll bool) {
+	for i := range 1000 {
+		a, b := unixPair(t)
+		c, rd := outOfPoller(t, a)
+		c.ks.pollFirst = poll
+		rd.Store(clock.Deadline(time.Unix(1, 0))) // past: no wait, straight to the read
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range i % 50 * 20 { // Closing at a different point each time
+				_ = time.Now()
 			}
-			<-done
-			a.Close()
-			b.Close()
+			c.Closing()
+		}()
+		var buf [8]byte
+		for {
+			n, err := c.Read(buf[:])
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				select {
+				case <-done:
+				default:
+					continue // not closed yet
+				}
+			} else if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("try %d: a read Closing ended = %d, %v; want net.ErrClosed", i, n, err)
+			}
+			break
 		}
+		<-done
+		a.Close()
+		b.Close()
 	}
 }
 
@@ -269,4 +273,65 @@ func outOfPoller(t *testing.T, a net.Conn) (*Conn, *atomic.Int64) {
 		t.Skipf("skipping: %v", err)
 	}
 	return c, &rd
+}
+
+// TestUnixStreamWakesHeld: a reflector's reader reads each probe in two
+// parts (Read, then ReadRest) while another goroutine writes the held
+// reply, which the peer reads as the reader waits for the next probe:
+// that wait sleeps once too (found by a reviewer: a version that waited
+// in ppoll only after this goroutine's own writes slept three times a
+// round, not two).
+func TestUnixStreamWakesHeld(t *testing.T) {
+	a, b := unixPair(t)
+	const rounds = 50
+	peer := make(chan struct{})
+	go func() { // the client: a probe in two parts 1 ms apart, then its reply
+		defer close(peer)
+		var one [1]byte
+		for range rounds {
+			for _, gap := range []time.Duration{0, time.Millisecond} {
+				time.Sleep(gap)
+				if _, err := b.Write(one[:]); err != nil {
+					return
+				}
+			}
+			if _, err := io.ReadFull(b, one[:]); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond) // the next probe comes later
+		}
+	}()
+	defer func() { b.Close(); <-peer }()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, rd := outOfPoller(t, a)
+	defer c.Rejoin()
+	rd.Store(clock.Deadline(time.Now().Add(10 * time.Second)))
+	held := make(chan struct{}, 1)
+	var writer sync.WaitGroup
+	writer.Go(func() { // the held-reply writer
+		for range held {
+			time.Sleep(500 * time.Microsecond)
+			_, _ = c.Write([]byte{1})
+		}
+	})
+	defer func() { close(held); writer.Wait() }()
+	var one [1]byte
+	probe := func() {
+		if n, err := c.Read(one[:]); n != 1 || err != nil {
+			t.Fatalf("Read = %d, %v", n, err)
+		}
+		if n, err := c.ReadRest(one[:]); n != 1 || err != nil {
+			t.Fatalf("ReadRest = %d, %v", n, err)
+		}
+		held <- struct{}{}
+	}
+	probe() // the first: its wait began before the count
+	before := sleeps(t)
+	for range rounds - 1 {
+		probe()
+	}
+	if got := sleeps(t) - before; got > (rounds-1)*5/2 {
+		t.Errorf("the reader's thread slept %d times in %d rounds, want about two a round (one a read)", got, rounds-1)
+	}
 }

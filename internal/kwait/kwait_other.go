@@ -71,5 +71,8 @@ func (c *Conn) Closing() {}
 // Read refuses.
 func (c *Conn) Read([]byte) (int, error) { return 0, errors.ErrUnsupported }
 
+// ReadRest is Read for the rest of a message.
+func (c *Conn) ReadRest([]byte) (int, error) { return 0, errors.ErrUnsupported }
+
 // Write refuses.
 func (c *Conn) Write([]byte) (int, error) { return 0, errors.ErrUnsupported }

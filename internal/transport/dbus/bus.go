@@ -471,7 +471,13 @@ func (b *busConn) fill() error {
 	var n int
 	var err error
 	if c := b.block.Conn(); c != nil {
-		if n, err = c.Read(b.in[len(b.in):cap(b.in)]); n == 0 && err == nil {
+		into := b.in[len(b.in):cap(b.in)]
+		if b.head < len(b.in) {
+			n, err = c.ReadRest(into) // a message begun (see kwait.Conn.ReadRest)
+		} else {
+			n, err = c.Read(into)
+		}
+		if n == 0 && err == nil {
 			err = io.EOF
 		}
 	} else {

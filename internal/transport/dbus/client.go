@@ -214,9 +214,9 @@ func (c *Conn) SetReadDeadline(t time.Time) error { return c.bus.setReadDeadline
 // SetBlockingReads makes reads wait for replies inside the kernel, on the
 // reader's thread, as a blocking recv does in C, instead of in the
 // runtime's poller (see package kwait): for a reader that has its thread
-// to itself (runtime.LockOSThread). Deadlines hold to the timer's
-// precision on a Unix bus socket (it waits in ppoll), to the kernel's
-// tick on a TCP one.
+// to itself (runtime.LockOSThread). A wait for a message's start holds
+// its deadline to the timer's precision on a Unix bus socket (it waits in
+// ppoll); other waits, to the kernel's tick.
 func (c *Conn) SetBlockingReads(on bool) error { return c.bus.setBlocking(on) }
 
 // LocalAddr returns the client's unique name on the bus.

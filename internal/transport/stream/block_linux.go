@@ -12,8 +12,9 @@ import (
 // runtime's poller (see package kwait): the lightest wait there is for a
 // reader that has its thread to itself (runtime.LockOSThread), such as a
 // ping-pong's. Writes wait in the kernel too. Read and write deadlines
-// still hold (to the kernel's tick; a Unix stream's, which waits in
-// ppoll, to the timer's), interrupts and Close included (seen
+// still hold (to the kernel's tick; on a Unix stream, a wait for a
+// message's start, in ppoll, to the timer's), interrupts and Close
+// included (seen
 // within kwait.Cap). Not with busy polling, and for TCP and Unix sockets
 // on Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
@@ -33,8 +34,14 @@ func (c *Conn) SetBlockingReads(on bool) error {
 
 // readBlocking reads what is there, waiting in the kernel; 0 bytes is the
 // peer's end.
-func readBlocking(b *kwait.Conn, p []byte) (int, error) {
-	n, err := b.Read(p)
+func readBlocking(b *kwait.Conn, p []byte, rest bool) (int, error) {
+	var n int
+	var err error
+	if rest {
+		n, err = b.ReadRest(p)
+	} else {
+		n, err = b.Read(p)
+	}
 	if err == nil && n == 0 {
 		return 0, io.EOF
 	}

@@ -17,4 +17,4 @@ func (c *Conn) SetBlockingReads(on bool) error {
 	return errors.ErrUnsupported
 }
 
-func readBlocking(*kwait.Conn, []byte) (int, error) { return 0, errors.ErrUnsupported }
+func readBlocking(*kwait.Conn, []byte, bool) (int, error) { return 0, errors.ErrUnsupported }

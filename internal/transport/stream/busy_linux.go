@@ -16,7 +16,7 @@ const busySupported = true
 // polling. It stops at the read deadline and when the connection closes.
 type busyReader struct {
 	rc       syscall.RawConn
-	deadline atomic.Int64 // Unix ns; 0: none
+	deadline atomic.Int64 // clock.Deadline; 0: none
 	closed   atomic.Bool
 	buf      []byte
 	n        int

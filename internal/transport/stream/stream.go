@@ -121,13 +121,14 @@ func (c *Conn) Close() error {
 }
 
 // rawRead reads from the connection: spinning when busy, in the kernel
-// when blocking.
+// when blocking (the rest of a message begun as kwait.Conn.ReadRest
+// says).
 func (c *Conn) rawRead(p []byte) (int, error) {
 	if c.busy != nil {
 		return c.busy.read(p)
 	}
 	if b := c.block.Conn(); b != nil {
-		return readBlocking(b, p)
+		return readBlocking(b, p, c.hdrN > 0)
 	}
 	return c.Conn.Read(p)
 }
