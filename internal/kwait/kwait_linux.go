@@ -278,9 +278,10 @@ func Shutdown(rc syscall.RawConn) {
 
 // Read reads from fd, out of the poller, into p with blocking read(2)
 // calls (a Unix stream socket: ppoll, then read; see pollFirst) until
-// data comes (n bytes, which may be 0: a stream's end), the call fails (its errno), the deadline passes (clock.Deadline; 0: none;
-// os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from a
-// syscall.RawConn's Control, which holds the socket open meanwhile (Read
+// data comes (n bytes, which may be 0: a stream's end), the call fails
+// (its errno), the deadline passes (clock.Deadline; 0: none;
+// os.ErrDeadlineExceeded) or closing is set (net.ErrClosed). Call it from
+// a syscall.RawConn's Control, which holds the socket open meanwhile (Read
 // would end at the deadline before looking at what is queued). It does
 // not allocate.
 func (s *Socket) Read(fd uintptr, p []byte, deadline *atomic.Int64, closing *atomic.Bool) (int, error) {

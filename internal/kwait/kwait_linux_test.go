@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/testenv"
 )
 
 // TestParseEntry: an epoll instance's fdinfo gives each target's events
@@ -147,14 +146,14 @@ func TestUnixStreamWakes(t *testing.T) {
 			failed = fmt.Errorf("Read = %d, %v", n, err)
 		}
 	}
-	before := sleeps(t)
+	before := testenv.ThreadSleeps(t)
 	for range rounds {
 		round()
 	}
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	if got := sleeps(t) - before; got > rounds*3/2 {
+	if got := testenv.ThreadSleeps(t) - before; got > rounds*3/2 {
 		t.Errorf("the reader's thread slept %d times in %d rounds, want about one a round", got, rounds)
 	}
 	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
@@ -163,27 +162,6 @@ func TestUnixStreamWakes(t *testing.T) {
 	if failed != nil {
 		t.Fatal(failed)
 	}
-}
-
-// sleeps is how many times the calling thread has given up its CPU
-// (voluntary context switches).
-func sleeps(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/thread-self/status")
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no voluntary_ctxt_switches in /proc/thread-self/status")
-	return 0
 }
 
 // TestCloseRace: a read that Closing ends returns net.ErrClosed, never
@@ -327,11 +305,11 @@ func TestUnixStreamWakesHeld(t *testing.T) {
 		held <- struct{}{}
 	}
 	probe() // the first: its wait began before the count
-	before := sleeps(t)
+	before := testenv.ThreadSleeps(t)
 	for range rounds - 1 {
 		probe()
 	}
-	if got := sleeps(t) - before; got > (rounds-1)*5/2 {
+	if got := testenv.ThreadSleeps(t) - before; got > (rounds-1)*5/2 {
 		t.Errorf("the reader's thread slept %d times in %d rounds, want about two a round (one a read)", got, rounds-1)
 	}
 }

@@ -15,6 +15,7 @@ package testenv
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,4 +45,26 @@ func Require(t testing.TB, component string, missing error) {
 		t.Fatalf("%s is required (%s=%s) but missing: %v", component, Var, os.Getenv(Var), missing)
 	}
 	t.Skipf("skipping: %s is missing: %v", component, missing)
+}
+
+// ThreadSleeps is how many times the calling thread has given up its CPU
+// (its voluntary context switches); a test that counts them locks its
+// goroutine to the thread. Where /proc does not say, the test skips.
+func ThreadSleeps(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no voluntary_ctxt_switches in /proc/thread-self/status")
+	return 0
 }

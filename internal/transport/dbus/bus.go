@@ -472,7 +472,7 @@ func (b *busConn) fill() error {
 	var err error
 	if c := b.block.Conn(); c != nil {
 		into := b.in[len(b.in):cap(b.in)]
-		if b.head < len(b.in) {
+		if b.head < len(b.in) || b.skip > 0 {
 			n, err = c.ReadRest(into) // a message begun (see kwait.Conn.ReadRest)
 		} else {
 			n, err = c.Read(into)

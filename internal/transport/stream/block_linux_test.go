@@ -4,11 +4,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/volley-net/volley/internal/kwait"
+	"github.com/volley-net/volley/internal/testenv"
 )
 
 // TestBlockingConn: a blocking Conn leaves the poller and comes back to
@@ -126,5 +129,58 @@ func TestBlockingPeers(t *testing.T) {
 			t.Fatal("a blocking peer that left kept its place")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestUnixWaitsForMessages: a blocking Unix stream Conn that reads a
+// probe a frame at a time, while another goroutine writes each reply
+// (a held one) that the peer then reads, sleeps once a round: its waits
+// for a message's start are kwait.Conn.Read's, which the peer's reads do
+// not wake (found by a reviewer: with ReadRest for every read, all tests
+// passed at 103-112 sleeps in 49 rounds).
+func TestUnixWaitsForMessages(t *testing.T) {
+	a, b := modePipe(t, "blocking unix")
+	const rounds = 50
+	peer := make(chan struct{})
+	go func() { // a probe, then its reply, then a pause
+		defer close(peer)
+		buf := make([]byte, 100)
+		for range rounds {
+			if _, err := a.Write([]byte("probe")); err != nil {
+				return
+			}
+			if _, err := a.Read(buf); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	defer func() { a.Close(); <-peer }()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	held := make(chan struct{}, 1)
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for range held {
+			time.Sleep(500 * time.Microsecond)
+			_, _ = b.Write([]byte("reply"))
+		}
+	})
+	defer func() { close(held); writer.Wait() }()
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 100)
+	probe := func() {
+		if n, err := b.Read(buf); err != nil || string(buf[:n]) != "probe" {
+			t.Fatalf("Read = %q, %v", buf[:n], err)
+		}
+		held <- struct{}{}
+	}
+	probe() // the first: its wait began before the count
+	before := testenv.ThreadSleeps(t)
+	for range rounds - 1 {
+		probe()
+	}
+	if got := testenv.ThreadSleeps(t) - before; got > (rounds-1)*3/2 {
+		t.Errorf("the reader's thread slept %d times in %d rounds, want about one a round", got, rounds-1)
 	}
 }
