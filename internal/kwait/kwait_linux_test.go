@@ -146,14 +146,11 @@ func TestUnixStreamWakes(t *testing.T) {
 			failed = fmt.Errorf("Read = %d, %v", n, err)
 		}
 	}
-	before := testenv.ThreadSleeps(t)
-	for range rounds {
-		round()
-	}
+	got := testenv.ThreadSleeps(t, rounds, round)
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	if got := testenv.ThreadSleeps(t) - before; got > rounds*3/2 {
+	if got > rounds*3/2 {
 		t.Errorf("the reader's thread slept %d times in %d rounds, want about one a round", got, rounds)
 	}
 	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
@@ -305,11 +302,7 @@ func TestUnixStreamWakesHeld(t *testing.T) {
 		held <- struct{}{}
 	}
 	probe() // the first: its wait began before the count
-	before := testenv.ThreadSleeps(t)
-	for range rounds - 1 {
-		probe()
-	}
-	if got := testenv.ThreadSleeps(t) - before; got > (rounds-1)*5/2 {
+	if got := testenv.ThreadSleeps(t, rounds-1, probe); got > (rounds-1)*5/2 {
 		t.Errorf("the reader's thread slept %d times in %d rounds, want about two a round (one a read)", got, rounds-1)
 	}
 }

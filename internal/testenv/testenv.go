@@ -47,10 +47,20 @@ func Require(t testing.TB, component string, missing error) {
 	t.Skipf("skipping: %s is missing: %v", component, missing)
 }
 
-// ThreadSleeps is how many times the calling thread has given up its CPU
-// (its voluntary context switches); a test that counts them locks its
-// goroutine to the thread. Where /proc does not say, the test skips.
-func ThreadSleeps(t testing.TB) int {
+// ThreadSleeps is how many times the calling thread gave up its CPU (its
+// voluntary context switches) over n calls of f; a test that counts them
+// locks its goroutine to the thread. Where /proc does not say, the test
+// skips.
+func ThreadSleeps(t testing.TB, n int, f func()) int {
+	t.Helper()
+	before := threadSleeps(t)
+	for range n {
+		f()
+	}
+	return threadSleeps(t) - before
+}
+
+func threadSleeps(t testing.TB) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/thread-self/status")
 	if err != nil {

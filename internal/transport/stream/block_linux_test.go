@@ -176,11 +176,7 @@ func TestUnixWaitsForMessages(t *testing.T) {
 		held <- struct{}{}
 	}
 	probe() // the first: its wait began before the count
-	before := testenv.ThreadSleeps(t)
-	for range rounds - 1 {
-		probe()
-	}
-	if got := testenv.ThreadSleeps(t) - before; got > (rounds-1)*3/2 {
+	if got := testenv.ThreadSleeps(t, rounds-1, probe); got > (rounds-1)*3/2 {
 		t.Errorf("the reader's thread slept %d times in %d rounds, want about one a round", got, rounds-1)
 	}
 }
