@@ -238,10 +238,10 @@ func (s *Socket) Wait(fd uintptr, deadline int64) error {
 }
 
 // Block and Unblock bracket a blocking read's system call, for Wake.
-// Block reports false, unblocked again, when the deadline (clock.Deadline; 0:
-// none) has passed by now (clock.MonoNow, read after Wait): a Wake that came
-// between Wait and Block found no read to signal, and the read is not to
-// start.
+// Block reports false, unblocked again, when the deadline
+// (clock.Deadline; 0: none) has passed by now (clock.MonoNow, read after
+// Wait): a Wake that came between Wait and Block found no read to signal,
+// and the read is not to start.
 func (s *Socket) Block(deadline, now int64) bool {
 	s.waiting.Store(true)
 	if deadline != 0 && now >= deadline {

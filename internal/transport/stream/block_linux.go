@@ -14,9 +14,8 @@ import (
 // ping-pong's. Writes wait in the kernel too. Read and write deadlines
 // still hold (to the kernel's tick; on a Unix stream, a wait for a
 // message's start, in ppoll, to the timer's), interrupts and Close
-// included (seen
-// within kwait.Cap). Not with busy polling, and for TCP and Unix sockets
-// on Linux only.
+// included (seen within kwait.Cap). Not with busy polling, and for TCP
+// and Unix sockets on Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
 	if on && c.busy != nil {
 		return ErrBusyBlocking

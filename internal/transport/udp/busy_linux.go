@@ -15,9 +15,9 @@ import (
 )
 
 // busyPoll is the batcher's part for busy polling: reads spin on the
-// socket until a datagram or the read deadline (clock.Deadline, 0: none), instead
-// of sleeping in the kernel, and a busy client's single reads and writes
-// are raw calls that the scheduler does not hear of.
+// socket until a datagram or the read deadline (clock.Deadline, 0:
+// none), instead of sleeping in the kernel, and a busy client's single
+// reads and writes are raw calls that the scheduler does not hear of.
 type busyPoll struct {
 	busy     bool
 	deadline atomic.Int64
