@@ -370,10 +370,7 @@ func TestJSONLines(t *testing.T) {
 // one CI run in many).
 func freePort(t *testing.T) int {
 	t.Helper()
-	lo, hi := 32768, 60999
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		fmt.Sscan(string(b), &lo, &hi)
-	}
+	lo, hi := ephemeralPorts()
 	// Outside the ephemeral range: no connect() or bind(:0) elsewhere
 	// (another test, another package's) takes the port between this
 	// choice and its use, or while a test restarts a server on it.
@@ -398,6 +395,16 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatalf("no port found free for both UDP and TCP on 127.0.0.1 (ephemeral ports %d-%d)", lo, hi)
 	return 0
+}
+
+// ephemeralPorts is the kernel's range for the ports it picks (Linux's
+// default where /proc does not say).
+func ephemeralPorts() (lo, hi int) {
+	lo, hi = 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &lo, &hi)
+	}
+	return lo, hi
 }
 
 // kernelPort is a UDP port on 127.0.0.1 the kernel picks.

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -269,10 +268,7 @@ func TestUnixSocketInUse(t *testing.T) {
 // (as one in ten did on a busy machine).
 func TestListenAnyPort(t *testing.T) {
 	const host = "127.0.14.11" // loopback, used by nothing else, so that holding its ports troubles no one
-	lo, hi := 32768, 60999
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		fmt.Sscan(string(b), &lo, &hi)
-	}
+	lo, hi := ephemeralPorts()
 	// Raw sockets: thousands of them, opened and closed faster than
 	// through package net (and its race detector).
 	var held []int
