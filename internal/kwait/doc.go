@@ -11,7 +11,9 @@
 // of 1, p50 22.6 µs instead of 20.1 in a bare Go ping-pong with one timer
 // pending). The runtime says nothing of its epoll instance, so the
 // socket's entry is found in /proc/self/fdinfo and put back as it was
-// (Rejoin); where that fails, Leave fails and the poller stays.
+// (Rejoin); where that fails, Leave fails and the poller stays. A
+// busy-polling UDP socket leaves the same way, for the same wake-ups,
+// and spins on receives that do not wait (MSG_DONTWAIT).
 //
 // Out of the poller, nothing on the socket may wait in it: a blocking
 // socket's sends wait in the kernel too (SO_SNDTIMEO, blockCap at a time,

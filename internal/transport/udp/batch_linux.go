@@ -84,9 +84,9 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 	}
 	n, _, errno := call(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
 	if errno == unix.EAGAIN && b.busy {
-		var expired bool
-		if n, errno, expired = b.spinRecv(fd); expired {
-			b.rn, b.rerr = 0, os.ErrDeadlineExceeded
+		var stop error
+		if n, errno, stop = b.spinRecv(fd); stop != nil {
+			b.rn, b.rerr = 0, stop
 			return true
 		}
 	}
@@ -104,15 +104,15 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 }
 
 func (b *batcher) sendmmsg(fd uintptr) bool {
+	// A blocking socket's (SetBlockingReads, and busy polling out of the
+	// poller) waits in the kernel for room, up to the write deadline.
+	flags, wait := b.sendFlags()
 	call := unix.Syscall6
-	if b.busy {
+	if b.busy && !wait {
 		// A non-blocking send returns at once: a raw call spares the
 		// scheduler's bookkeeping, and keeps the spinning thread's P.
 		call = unix.RawSyscall6
 	}
-	// A blocking socket's (SetBlockingReads) waits in the kernel for
-	// room, up to the write deadline.
-	flags, wait := b.sendFlags()
 	for {
 		n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), uintptr(flags), 0, 0)
 		switch errno {

@@ -123,14 +123,19 @@ func (b *batcher) recvBlock(fd uintptr) {
 }
 
 // sendFlags are a send's flags, and whether to wait in the kernel for
-// room: a blocking socket's sends wait there (up to kwait.Cap a call),
-// out of the poller.
+// room: the sends of a socket out of the poller wait there (up to
+// kwait.Cap a call).
 func (b *batcher) sendFlags() (flags int, wait bool) {
-	if b.block.Load() {
+	if b.outOfPoller() {
 		return 0, true
 	}
 	return unix.MSG_DONTWAIT, false
 }
+
+// outOfPoller says whether the socket has left the runtime's poller, for
+// blocking reads or busy polling: the *net.UDPConn's own reads and
+// writes would wait in it for ever.
+func (b *batcher) outOfPoller() bool { return b.block.Load() || b.spinOut.Load() }
 
 // sendAgain is kwait.SendAgain for the batcher's blocking sends.
 func (b *batcher) sendAgain() error { return kwait.SendAgain(b.wdeadline.Load(), &b.closing) }

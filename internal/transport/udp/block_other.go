@@ -17,3 +17,5 @@ func (b *batcher) read(ms []Message) (int, error) { return 0, errors.ErrUnsuppor
 func (b *batcher) writeTo([]byte, netip.AddrPort) (int, error) { return 0, errors.ErrUnsupported }
 
 func (b *batcher) markClosing() {}
+
+func (b *batcher) outOfPoller() bool { return false }

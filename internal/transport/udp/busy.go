@@ -5,10 +5,13 @@ import (
 	"time"
 )
 
-// SetBusyPoll makes reads spin on the socket until a datagram arrives or
-// the read deadline passes, instead of sleeping in the kernel: lower and
-// steadier latency for a core's worth of CPU (use it on both ends, each on
-// its own core). It needs batched I/O (Linux).
+// SetBusyPoll makes reads spin on the socket until a datagram arrives,
+// the read deadline passes or Close is called, instead of sleeping in the
+// kernel: lower and steadier latency for a core's worth of CPU (use it on
+// both ends, each on its own core). It needs batched I/O (Linux). The
+// socket leaves the runtime's poller meanwhile (see busyPoll), so the
+// *net.UDPConn's own methods are not to be called, as with
+// SetBlockingReads.
 func (p *PacketConn) SetBusyPoll(on bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported
@@ -16,7 +19,9 @@ func (p *PacketConn) SetBusyPoll(on bool) error {
 	if on && p.block.Load() {
 		return ErrBusyBlocking
 	}
-	p.b.setBusyPoll(on)
+	if err := p.b.setBusyPoll(on); err != nil {
+		return err
+	}
 	p.busy = on
 	return nil
 }
@@ -34,7 +39,9 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	if on && c.block.Load() {
 		return ErrBusyBlocking
 	}
-	c.b.setBusyPoll(on)
+	if err := c.b.setBusyPoll(on); err != nil {
+		return err
+	}
 	c.busy = on
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 
 // Busy polling is Linux's: without a batcher, SetBusyPoll refuses it.
 
-func (b *batcher) setBusyPoll(bool)      {}
-func (b *batcher) setDeadline(time.Time) {}
+func (b *batcher) setBusyPoll(bool) error { return errors.ErrUnsupported }
+func (b *batcher) setDeadline(time.Time)  {}
 
 func (c *Conn) write(b []byte) (int, error) { return c.UDPConn.Write(b) }
 

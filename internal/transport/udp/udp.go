@@ -176,7 +176,7 @@ func ListenSharedWith(ctx context.Context, addr string, n int, control func(netw
 
 // ReadFrom reads one datagram into b and returns its length and sender.
 func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
-	if p.block.Load() {
+	if p.b != nil && p.b.outOfPoller() {
 		p.one[0].Buf = b
 		n, err := p.b.read(p.one[:])
 		p.one[0].Buf = nil
@@ -190,7 +190,7 @@ func (p *PacketConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 
 // WriteTo sends b to addr.
 func (p *PacketConn) WriteTo(b []byte, addr netip.AddrPort) (int, error) {
-	if p.block.Load() {
+	if p.b != nil && p.b.outOfPoller() {
 		return p.b.writeTo(b, addr)
 	}
 	n, err := p.c.WriteToUDPAddrPort(b, addr)

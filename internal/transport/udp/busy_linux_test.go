@@ -1,0 +1,151 @@
+package udp
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/volley-net/volley/internal/kwait"
+)
+
+// busyPair is pair with both sockets busy-polling.
+func busyPair(t *testing.T) (*PacketConn, *Conn) {
+	t.Helper()
+	p, c := pair(t)
+	if err := p.SetBusyPoll(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBusyPoll(true); err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+// TestBusyLeavesPoller: busy-polling sockets are out of the runtime's
+// poller, so that what they send and receive wakes no other thread;
+// datagrams still go both ways through every read and write, and turned
+// back, the sockets rejoin the poller, whose reads get what comes.
+func TestBusyLeavesPoller(t *testing.T) {
+	p, c := busyPair(t)
+	if kwait.InPoller(p.c) || kwait.InPoller(c.UDPConn) {
+		t.Fatalf("busy sockets still in the poller: reflector %v, client %v", kwait.InPoller(p.c), kwait.InPoller(c.UDPConn))
+	}
+	p.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	for i := range 20 {
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		n, from, err := p.ReadFrom(buf)
+		if n != 1 || err != nil || buf[0] != byte(i) {
+			t.Fatalf("busy ReadFrom = %d, %v, %v", n, err, buf[:n])
+		}
+		if _, err := p.WriteTo([]byte{byte(i) + 100}, from); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != byte(i)+100 {
+			t.Fatalf("busy Read = %d, %v, %v", n, err, buf[:n])
+		}
+	}
+	if err := p.SetBusyPoll(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBusyPoll(false); err != nil {
+		t.Fatal(err)
+	}
+	if !kwait.InPoller(p.c) || !kwait.InPoller(c.UDPConn) {
+		t.Fatalf("sockets not back in the poller: reflector %v, client %v", kwait.InPoller(p.c), kwait.InPoller(c.UDPConn))
+	}
+	if _, err := c.Write([]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := p.ReadFrom(buf); n != 1 || err != nil || buf[0] != 7 {
+		t.Fatalf("ReadFrom in the poller again = %d, %v", n, err)
+	}
+}
+
+// TestBusyClose: Close ends a spinning read that has no deadline, on
+// either socket, with net.ErrClosed.
+func TestBusyClose(t *testing.T) {
+	p, c := busyPair(t)
+	errs := make(chan error, 2)
+	go func() {
+		_, err := p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
+		errs <- err
+	}()
+	go func() {
+		_, err := c.Read(make([]byte, 64))
+		errs <- err
+	}()
+	// Whether a read is spinning yet or not, Close must end it.
+	p.Close()
+	c.Close()
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("spinning read after Close: %v, want net.ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a spinning read went on after Close")
+		}
+	}
+}
+
+// TestBusyCloseWhileSpinning: Close ends reads that have been spinning for
+// a while (each has failed some receives first).
+func TestBusyCloseWhileSpinning(t *testing.T) {
+	p, c := busyPair(t)
+	errs := make(chan error, 2)
+	spinning := make(chan struct{}, 2)
+	go func() {
+		p.SetReadDeadline(time.Now().Add(time.Millisecond))
+		p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
+		spinning <- struct{}{} // it spun to its deadline; the next spins with none
+		p.SetReadDeadline(time.Time{})
+		_, err := p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
+		errs <- err
+	}()
+	go func() {
+		c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		c.Read(make([]byte, 64))
+		spinning <- struct{}{}
+		c.SetReadDeadline(time.Time{})
+		_, err := c.Read(make([]byte, 64))
+		errs <- err
+	}()
+	<-spinning
+	<-spinning
+	p.Close()
+	c.Close()
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("spinning read after Close: %v, want net.ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a spinning read went on after Close")
+		}
+	}
+}
+
+// TestBusyWriteTo: a busy socket out of the poller sends to an address
+// of the other family with a clear error, and to its own family's.
+func TestBusyWriteTo(t *testing.T) {
+	p, c := busyPair(t)
+	if _, err := p.WriteTo([]byte{1}, netip.MustParseAddrPort("[2001:db8::1]:9")); err == nil {
+		t.Error("an IPv6 destination on an IPv4 socket was accepted")
+	}
+	if _, err := p.WriteTo([]byte{2}, netip.MustParseAddrPort(c.LocalAddr().String())); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 8)
+	if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != 2 {
+		t.Fatalf("Read = %d, %v", n, err)
+	}
+}
