@@ -18,3 +18,5 @@ type busyReader struct {
 func newBusyReader(any) (*busyReader, error) { return nil, errBusyUnsupported }
 
 func (b *busyReader) read(p []byte) (int, error) { return 0, errBusyUnsupported }
+
+func (b *busyReader) write(p []byte) (int, error) { return 0, errBusyUnsupported }

@@ -133,8 +133,12 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// rawWrite writes p whole, or fails: in the kernel when blocking.
+// rawWrite writes p whole, or fails: in the kernel when blocking, with
+// raw calls when busy.
 func (c *Conn) rawWrite(p []byte) (int, error) {
+	if c.busy != nil {
+		return c.busy.write(p)
+	}
 	if b := c.block.Conn(); b != nil {
 		return b.Write(p)
 	}
