@@ -103,28 +103,22 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 	return true
 }
 
+// sendmmsg sends the batch as sendCall says.
 func (b *batcher) sendmmsg(fd uintptr) bool {
-	// A blocking socket's (SetBlockingReads, and busy polling out of the
-	// poller) waits in the kernel for room, up to the write deadline.
-	flags, wait := b.sendFlags()
-	call := unix.Syscall6
-	if b.busy && !wait {
-		// A non-blocking send returns at once: a raw call spares the
-		// scheduler's bookkeeping, and keeps the spinning thread's P.
-		call = unix.RawSyscall6
-	}
+	call, flags, wait := b.sendCall()
 	for {
 		n, _, errno := call(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.whdrs[0])), uintptr(b.wn), uintptr(flags), 0, 0)
 		switch errno {
 		case 0:
 			b.wn, b.werr = int(n), nil
 		case unix.EAGAIN:
-			if !wait {
-				return false
-			}
-			if err := b.sendAgain(); err != nil {
+			again, err := b.full(&call, &flags, wait)
+			if err != nil {
 				b.wn, b.werr = 0, err
 				return true
+			}
+			if !again {
+				return false // wait in the poller for room
 			}
 			continue
 		case unix.EINTR:

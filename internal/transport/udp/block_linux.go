@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -122,14 +123,45 @@ func (b *batcher) recvBlock(fd uintptr) {
 	}
 }
 
-// sendFlags are a send's flags, and whether to wait in the kernel for
-// room: the sends of a socket out of the poller wait there (up to
-// kwait.Cap a call).
-func (b *batcher) sendFlags() (flags int, wait bool) {
-	if b.outOfPoller() {
-		return 0, true
+// sysCall is a system call with up to six arguments: unix.Syscall6, of
+// which the scheduler hears, or unix.RawSyscall6.
+type sysCall = func(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno)
+
+// sendCall is how a send is made: the call, its flags, and whether a full
+// buffer waits in the kernel (wait: the socket is out of the poller; up
+// to kwait.Cap a call, to the write deadline) or in the poller. A busy
+// socket's send is first a raw call that does not wait (MSG_DONTWAIT):
+// it spares the scheduler's bookkeeping, and the runtime's monitor, which
+// watches system calls, cannot take the spinning thread's P in the middle
+// of one (see stream.busyReader); only a full buffer, as full says, has
+// it wait.
+func (b *batcher) sendCall() (call sysCall, flags int, wait bool) {
+	wait = b.outOfPoller()
+	switch {
+	case b.busy:
+		return unix.RawSyscall6, unix.MSG_DONTWAIT, wait
+	case wait:
+		return unix.Syscall6, 0, true
 	}
-	return unix.MSG_DONTWAIT, false
+	return unix.Syscall6, unix.MSG_DONTWAIT, false
+}
+
+// full handles a send made with *call and *flags (sendCall's) that found
+// no room: false to wait in the poller; true to try again, after a busy
+// socket's raw try with a call that waits in the kernel; or why not to
+// (kwait.SendAgain: the write deadline, Close).
+func (b *batcher) full(call *sysCall, flags *int, wait bool) (again bool, err error) {
+	switch {
+	case !wait:
+		return false, nil
+	case *flags&unix.MSG_DONTWAIT != 0:
+		*call, *flags = unix.Syscall6, 0
+		return true, nil
+	}
+	if err := b.sendAgain(); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // outOfPoller says whether the socket has left the runtime's poller, for

@@ -25,7 +25,7 @@ import (
 // timers, which then took a CPU from one of the two spinners (measured
 // on the reflector: 14k epoll wake-ups a second, and a tenth of the
 // round trips 20-70 µs late). Its reads spin with MSG_DONTWAIT; its
-// sends wait in the kernel for room, up to the write deadline (sendFlags).
+// sends wait in the kernel for room, up to the write deadline (sendCall).
 type busyPoll struct {
 	busy     bool
 	spinOut  atomic.Bool // busy, and out of the poller
@@ -43,28 +43,24 @@ type busyPoll struct {
 	readFn1 func(fd uintptr) bool
 }
 
-// send1 sends b.wb on a connected socket without telling the scheduler:
-// a non-blocking send returns at once.
-// A blocking socket's (SetBlockingReads) waits in the kernel for room,
-// up to the write deadline, without MSG_DONTWAIT.
+// send1 sends b.wb on a connected socket, as sendCall says: a busy
+// socket's with a raw call the scheduler does not hear of, a blocking
+// socket's waiting in the kernel for room, up to the write deadline.
 func (b *batcher) send1(fd uintptr) bool {
-	flags, wait := b.sendFlags()
-	call := unix.RawSyscall6
-	if wait {
-		call = unix.Syscall6
-	}
+	call, flags, wait := b.sendCall()
 	for {
 		n, _, errno := call(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b.wb))), uintptr(len(b.wb)), uintptr(flags), 0, 0)
 		switch errno {
 		case 0:
 			b.wres, b.wErr = int(n), nil
 		case unix.EAGAIN:
-			if !wait {
-				return false // the socket buffer is full: wait
-			}
-			if err := b.sendAgain(); err != nil {
+			again, err := b.full(&call, &flags, wait)
+			if err != nil {
 				b.wres, b.wErr = 0, err
 				return true
+			}
+			if !again {
+				return false // wait in the poller for room
 			}
 			continue
 		case unix.EINTR:
