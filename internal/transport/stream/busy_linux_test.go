@@ -87,7 +87,8 @@ func TestBusyWriteStall(t *testing.T) {
 }
 
 // TestBusyWritePeerGone: a busy write to a peer that closed fails with the
-// peer's reset or a broken pipe, and the process goes on (no SIGPIPE).
+// peer's reset or a broken pipe, named as a write between the two ends,
+// and the process goes on (no SIGPIPE).
 func TestBusyWritePeerGone(t *testing.T) {
 	a, b := pipe(t)
 	if err := a.SetBusyPoll(true); err != nil {
@@ -101,5 +102,9 @@ func TestBusyWritePeerGone(t *testing.T) {
 	}
 	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("busy writes to a closed peer: %v, want EPIPE or ECONNRESET", err)
+	}
+	// Said as a write in the poller says it, with both ends.
+	if want := "write tcp " + a.LocalAddr().String() + "->" + a.RemoteAddr().String() + ": write: "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("busy write error %q does not start %q", err, want)
 	}
 }

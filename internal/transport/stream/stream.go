@@ -137,7 +137,12 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 // raw calls when busy.
 func (c *Conn) rawWrite(p []byte) (int, error) {
 	if c.busy != nil {
-		return c.busy.write(p)
+		n, err := c.busy.write(p)
+		if se := (*os.SyscallError)(nil); errors.As(err, &se) {
+			// Said as the poller's write says it: with both ends.
+			err = &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		}
+		return n, err
 	}
 	if b := c.block.Conn(); b != nil {
 		return b.Write(p)
