@@ -41,9 +41,6 @@ func (l *Listener) accept() {
 		p.alarm.SpinFor = streamSpinFor
 		p.since.Store(time.Now().UnixNano())
 		p.counted.Store(true)
-		if l.busy.Load() {
-			_ = p.c.SetBusyPoll(true) // checked by SetBusyPoll
-		}
 		if l.afterRead != nil {
 			p.after = l.afterRead(c)
 		}

@@ -17,7 +17,7 @@ import (
 // included (seen within kwait.Cap). Not with busy polling, and for TCP
 // and Unix sockets on Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
-	if on && c.busy != nil {
+	if on && c.busy.Load() != nil {
 		return ErrBusyBlocking
 	}
 	sc, ok := c.Conn.(syscall.Conn)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -33,21 +32,22 @@ const busySupported = true
 // poller.
 type busyReader struct {
 	rc       syscall.RawConn
-	deadline atomic.Int64 // clock.Deadline; 0: none
+	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
 	closed   atomic.Bool
 	buf      []byte
 	n        int
 	err      error
 	fn       func(fd uintptr) bool // made once: a read does not allocate
 
-	wmu  sync.Mutex // a reflector's held replies go from another goroutine
+	// A write's: one at a time (the caller's to see to, as
+	// kwait.Conn's; a reflector's peer writes under its peer.wmu).
 	wbuf []byte
 	wn   int
 	werr error
 	wfn  func(fd uintptr) bool
 }
 
-func newBusyReader(c any) (*busyReader, error) {
+func newBusyReader(c any, deadline *atomic.Int64) (*busyReader, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported
@@ -56,7 +56,7 @@ func newBusyReader(c any) (*busyReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc}
+	b := &busyReader{rc: rc, deadline: deadline}
 	b.fn, b.wfn = b.spin, b.send
 	return b, nil
 }
@@ -64,7 +64,7 @@ func newBusyReader(c any) (*busyReader, error) {
 // spin reads into b.buf until something comes, the deadline passes or the
 // connection closes.
 func (b *busyReader) spin(fd uintptr) bool {
-	b.n, b.err = spin.Read(fd, b.buf, &b.deadline, &b.closed)
+	b.n, b.err = spin.Read(fd, b.buf, b.deadline, &b.closed)
 	if b.err == nil && b.n == 0 {
 		b.err = io.EOF
 	}
@@ -103,19 +103,25 @@ func (b *busyReader) send(fd uintptr) bool {
 	return true
 }
 
-// write sends p whole, or fails with how much it sent.
+// write sends p whole, or fails with how much it sent. One write at a
+// time.
 func (b *busyReader) write(p []byte) (int, error) {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
 	b.wbuf, b.wn, b.werr = p, 0, nil
 	err := b.rc.Write(b.wfn)
 	b.wbuf = nil
+	if err != nil {
+		renameRawWrite(err)
+		return b.wn, err
+	}
+	return b.wn, b.werr
+}
+
+// renameRawWrite has err, from a raw connection's Write, say "write" as
+// the poller's write does, not "raw-write". Only on errors: the variable
+// errors.As fills escapes.
+func renameRawWrite(err error) {
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "raw-write" {
-		oe.Op = "write" // as the poller's write says it
+		oe.Op = "write"
 	}
-	if err == nil {
-		err = b.werr
-	}
-	return b.wn, err
 }

@@ -11,11 +11,10 @@ const busySupported = false
 
 // busyReader is Linux's.
 type busyReader struct {
-	deadline atomic.Int64
-	closed   atomic.Bool
+	closed atomic.Bool
 }
 
-func newBusyReader(any) (*busyReader, error) { return nil, errBusyUnsupported }
+func newBusyReader(any, *atomic.Int64) (*busyReader, error) { return nil, errBusyUnsupported }
 
 func (b *busyReader) read(p []byte) (int, error) { return 0, errBusyUnsupported }
 

@@ -47,7 +47,7 @@ type Listener struct {
 
 	handler atomic.Pointer[Handler]
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
-	// blockers is how many peers read in the kernel (blockPeer).
+	// blockers is how many peers read in the kernel or spin (blockPeer).
 	blockers atomic.Int32
 }
 
@@ -110,9 +110,13 @@ type Handler interface {
 	Refuse(msg []byte, from netip.AddrPort, why Refusal) []byte
 }
 
-// SetBusyPoll makes every connection accepted from now on read by
-// spinning instead of sleeping in the kernel: a core for each connection,
-// for the lowest latency (use it with one client at a time).
+// SetBusyPoll makes the connections in a session read by spinning instead
+// of sleeping in the kernel, for the lowest latency: a core for each, at
+// most maxBlockingPeers at a time (use it with one client at a time). The
+// others, and connections that have not opened a session, wait in the
+// poller: a connection that says nothing costs no CPU. (Every accepted
+// connection spun once: ten silent ones cut a client's round trips on 2
+// cores from 43k to 4k a second.)
 func (l *Listener) SetBusyPoll(on bool) error {
 	if on && !busySupported {
 		return errBusyUnsupported

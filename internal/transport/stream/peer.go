@@ -28,6 +28,7 @@ type peer struct {
 	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	blocking bool          // its reader waits in the kernel (blockPeer); the reader's alone
+	spinning bool          // its reader spins (blockPeer); the reader's alone
 	yield    kwait.Yield   // the reader's, while it blocks
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
@@ -59,22 +60,32 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 	return b, nil
 }
 
-// maxBlockingPeers is how many peers at a time read in the kernel, each
-// on a thread of its own (Conn.SetBlockingReads), once in a session; the
-// others wait in the poller. A measurement needs a handful; a crowd of
-// peers does not make a crowd of threads.
+// maxBlockingPeers is how many peers at a time read on a thread of their
+// own, once in a session: waiting in the kernel (Conn.SetBlockingReads),
+// or, on a busy-polling listener, spinning (Conn.SetBusyPoll); the others
+// wait in the poller. A measurement needs a handful; a crowd of peers does
+// not make a crowd of threads, or of spinning cores.
 const maxBlockingPeers = 4
 
 // blockPeer has the reader of p, in a session, wait in the kernel on its
-// locked thread, while fewer than maxBlockingPeers do (p.blocking says
-// whether it does). Only p's reader calls it, and unblockPeer, which gives
-// the place back as p leaves its session, is taken over or ends.
+// locked thread, or spin on a busy-polling listener, while fewer than
+// maxBlockingPeers do (p.blocking, p.spinning say which it does). Only p's
+// reader calls it, and unblockPeer, which gives the place back as p
+// leaves its session, is taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
-	if p.blocking || l.busy.Load() || !busySupported {
+	if p.blocking || p.spinning || !busySupported {
 		return
 	}
 	if l.blockers.Add(1) > maxBlockingPeers {
 		l.blockers.Add(-1)
+		return
+	}
+	if l.busy.Load() {
+		if p.c.SetBusyPoll(true) != nil {
+			l.blockers.Add(-1)
+			return
+		}
+		p.spinning = true
 		return
 	}
 	runtime.LockOSThread()
@@ -92,6 +103,11 @@ func (l *Listener) blockPeer(p *peer) {
 // unblockPeer puts p's connection back in the poller, unlocks its
 // reader's thread and gives its place back, if it had one.
 func (l *Listener) unblockPeer(p *peer) error {
+	if p.spinning {
+		p.spinning = false
+		l.blockers.Add(-1)
+		return p.c.SetBusyPoll(false)
+	}
 	if !p.blocking {
 		return nil
 	}
@@ -146,7 +162,7 @@ func (l *Listener) read(p *peer) {
 		}
 		if p.blocking {
 			p.yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
-		} else if p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
+		} else if !p.spinning && p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
 			l.blockPeer(p)
 		}
 	}

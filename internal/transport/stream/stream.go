@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/volley-net/volley/internal/clock"
@@ -56,7 +57,11 @@ type Conn struct {
 	wset    time.Time     // when WriteFrame last moved the write deadline
 	dropped int           // bytes of a too-large message read and dropped so far
 	connect time.Duration // how long Dial took to connect
-	busy    *busyReader   // reads spin (SetBusyPoll); nil: they sleep
+	// busy: reads spin (SetBusyPoll); nil: they sleep. Atomic: a
+	// listener's peer starts spinning once in a session, while the
+	// listener's Close may close it.
+	busy atomic.Pointer[busyReader]
+	rdl  atomic.Int64 // the read deadline, clock.Deadline (0: none), for busy reads
 	// block: reads and writes wait in the kernel (SetBlockingReads),
 	// or in the poller. Atomic: a listener's Close closes its peers from
 	// another goroutine.
@@ -74,25 +79,23 @@ var ErrBusyBlocking = errors.New("stream: busy polling and blocking reads at onc
 // latency for a core's worth of CPU.
 func (c *Conn) SetBusyPoll(on bool) error {
 	if !on {
-		c.busy = nil
+		c.busy.Store(nil)
 		return nil
 	}
 	if c.block.Conn() != nil {
 		return ErrBusyBlocking
 	}
-	b, err := newBusyReader(c.Conn)
+	b, err := newBusyReader(c.Conn, &c.rdl)
 	if err != nil {
 		return err
 	}
-	c.busy = b
+	c.busy.Store(b)
 	return nil
 }
 
 // SetReadDeadline sets the deadline for reads, busy, blocking or not.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.busy != nil {
-		c.busy.deadline.Store(clock.Deadline(t))
-	}
+	c.rdl.Store(clock.Deadline(t))
 	c.block.SetReadDeadline(t)
 	return c.Conn.SetReadDeadline(t)
 }
@@ -113,8 +116,8 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // Close closes the connection, and stops a busy or blocking read.
 func (c *Conn) Close() error {
-	if c.busy != nil {
-		c.busy.closed.Store(true)
+	if b := c.busy.Load(); b != nil {
+		b.closed.Store(true)
 	}
 	c.block.Closing()
 	return c.Conn.Close()
@@ -124,8 +127,8 @@ func (c *Conn) Close() error {
 // when blocking (the rest of a message begun as kwait.Conn.ReadRest
 // says).
 func (c *Conn) rawRead(p []byte) (int, error) {
-	if c.busy != nil {
-		return c.busy.read(p)
+	if b := c.busy.Load(); b != nil {
+		return b.read(p)
 	}
 	if b := c.block.Conn(); b != nil {
 		return readBlocking(b, p, c.hdrN > 0)
@@ -136,11 +139,10 @@ func (c *Conn) rawRead(p []byte) (int, error) {
 // rawWrite writes p whole, or fails: in the kernel when blocking, with
 // raw calls when busy.
 func (c *Conn) rawWrite(p []byte) (int, error) {
-	if c.busy != nil {
-		n, err := c.busy.write(p)
-		if se := (*os.SyscallError)(nil); errors.As(err, &se) {
-			// Said as the poller's write says it: with both ends.
-			err = &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	if b := c.busy.Load(); b != nil {
+		n, err := b.write(p)
+		if err != nil {
+			err = c.namedWrite(err)
 		}
 		return n, err
 	}
@@ -148,6 +150,15 @@ func (c *Conn) rawWrite(p []byte) (int, error) {
 		return b.Write(p)
 	}
 	return c.Conn.Write(p)
+}
+
+// namedWrite is a busy write's error err as the poller's write says it:
+// with both ends, where err is the system call's.
+func (c *Conn) namedWrite(err error) error {
+	if se := (*os.SyscallError)(nil); errors.As(err, &se) {
+		return &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	return err
 }
 
 // NewConn frames c.
