@@ -16,7 +16,7 @@
 // and spins on receives that do not wait (MSG_DONTWAIT).
 //
 // Out of the poller, nothing on the socket may wait in it: a blocking
-// socket's sends wait in the kernel too (SO_SNDTIMEO, blockCap at a time,
+// socket's sends wait in the kernel too (SO_SNDTIMEO, Cap at a time,
 // up to their deadline; the runtime's deadline timers still end a write
 // that waits in the poller), and both timeouts are counted in the
 // kernel's ticks (jiffies), so deadlines are kept by waking early: a read

@@ -14,13 +14,13 @@ import (
 
 // Read reads from the socket fd into p with raw recvfrom(2) calls that do
 // not wait (MSG_DONTWAIT: fd may be a blocking socket out of the
-// runtime's poller), over and over, until data comes (n bytes, which may be 0: a stream's end
-// or an empty datagram), the call fails (its errno), the deadline passes
-// (clock.Deadline; 0: none; os.ErrDeadlineExceeded) or closed is set
-// (os.ErrClosed; closed may be nil). The calls are raw: they never block,
-// so the scheduler need not hear of them, and the spin stays on its
-// thread. Call it from a syscall.RawConn's Read, which holds the socket
-// open meanwhile. It does not allocate.
+// runtime's poller), over and over, until data comes (n bytes, which may
+// be 0: a stream's end or an empty datagram), the call fails (its errno),
+// the deadline passes (clock.Deadline; 0: none; os.ErrDeadlineExceeded)
+// or closed is set (os.ErrClosed; closed may be nil). The calls are raw:
+// they never block, so the scheduler need not hear of them, and the spin
+// stays on its thread. Call it from a syscall.RawConn's Read, which holds
+// the socket open meanwhile. It does not allocate.
 func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (int, error) {
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)

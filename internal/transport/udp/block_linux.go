@@ -20,7 +20,7 @@ import (
 // datagram inside one recvmmsg, out of the runtime's poller (see package
 // kwait), instead of in it: with kernel stamps, the error queue's entries
 // also woke the poller once more per probe. Sends wait in the kernel too,
-// up to the write deadline, and say MSG_DONTWAIT nowhere.
+// up to the write deadline (sendCall).
 
 // blocking is the batcher's part for blocking reads.
 type blocking struct {
@@ -175,9 +175,9 @@ func (b *batcher) sendAgain() error { return kwait.SendAgain(b.wdeadline.Load(),
 // setWriteDeadline records the write deadline for blocking sends.
 func (b *batcher) setWriteDeadline(t time.Time) { b.wdeadline.Store(clock.Deadline(t)) }
 
-// toSender is PacketConn.WriteTo for a blocking socket: one datagram to
-// an address with MSG_DONTWAIT, so that a full buffer waits in the poller
-// (write deadline and all), from any goroutine.
+// toSender is PacketConn.WriteTo for a socket out of the poller
+// (blocking, or busy): one datagram to an address, sent as sendCall
+// says, from any goroutine.
 type toSender struct {
 	mu      sync.Mutex
 	sa      unix.RawSockaddrInet6
@@ -186,22 +186,27 @@ type toSender struct {
 	n       int
 	err     error
 	fn      func(fd uintptr) bool
-	again   func() error // the batcher's sendAgain
+	b       *batcher
 }
 
-// sendto sends on a blocking socket (out of the poller), waiting in the
-// kernel for room up to the write deadline.
+// sendto sends t.buf to t.sa as t.b.sendCall says: out of the poller, a
+// full buffer waits in the kernel for room up to the write deadline.
 func (t *toSender) sendto(fd uintptr) bool {
+	call, flags, wait := t.b.sendCall()
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(t.buf))), uintptr(len(t.buf)), 0,
+		n, _, errno := call(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(t.buf))), uintptr(len(t.buf)), uintptr(flags),
 			uintptr(unsafe.Pointer(&t.sa)), uintptr(t.namelen))
 		switch errno {
 		case 0:
 			t.n, t.err = int(n), nil
 		case unix.EAGAIN:
-			if err := t.again(); err != nil {
+			again, err := t.b.full(&call, &flags, wait)
+			if err != nil {
 				t.n, t.err = 0, err
 				return true
+			}
+			if !again {
+				return false // wait in the poller for room
 			}
 			continue
 		case unix.EINTR:
@@ -213,8 +218,7 @@ func (t *toSender) sendto(fd uintptr) bool {
 	}
 }
 
-// writeTo sends p to addr with one sendto that does not wait in the
-// kernel.
+// writeTo sends p to addr with one sendto (toSender.sendto).
 func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 	t := &b.to
 	t.mu.Lock()
@@ -224,7 +228,7 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 		return 0, errFamily
 	}
 	if t.fn == nil {
-		t.fn, t.again = t.sendto, b.sendAgain
+		t.fn, t.b = t.sendto, b
 	}
 	t.namelen, t.buf = namelen, p
 	err := b.rc.Write(t.fn)

@@ -37,7 +37,7 @@ type busyPoll struct {
 	wErr     error
 	writeFn1 func(fd uintptr) bool
 
-	// A busy client's single reads: raw read(2) calls.
+	// A busy client's single reads: raw recvfrom(2) calls (spin.Read).
 	rb      []byte
 	rres    int
 	readFn1 func(fd uintptr) bool
@@ -142,8 +142,8 @@ func (c *Conn) write(b []byte) (int, error) {
 }
 
 // read1 reads one datagram from a connected socket by spinning on raw
-// read(2) calls, the lightest receive there is, until it comes or the read
-// deadline passes.
+// recvfrom(2) calls, the lightest receive there is, until it comes, the
+// read deadline passes or Close is called.
 func (b *batcher) read1(p []byte) (int, error) {
 	b.rb = p
 	err := b.rc.Read(b.readFn1)

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volley-net/volley/internal/kwait"
 )
@@ -119,8 +122,10 @@ func TestBusyCloseWhileSpinning(t *testing.T) {
 	}()
 	<-spinning
 	<-spinning
-	p.Close()
-	c.Close()
+	// In goroutines: Close waits for a read in progress to return, and
+	// must not hang the test where a spin does not look at it.
+	go p.Close()
+	go c.Close()
 	for range 2 {
 		select {
 		case err := <-errs:
@@ -130,6 +135,62 @@ func TestBusyCloseWhileSpinning(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("a spinning read went on after Close")
 		}
+	}
+}
+
+// TestBusyReadFromDeadline: a busy ReadFrom on a quiet socket spins to its
+// deadline (it must not wait in the kernel: the socket, out of the
+// poller, is blocking).
+func TestBusyReadFromDeadline(t *testing.T) {
+	p, _ := busyPair(t)
+	done := make(chan error, 1)
+	go func() {
+		p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, _, err := p.ReadFrom(make([]byte, 64))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("busy ReadFrom on a quiet socket = %v, want the deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a busy ReadFrom went on past its deadline")
+	}
+}
+
+// TestSendFull: what a send that found the buffer full does next, by
+// socket: in the poller it waits there; a busy socket's raw try becomes
+// a call that waits in the kernel; a blocking socket's tries again until
+// its write deadline or Close.
+func TestSendFull(t *testing.T) {
+	p, _ := pair(t)
+	b := p.b
+	call, flags, wait := b.sendCall()
+	if again, err := b.full(&call, &flags, wait); again || err != nil {
+		t.Errorf("in the poller: again %v, %v; want to wait in the poller", again, err)
+	}
+	if err := p.SetBusyPoll(true); err != nil {
+		t.Fatal(err)
+	}
+	call, flags, wait = b.sendCall()
+	if flags&unix.MSG_DONTWAIT == 0 || !wait {
+		t.Fatalf("busy: flags %#x, wait %v; want a raw try that does not wait, out of the poller", flags, wait)
+	}
+	if again, err := b.full(&call, &flags, wait); !again || err != nil || flags != 0 {
+		t.Errorf("busy, full: again %v, %v, flags %#x; want to wait in the kernel", again, err, flags)
+	}
+	if again, err := b.full(&call, &flags, wait); !again || err != nil {
+		t.Errorf("waiting in the kernel, no deadline: again %v, %v; want to try again", again, err)
+	}
+	p.SetWriteDeadline(time.Now().Add(-time.Second))
+	if again, err := b.full(&call, &flags, wait); again || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("past the write deadline: again %v, %v", again, err)
+	}
+	p.SetWriteDeadline(time.Time{})
+	p.Close()
+	if again, err := b.full(&call, &flags, wait); again || !errors.Is(err, net.ErrClosed) {
+		t.Errorf("closed: again %v, %v", again, err)
 	}
 }
 

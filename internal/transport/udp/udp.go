@@ -1,6 +1,7 @@
 // Package udp is volley's UDP transport: a connected socket for the client
-// and a listening socket for the reflector, both on the Go netpoller with
-// calls that do not allocate per packet.
+// and a listening socket for the reflector, on the Go netpoller or, for
+// blocking reads and busy polling, out of it, with calls that do not
+// allocate per packet.
 package udp
 
 import (
