@@ -40,12 +40,9 @@ type blocking struct {
 // within a microsecond or two.
 const sleptAfter = 3000 // ns
 
-// setBlocking makes the socket blocking and takes it out of the runtime's
-// poller (on), or puts it back as it was.
-func (b *batcher) setBlocking(on bool) error {
-	if on == b.block.Load() {
-		return nil
-	}
+// leavePoller takes the socket out of the runtime's poller, blocking (on:
+// kwait.Socket.Leave), or puts it back as it was (a socket in it stays).
+func (b *batcher) leavePoller(on bool) error {
 	var serr error
 	if err := b.rc.Control(func(fd uintptr) {
 		if on {
@@ -56,8 +53,17 @@ func (b *batcher) setBlocking(on bool) error {
 	}); err != nil {
 		return err
 	}
-	if serr != nil {
-		return serr
+	return serr
+}
+
+// setBlocking makes the socket blocking and takes it out of the runtime's
+// poller (on), or puts it back as it was.
+func (b *batcher) setBlocking(on bool) error {
+	if on == b.block.Load() {
+		return nil
+	}
+	if err := b.leavePoller(on); err != nil {
+		return err
 	}
 	if b.blockFn == nil {
 		b.blockFn = b.recvBlock

@@ -97,22 +97,11 @@ func (b *batcher) setBusyPoll(on bool) error {
 	if on == b.busy {
 		return nil
 	}
-	var serr error
-	if err := b.rc.Control(func(fd uintptr) {
-		if on {
-			serr = b.ks.Leave(int(fd))
-			return
-		}
-		if b.spinOut.Load() {
-			serr = b.ks.Rejoin(int(fd))
-		}
-	}); err != nil {
+	err := b.leavePoller(on)
+	if !on && err != nil {
 		return err
 	}
-	if !on && serr != nil {
-		return serr
-	}
-	b.spinOut.Store(on && serr == nil)
+	b.spinOut.Store(on && err == nil)
 	b.busy = on
 	return nil
 }

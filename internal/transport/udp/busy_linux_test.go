@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -71,70 +72,49 @@ func TestBusyLeavesPoller(t *testing.T) {
 }
 
 // TestBusyClose: Close ends a spinning read that has no deadline, on
-// either socket, with net.ErrClosed.
+// either socket, with net.ErrClosed: one just begun, and one that has
+// spun a while (failed some receives first).
 func TestBusyClose(t *testing.T) {
-	p, c := busyPair(t)
-	errs := make(chan error, 2)
-	go func() {
-		_, err := p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
-		errs <- err
-	}()
-	go func() {
-		_, err := c.Read(make([]byte, 64))
-		errs <- err
-	}()
-	// Whether a read is spinning yet or not, Close must end it.
-	p.Close()
-	c.Close()
-	for range 2 {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, net.ErrClosed) {
-				t.Errorf("spinning read after Close: %v, want net.ErrClosed", err)
+	for _, spun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spun=%v", spun), func(t *testing.T) {
+			p, c := busyPair(t)
+			errs := make(chan error, 2)
+			begun := make(chan struct{}, 2)
+			spin := func(setDeadline func(time.Time) error, read func() error) {
+				if spun {
+					setDeadline(time.Now().Add(time.Millisecond))
+					read() // spins to its deadline; the next spins with none
+					setDeadline(time.Time{})
+				}
+				begun <- struct{}{}
+				errs <- read()
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a spinning read went on after Close")
-		}
-	}
-}
-
-// TestBusyCloseWhileSpinning: Close ends reads that have been spinning for
-// a while (each has failed some receives first).
-func TestBusyCloseWhileSpinning(t *testing.T) {
-	p, c := busyPair(t)
-	errs := make(chan error, 2)
-	spinning := make(chan struct{}, 2)
-	go func() {
-		p.SetReadDeadline(time.Now().Add(time.Millisecond))
-		p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
-		spinning <- struct{}{} // it spun to its deadline; the next spins with none
-		p.SetReadDeadline(time.Time{})
-		_, err := p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
-		errs <- err
-	}()
-	go func() {
-		c.SetReadDeadline(time.Now().Add(time.Millisecond))
-		c.Read(make([]byte, 64))
-		spinning <- struct{}{}
-		c.SetReadDeadline(time.Time{})
-		_, err := c.Read(make([]byte, 64))
-		errs <- err
-	}()
-	<-spinning
-	<-spinning
-	// In goroutines: Close waits for a read in progress to return, and
-	// must not hang the test where a spin does not look at it.
-	go p.Close()
-	go c.Close()
-	for range 2 {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, net.ErrClosed) {
-				t.Errorf("spinning read after Close: %v, want net.ErrClosed", err)
+			go spin(p.SetReadDeadline, func() error {
+				_, err := p.ReadBatch([]Message{{Buf: make([]byte, 64)}})
+				return err
+			})
+			go spin(c.SetReadDeadline, func() error {
+				_, err := c.Read(make([]byte, 64))
+				return err
+			})
+			<-begun
+			<-begun
+			// In goroutines: Close waits for a read in progress to
+			// return, and must not hang the test where a spin does not
+			// look at it.
+			go p.Close()
+			go c.Close()
+			for range 2 {
+				select {
+				case err := <-errs:
+					if !errors.Is(err, net.ErrClosed) {
+						t.Errorf("spinning read after Close: %v, want net.ErrClosed", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("a spinning read went on after Close")
+				}
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a spinning read went on after Close")
-		}
+		})
 	}
 }
 
