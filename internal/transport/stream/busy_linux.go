@@ -33,7 +33,7 @@ const busySupported = true
 type busyReader struct {
 	rc       syscall.RawConn
 	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
-	closed   atomic.Bool
+	closed   *atomic.Bool  // the Conn's: Close was called
 	buf      []byte
 	n        int
 	err      error
@@ -47,7 +47,7 @@ type busyReader struct {
 	wfn  func(fd uintptr) bool
 }
 
-func newBusyReader(c any, deadline *atomic.Int64) (*busyReader, error) {
+func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool) (*busyReader, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported
@@ -56,7 +56,7 @@ func newBusyReader(c any, deadline *atomic.Int64) (*busyReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc, deadline: deadline}
+	b := &busyReader{rc: rc, deadline: deadline, closed: closed}
 	b.fn, b.wfn = b.spin, b.send
 	return b, nil
 }
@@ -64,7 +64,7 @@ func newBusyReader(c any, deadline *atomic.Int64) (*busyReader, error) {
 // spin reads into b.buf until something comes, the deadline passes or the
 // connection closes.
 func (b *busyReader) spin(fd uintptr) bool {
-	b.n, b.err = spin.Read(fd, b.buf, b.deadline, &b.closed)
+	b.n, b.err = spin.Read(fd, b.buf, b.deadline, b.closed)
 	if b.err == nil && b.n == 0 {
 		b.err = io.EOF
 	}

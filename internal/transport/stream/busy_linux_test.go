@@ -126,7 +126,7 @@ func TestBusyWritePeerGone(t *testing.T) {
 }
 
 // TestBusyPeers: a busy-polling listener's peers spin once in a session,
-// at most maxBlockingPeers at a time; connections that say nothing, or
+// at most maxSpinningPeers at a time; connections that say nothing, or
 // nothing of a session, wait in the poller (ten silent ones spinning cut
 // a client's round trips on 2 cores tenfold); and a place is given back
 // as a peer leaves.
@@ -138,7 +138,7 @@ func TestBusyPeers(t *testing.T) {
 	for range 3 {
 		dial(t, l) // silent
 	}
-	cs := make([]*Conn, maxBlockingPeers+2)
+	cs := make([]*Conn, maxSpinningPeers()+2)
 	for i := range cs {
 		cs[i] = dial(t, l)
 		roundTrip(t, cs[i], "small, no session")
@@ -152,14 +152,39 @@ func TestBusyPeers(t *testing.T) {
 			t.Fatalf("a spinning peer answered %q", got)
 		}
 	}
-	if n := spinners(l); n != maxBlockingPeers || l.blockers.Load() != maxBlockingPeers {
-		t.Fatalf("%d peers in sessions spin (%d places taken), want %d", n, l.blockers.Load(), maxBlockingPeers)
+	places := l.places.Load() // maxSpinningPeers: 1 on 2 CPUs
+	if n := spinners(l); n != int(places) || l.blockers.Load() != places {
+		t.Fatalf("%d peers in sessions spin (%d places taken), want %d", n, l.blockers.Load(), places)
 	}
 	cs[0].Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for l.blockers.Load() == maxBlockingPeers {
+	for l.blockers.Load() == places {
 		if time.Now().After(deadline) {
 			t.Fatal("a spinning peer that left kept its place")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBusyIdleTimeout: a peer that starts spinning in its session keeps
+// the idle deadline set before: gone quiet, it is closed, and its place
+// given back.
+func TestBusyIdleTimeout(t *testing.T) {
+	l := listen(t, Limits{IdleTimeout: 300 * time.Millisecond}, &echoHandler{})
+	if err := l.SetBusyPoll(true); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	c := dial(t, l)
+	roundTrip(t, c, "A session")
+	roundTrip(t, c, "A again") // its reader spins after the first
+	if n := spinners(l); n != 1 {
+		t.Fatalf("%d peers spin, want 1", n)
+	}
+	waitClosed(t, c, 5*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for l.blockers.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a spinning peer closed for idling kept its place")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

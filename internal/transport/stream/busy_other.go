@@ -10,11 +10,11 @@ import (
 const busySupported = false
 
 // busyReader is Linux's.
-type busyReader struct {
-	closed atomic.Bool
-}
+type busyReader struct{}
 
-func newBusyReader(any, *atomic.Int64) (*busyReader, error) { return nil, errBusyUnsupported }
+func newBusyReader(any, *atomic.Int64, *atomic.Bool) (*busyReader, error) {
+	return nil, errBusyUnsupported
+}
 
 func (b *busyReader) read(p []byte) (int, error) { return 0, errBusyUnsupported }
 

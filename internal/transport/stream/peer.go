@@ -67,16 +67,24 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 // not make a crowd of threads, or of spinning cores.
 const maxBlockingPeers = 4
 
+// maxSpinningPeers is how many peers at a time spin: maxBlockingPeers, but
+// one processor fewer than the process has, at least one. Each spinner
+// holds a processor, and the rest of the process (its other peers, the
+// accept loop) needs one.
+func maxSpinningPeers() int32 {
+	return int32(max(1, min(maxBlockingPeers, runtime.GOMAXPROCS(0)-1)))
+}
+
 // blockPeer has the reader of p, in a session, wait in the kernel on its
 // locked thread, or spin on a busy-polling listener, while fewer than
-// maxBlockingPeers do (p.blocking, p.spinning say which it does). Only p's
+// l.places do (p.blocking, p.spinning say which it does). Only p's
 // reader calls it, and unblockPeer, which gives the place back as p
 // leaves its session, is taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
 	if p.blocking || p.spinning || !busySupported {
 		return
 	}
-	if l.blockers.Add(1) > maxBlockingPeers {
+	if l.blockers.Add(1) > l.places.Load() {
 		l.blockers.Add(-1)
 		return
 	}
@@ -162,7 +170,7 @@ func (l *Listener) read(p *peer) {
 		}
 		if p.blocking {
 			p.yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
-		} else if !p.spinning && p.admitted.Load() && l.blockers.Load() < maxBlockingPeers {
+		} else if !p.spinning && p.admitted.Load() && l.blockers.Load() < l.places.Load() {
 			l.blockPeer(p)
 		}
 	}

@@ -60,8 +60,10 @@ type Conn struct {
 	// busy: reads spin (SetBusyPoll); nil: they sleep. Atomic: a
 	// listener's peer starts spinning once in a session, while the
 	// listener's Close may close it.
-	busy atomic.Pointer[busyReader]
-	rdl  atomic.Int64 // the read deadline, clock.Deadline (0: none), for busy reads
+	busy    atomic.Pointer[busyReader]
+	rdl     atomic.Int64 // the read deadline, clock.Deadline (0: none), for busy reads
+	closing atomic.Bool  // Close was called: a busy read ends, begun before or after
+	network string       // as dialled ("tcp4"...), for errors; "": the address's
 	// block: reads and writes wait in the kernel (SetBlockingReads),
 	// or in the poller. Atomic: a listener's Close closes its peers from
 	// another goroutine.
@@ -85,7 +87,7 @@ func (c *Conn) SetBusyPoll(on bool) error {
 	if c.block.Conn() != nil {
 		return ErrBusyBlocking
 	}
-	b, err := newBusyReader(c.Conn, &c.rdl)
+	b, err := newBusyReader(c.Conn, &c.rdl, &c.closing)
 	if err != nil {
 		return err
 	}
@@ -116,9 +118,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // Close closes the connection, and stops a busy or blocking read.
 func (c *Conn) Close() error {
-	if b := c.busy.Load(); b != nil {
-		b.closed.Store(true)
-	}
+	c.closing.Store(true)
 	c.block.Closing()
 	return c.Conn.Close()
 }
@@ -156,7 +156,11 @@ func (c *Conn) rawWrite(p []byte) (int, error) {
 // with both ends, where err is the system call's.
 func (c *Conn) namedWrite(err error) error {
 	if se := (*os.SyscallError)(nil); errors.As(err, &se) {
-		return &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		network := c.network
+		if network == "" {
+			network = c.LocalAddr().Network()
+		}
+		return &net.OpError{Op: "write", Net: network, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 	}
 	return err
 }
@@ -178,7 +182,7 @@ func DialWith(ctx context.Context, d *net.Dialer, network, addr string) (*Conn, 
 		return nil, err
 	}
 	fc := NewConn(c)
-	fc.connect = time.Since(start)
+	fc.connect, fc.network = time.Since(start), network
 	return fc, nil
 }
 

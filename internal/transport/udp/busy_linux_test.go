@@ -122,7 +122,7 @@ func TestBusyClose(t *testing.T) {
 // deadline (it must not wait in the kernel: the socket, out of the
 // poller, is blocking).
 func TestBusyReadFromDeadline(t *testing.T) {
-	p, _ := busyPair(t)
+	p, c := busyPair(t)
 	done := make(chan error, 1)
 	go func() {
 		p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
@@ -135,6 +135,7 @@ func TestBusyReadFromDeadline(t *testing.T) {
 			t.Errorf("busy ReadFrom on a quiet socket = %v, want the deadline", err)
 		}
 	case <-time.After(10 * time.Second):
+		c.Write([]byte{1}) // ends the read, so that Close does not wait for it
 		t.Fatal("a busy ReadFrom went on past its deadline")
 	}
 }
