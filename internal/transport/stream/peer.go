@@ -67,13 +67,14 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 // not make a crowd of threads, or of spinning cores.
 const maxBlockingPeers = 4
 
-// maxSpinningPeers is how many peers at a time spin: maxBlockingPeers, but
-// one processor fewer than the process has, at least one. Each spinner
-// holds a processor, and the rest of the process (its other peers, the
-// accept loop) needs one.
-func maxSpinningPeers() int32 {
-	return int32(max(1, min(maxBlockingPeers, runtime.GOMAXPROCS(0)-1)))
-}
+// maxSpinningPeers is how many peers at a time spin: one, the ping-pong
+// that busy polling is for. Each spinner holds a processor, and volley's
+// server gives the runtime one per spinning socket and one per busy
+// stream listener (server.Listeners.SetBusyPoll); more spinners than
+// processors would take turns in the scheduler's 10 ms slices. The other
+// peers are answered from the poller, when the scheduler preempts the
+// spinner if it has no processor to spare.
+func maxSpinningPeers() int32 { return 1 }
 
 // blockPeer has the reader of p, in a session, wait in the kernel on its
 // locked thread, or spin on a busy-polling listener, while fewer than
