@@ -123,11 +123,12 @@ func (l *Listener) SetBusyPoll(on bool) error {
 	if on && !busySupported {
 		return errBusyUnsupported
 	}
-	l.busy.Store(on)
-	l.places.Store(maxBlockingPeers)
+	places := int32(maxBlockingPeers)
 	if on {
-		l.places.Store(maxSpinningPeers())
+		places = maxSpinningPeers()
 	}
+	l.places.Store(places)
+	l.busy.Store(on)
 	return nil
 }
 
