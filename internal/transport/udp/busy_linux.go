@@ -25,7 +25,8 @@ import (
 // timers, which then took a CPU from one of the two spinners (measured
 // on the reflector: 14k epoll wake-ups a second, and a tenth of the
 // round trips 20-70 µs late). Its reads spin with MSG_DONTWAIT; its
-// sends wait in the kernel for room, up to the write deadline (sendCall).
+// sends are raw calls that do not wait, and only a full buffer waits in
+// the kernel for room, up to the write deadline (sendCall).
 type busyPoll struct {
 	busy     bool
 	spinOut  atomic.Bool // busy, and out of the poller
@@ -72,7 +73,7 @@ func (b *batcher) send1(fd uintptr) bool {
 	}
 }
 
-// write1 sends one datagram on a connected socket with a raw call.
+// write1 sends one datagram on a connected socket, as send1 does.
 func (b *batcher) write1(p []byte) (int, error) {
 	b.wb = p
 	err := b.rc.Write(b.writeFn1)
