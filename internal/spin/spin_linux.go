@@ -22,6 +22,14 @@ import (
 // stays on its thread. Call it from a syscall.RawConn's Read, which holds
 // the socket open meanwhile. It does not allocate.
 func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (int, error) {
+	return ReadFor(fd, p, deadline, closed, 0)
+}
+
+// ReadFor is Read that also stops once it has spun quiet nanoseconds
+// with nothing to read (0: no limit), with ErrQuiet: for a spinner that
+// holds a core others may want.
+func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (int, error) {
+	var until int64 // when the quiet spell ends; set at the first empty read
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
 		switch errno {
@@ -34,8 +42,20 @@ func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (in
 		if closed != nil && closed.Load() {
 			return 0, os.ErrClosed
 		}
-		if d := deadline.Load(); d != 0 && clock.MonoNow() >= d {
+		d := deadline.Load()
+		if d == 0 && quiet == 0 {
+			continue
+		}
+		now := clock.MonoNow()
+		if d != 0 && now >= d {
 			return 0, os.ErrDeadlineExceeded
+		}
+		switch {
+		case quiet == 0:
+		case until == 0:
+			until = now + quiet
+		case now >= until:
+			return 0, ErrQuiet
 		}
 	}
 }

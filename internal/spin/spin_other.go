@@ -13,3 +13,8 @@ import (
 func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (int, error) {
 	return 0, errors.ErrUnsupported
 }
+
+// ReadFor is Linux's.
+func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (int, error) {
+	return 0, errors.ErrUnsupported
+}

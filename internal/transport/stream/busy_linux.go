@@ -34,6 +34,7 @@ type busyReader struct {
 	rc       syscall.RawConn
 	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
 	closed   *atomic.Bool  // the Conn's: Close was called
+	quiet    int64         // ns a read spins with nothing to read (0: no limit), then spin.ErrQuiet
 	buf      []byte
 	n        int
 	err      error
@@ -47,7 +48,7 @@ type busyReader struct {
 	wfn  func(fd uintptr) bool
 }
 
-func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool) (*busyReader, error) {
+func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (*busyReader, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported
@@ -56,15 +57,15 @@ func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool) (*busyRea
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc, deadline: deadline, closed: closed}
+	b := &busyReader{rc: rc, deadline: deadline, closed: closed, quiet: quiet}
 	b.fn, b.wfn = b.spin, b.send
 	return b, nil
 }
 
-// spin reads into b.buf until something comes, the deadline passes or the
-// connection closes.
+// spin reads into b.buf until something comes, the deadline passes, the
+// connection closes or b.quiet passes with nothing.
 func (b *busyReader) spin(fd uintptr) bool {
-	b.n, b.err = spin.Read(fd, b.buf, b.deadline, b.closed)
+	b.n, b.err = spin.ReadFor(fd, b.buf, b.deadline, b.closed, b.quiet)
 	if b.err == nil && b.n == 0 {
 		b.err = io.EOF
 	}

@@ -12,7 +12,7 @@ const busySupported = false
 // busyReader is Linux's.
 type busyReader struct{}
 
-func newBusyReader(any, *atomic.Int64, *atomic.Bool) (*busyReader, error) {
+func newBusyReader(any, *atomic.Int64, *atomic.Bool, int64) (*busyReader, error) {
 	return nil, errBusyUnsupported
 }
 

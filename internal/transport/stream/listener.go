@@ -51,6 +51,10 @@ type Listener struct {
 	// at most places.
 	blockers atomic.Int32
 	places   atomic.Int32
+	// asked: a peer in a session, answered from the poller, found no
+	// place free on a busy listener; a spinner that goes quiet gives its
+	// place up (spunQuiet).
+	asked atomic.Bool
 }
 
 // Admission says how far a Handler lets a peer in.

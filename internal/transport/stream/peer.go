@@ -12,6 +12,7 @@ import (
 	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/pace"
 	"github.com/volley-net/volley/internal/quota"
+	"github.com/volley-net/volley/internal/spin"
 )
 
 // peer is one accepted connection: its reader's state (read), and the
@@ -76,6 +77,12 @@ const maxBlockingPeers = 4
 // spinner if it has no processor to spare.
 func maxSpinningPeers() int32 { return 1 }
 
+// spinQuiet is how long a spinning peer's read spins with nothing to read
+// before it looks whether another peer asked for its place: far above a
+// ping-pong's gaps (tens of µs), far below the idle timeout a quiet
+// session would otherwise keep its place for.
+const spinQuiet = time.Millisecond
+
 // blockPeer has the reader of p, in a session, wait in the kernel on its
 // locked thread, or spin on a busy-polling listener, while fewer than
 // l.places do (p.blocking, p.spinning say which it does). Only p's
@@ -90,11 +97,14 @@ func (l *Listener) blockPeer(p *peer) {
 		return
 	}
 	if l.busy.Load() {
-		if p.c.SetBusyPoll(true) != nil {
+		if p.c.spinFor(spinQuiet) != nil {
 			l.blockers.Add(-1)
 			return
 		}
 		p.spinning = true
+		if l.asked.Load() {
+			l.asked.Store(false) // answered: the place was free
+		}
 		return
 	}
 	runtime.LockOSThread()
@@ -150,6 +160,10 @@ func (l *Listener) read(p *peer) {
 		var err error
 		p.buf, n, err = p.c.ReadFrame(p.buf, limit, grow)
 		if err != nil {
+			if p.spinning && errors.Is(err, spin.ErrQuiet) {
+				l.spunQuiet(p)
+				continue
+			}
 			if l.stillIdle(p, err, last) {
 				continue // it sent since the deadline was set
 			}
@@ -171,9 +185,33 @@ func (l *Listener) read(p *peer) {
 		}
 		if p.blocking {
 			p.yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
-		} else if !p.spinning && p.admitted.Load() && l.blockers.Load() < l.places.Load() {
-			l.blockPeer(p)
+		} else if !p.spinning && p.admitted.Load() {
+			l.seekPlace(p)
 		}
+	}
+}
+
+// seekPlace has p, in a session and answered from the poller, take a
+// place to wait in the kernel or spin in, if one is free. On a busy
+// listener with none free, it asks the spinner for its place (l.asked).
+func (l *Listener) seekPlace(p *peer) {
+	if l.blockers.Load() < l.places.Load() {
+		l.blockPeer(p)
+		return
+	}
+	if l.busy.Load() && !l.asked.Load() {
+		l.asked.Store(true)
+	}
+}
+
+// spunQuiet gives p's place up, after its reader spun spinQuiet with
+// nothing to read, if another peer asked for it: a session that goes
+// quiet, or sends a probe a second, does not keep the core until its idle
+// timeout while others are answered from the poller in the scheduler's
+// 10 ms steps. It spins again after its next answer if the place is free.
+func (l *Listener) spunQuiet(p *peer) {
+	if l.asked.Swap(false) {
+		_ = l.unblockPeer(p)
 	}
 }
 
