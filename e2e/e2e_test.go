@@ -470,11 +470,14 @@ func TestNoReflector(t *testing.T) {
 func TestReflectorStopsMidRun(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
+		scheme  string        // the client's, before the address
 		stop    func(*server) // how the reflector goes
 		wantErr string
 	}{
-		{"killed", func(s *server) { s.cmd.Process.Kill() }, "reflector went away"},
-		{"frozen", func(s *server) { s.cmd.Process.Signal(syscall.SIGSTOP) }, "reflector went silent"},
+		{"killed", "", func(s *server) { s.cmd.Process.Kill() }, "reflector went away: udp://"},
+		{"frozen", "", func(s *server) { s.cmd.Process.Signal(syscall.SIGSTOP) }, "reflector went silent"},
+		// Not "port unreachable", as every stream's end was said before.
+		{"killed tcp", "tcp://", func(s *server) { s.cmd.Process.Kill() }, "reflector went away: tcp://"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startServer(t, "127.0.0.1:0", "-q")
@@ -483,7 +486,7 @@ func TestReflectorStopsMidRun(t *testing.T) {
 				time.Sleep(time.Second)
 				tt.stop(srv)
 			}()
-			r := volleyRun(t, "client", srv.addr, "-t", "30s", "--timeout", "100ms", "--format", "json")
+			r := volleyRun(t, "client", tt.scheme+srv.addr, "-t", "30s", "--timeout", "100ms", "--format", "json")
 			if r.code != 1 || !strings.Contains(r.stderr, tt.wantErr) {
 				t.Fatalf("exit %d, stderr %q: want 1 and %q", r.code, r.stderr, tt.wantErr)
 			}
@@ -494,6 +497,10 @@ func TestReflectorStopsMidRun(t *testing.T) {
 			}
 			if r.took > 15*time.Second {
 				t.Errorf("client took %v to notice", r.took)
+			}
+			stream, gone := tt.scheme != "", strings.Contains(tt.wantErr, "went away")
+			if gone && (stream == strings.Contains(r.stderr, "port unreachable") || stream != strings.Contains(r.stderr, "closed the connection")) {
+				t.Errorf("stderr %q: a stream's end is said as its connection closed, a datagram reflector's as its port unreachable", r.stderr)
 			}
 		})
 	}

@@ -232,7 +232,12 @@ func (r *run) verified(h *wire.Header, msg []byte) bool {
 // gone is the error of a run whose reflector went away, from the error
 // err that said so (nil: the sender's).
 func (r *run) gone(err error) error {
-	if r.conn.RemoteAddr().Network() == "dbus" && err != nil {
+	switch {
+	case r.stream && err != nil:
+		return fmt.Errorf("%w: %s closed the connection (%v)", ErrGone, r.peer, err)
+	case r.stream:
+		return fmt.Errorf("%w: %s closed the connection", ErrGone, r.peer)
+	case r.conn.RemoteAddr().Network() == "dbus" && err != nil:
 		return fmt.Errorf("%w: %s: %v", ErrGone, r.peer, err)
 	}
 	return fmt.Errorf("%w: %s port unreachable", ErrGone, r.peer)

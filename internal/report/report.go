@@ -422,7 +422,7 @@ func ReconnectReason(reason string) string {
 	case "silent":
 		return "the reflector went silent"
 	case "gone":
-		return "the reflector's port unreachable"
+		return "the reflector went away (its port unreachable, or its connection closed)"
 	}
 	return reason
 }

@@ -329,7 +329,7 @@ type Reconnect struct {
 	At time.Duration `json:"at_ns"`
 	// Reason: "restarted" (the reflector answered that it does not know
 	// the session), "silent" (no reply for the silence timeout) or "gone"
-	// (its port unreachable).
+	// (its port unreachable, or its connection closed).
 	Reason string `json:"reason"`
 	// InFlight is the number of probes outstanding then, declared lost.
 	InFlight uint64 `json:"in_flight_lost"`
