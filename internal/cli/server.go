@@ -151,7 +151,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.unixgramPath, "unixgram", "", "also answer Unix datagrams at this path (a stale socket file is replaced; removed on exit)")
 	f.stamp.register(cmd)
 	f.sched.register(cmd, "reflecting threads (one per worker and listener)")
-	fl.StringVar(&f.busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, and one TCP and one Unix connection at a time, in a session); alone, all of them, or =udp, =tcp, =unix or a list of them")
+	fl.StringVar(&f.busyPoll, "busy-poll", "", "spin on the sockets instead of sleeping in the kernel: lower, steadier latency for a core each (each UDP worker, and a TCP or Unix connection while its session is the listener's only one); alone, all of them, or =udp, =tcp, =unix or a list of them")
 	fl.Lookup("busy-poll").NoOptDefVal = "all"
 	fl.BoolVar(&f.quickAck, "quickack", true, "TCP: acknowledge each request at once, as iperf 2's bounceback (a reply sent at once carries the ACK; held probes and other messages get TCP_QUICKACK as they are read); --quickack=false leaves delayed ACKs on")
 	fl.BoolVar(&f.nodelay, "nodelay", true, "TCP: turn Nagle's algorithm off on replies (TCP_NODELAY)")

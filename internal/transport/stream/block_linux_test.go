@@ -130,13 +130,7 @@ func TestBlockingPeers(t *testing.T) {
 // with why.
 func waitPlaces(t *testing.T, l *Listener, atMost int32, why string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.blockers.Load() > atMost {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d places taken, want at most %d", why, l.blockers.Load(), atMost)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, why, func() bool { return l.blockers.Load() <= atMost })
 }
 
 // TestUnixWaitsForMessages: a blocking Unix stream Conn that reads a

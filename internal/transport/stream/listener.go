@@ -48,13 +48,10 @@ type Listener struct {
 	handler atomic.Pointer[Handler]
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
 	// blockers is how many peers read in the kernel or spin (blockPeer),
-	// at most places.
+	// at most maxBlockingPeers; spinners how many spin, at most 1.
 	blockers atomic.Int32
-	places   atomic.Int32
-	// asked: a peer in a session, answered from the poller, found no
-	// place free on a busy listener; a spinner that goes quiet gives its
-	// place up (spunQuiet).
-	asked atomic.Bool
+	spinners atomic.Int32
+	sessions atomic.Int32 // peers in a session, answered by the Handler
 }
 
 // Admission says how far a Handler lets a peer in.
@@ -116,22 +113,18 @@ type Handler interface {
 	Refuse(msg []byte, from netip.AddrPort, why Refusal) []byte
 }
 
-// SetBusyPoll makes the connections in a session read by spinning instead
-// of sleeping in the kernel, for the lowest latency (use it with one
-// client at a time): a core for each, at most maxSpinningPeers at a time.
-// The others, connections that have not opened a session, and all of them
-// without a Handler, wait in the poller: a connection that says nothing
-// costs no CPU. (Every accepted connection spun once: ten silent ones cut
-// a client's round trips on 2 cores from 43k to 4k a second.)
+// SetBusyPoll makes the connection in a session read by spinning instead
+// of sleeping in the kernel, for the lowest latency, while its session is
+// the only one (spin): busy polling is for one client at a time. With more
+// sessions they wait in the kernel, as without busy polling; connections
+// that have not opened a session, and all of them without a Handler, wait
+// in the poller: a connection that says nothing costs no CPU. (Every
+// accepted connection spun once: ten silent ones cut a client's round
+// trips on 2 cores from 43k to 4k a second.)
 func (l *Listener) SetBusyPoll(on bool) error {
 	if on && !busySupported {
 		return errBusyUnsupported
 	}
-	places := int32(maxBlockingPeers)
-	if on {
-		places = maxSpinningPeers()
-	}
-	l.places.Store(places)
 	l.busy.Store(on)
 	return nil
 }
@@ -171,7 +164,6 @@ func serve(ln net.Listener, lim Limits, afterRead func(net.Conn) func(msg []byte
 	l := &Listener{ln: ln, lim: lim, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
 		conns: quota.NewCounter(lim.MaxConns, lim.MaxConnsPerSource),
 		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]time.Time), deadline: deadline.New()}
-	l.places.Store(maxBlockingPeers)
 	l.wg.Go(l.accept)
 	return l
 }

@@ -30,6 +30,7 @@ type peer struct {
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	blocking bool          // its reader waits in the kernel (blockPeer); the reader's alone
 	spinning bool          // its reader spins (blockPeer); the reader's alone
+	session  bool          // counted in the listener's sessions; the reader's alone
 	yield    kwait.Yield   // the reader's, while it blocks
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
 
@@ -63,48 +64,29 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 
 // maxBlockingPeers is how many peers at a time read on a thread of their
 // own, once in a session: waiting in the kernel (Conn.SetBlockingReads),
-// or, on a busy-polling listener, spinning (Conn.SetBusyPoll); the others
-// wait in the poller. A measurement needs a handful; a crowd of peers does
-// not make a crowd of threads, or of spinning cores.
+// or spinning (spin); the others wait in the poller. A measurement needs
+// a handful; a crowd of peers does not make a crowd of threads.
 const maxBlockingPeers = 4
 
-// maxSpinningPeers is how many peers at a time spin: one, the ping-pong
-// that busy polling is for. Each spinner holds a processor, and volley's
-// server gives the runtime one per spinning socket and one per busy
-// stream listener (server.Listeners.SetBusyPoll); more spinners than
-// processors would take turns in the scheduler's 10 ms slices. The other
-// peers are answered from the poller, when the scheduler preempts the
-// spinner if it has no processor to spare.
-func maxSpinningPeers() int32 { return 1 }
-
 // spinQuiet is how long a spinning peer's read spins with nothing to read
-// before it looks whether another peer asked for its place: far above a
-// ping-pong's gaps (tens of µs), far below the idle timeout a quiet
-// session would otherwise keep its place for.
+// before it looks whether another session opened meanwhile (spunQuiet):
+// far above a ping-pong's gaps (tens of µs), far below the idle timeout.
 const spinQuiet = time.Millisecond
 
-// blockPeer has the reader of p, in a session, wait in the kernel on its
-// locked thread, or spin on a busy-polling listener, while fewer than
-// l.places do (p.blocking, p.spinning say which it does). Only p's
-// reader calls it, and unblockPeer, which gives the place back as p
-// leaves its session, is taken over or ends.
+// blockPeer has the reader of p, in a session, spin (spin) or wait in
+// the kernel on its locked thread, while fewer than maxBlockingPeers do
+// (p.spinning, p.blocking say which it does). Only p's reader calls it,
+// and unblockPeer, which gives the place back as p leaves its session,
+// is taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
 	if p.blocking || p.spinning || !busySupported {
 		return
 	}
-	if l.blockers.Add(1) > l.places.Load() {
+	if l.blockers.Add(1) > maxBlockingPeers {
 		l.blockers.Add(-1)
 		return
 	}
-	if l.busy.Load() {
-		if p.c.spinFor(spinQuiet) != nil {
-			l.blockers.Add(-1)
-			return
-		}
-		p.spinning = true
-		if l.asked.Load() {
-			l.asked.Store(false) // answered: the place was free
-		}
+	if l.spin(p) {
 		return
 	}
 	runtime.LockOSThread()
@@ -124,6 +106,7 @@ func (l *Listener) blockPeer(p *peer) {
 func (l *Listener) unblockPeer(p *peer) error {
 	if p.spinning {
 		p.spinning = false
+		l.spinners.Add(-1)
 		l.blockers.Add(-1)
 		return p.c.SetBusyPoll(false)
 	}
@@ -142,7 +125,10 @@ func (l *Listener) unblockPeer(p *peer) error {
 // read answers p's messages until p's connection ends.
 func (l *Listener) read(p *peer) {
 	defer l.drop(p)
-	defer func() { _ = l.unblockPeer(p) }()
+	defer func() {
+		_ = l.unblockPeer(p)
+		l.leaveSession(p)
+	}()
 	_ = p.c.SetReadDeadline(time.Now().Add(l.lim.HandshakeTimeout))
 	grow := func(buf []byte, size int) ([]byte, error) {
 		p.buf = buf
@@ -183,35 +169,83 @@ func (l *Listener) read(p *peer) {
 		if !l.answer(p, *h, n, now, &last) {
 			return
 		}
-		if p.blocking {
-			p.yield.Maybe(now.UnixNano()) // after an answer; a message that comes meanwhile waits (one in 5 ms at most)
-		} else if !p.spinning && p.admitted.Load() {
-			l.seekPlace(p)
+		l.settle(p, now)
+	}
+}
+
+// spin has the reader of p spin, on a busy-polling listener where p's is
+// the only session (and no other peer spins: one that just left its
+// session may not have stopped yet). Busy polling is for one client at a
+// time. A spinner holds a processor, and volley's server gives the
+// runtime one per busy stream listener (server.Listeners.SetBusyPoll),
+// no more: beside a spinner, other sessions' readers, in the kernel or
+// the poller, got a processor only when the scheduler preempted it, in
+// steps of 10 ms. So with two sessions or more, none spins, and each
+// waits in the kernel on a thread of its own: a session, quiet or not,
+// cannot keep the core from the others. The listener's l.blockers place
+// is taken.
+func (l *Listener) spin(p *peer) bool {
+	if !l.busy.Load() || l.sessions.Load() != 1 {
+		return false
+	}
+	if l.spinners.Add(1) > 1 || p.c.spinFor(spinQuiet) != nil {
+		l.spinners.Add(-1)
+		return false
+	}
+	p.spinning = true
+	return true
+}
+
+// settle has the reader of p, after an answer, wait for the next message
+// as it now should: a blocking reader gives way to the scheduler now and
+// then; on a busy listener a peer spins while its session is the only
+// one, and waits in the kernel otherwise (spin); a peer in a session
+// waiting in the poller takes a place that came free.
+func (l *Listener) settle(p *peer, now time.Time) {
+	switch {
+	case p.spinning:
+		if l.sessions.Load() > 1 {
+			l.rewait(p)
 		}
-	}
-}
-
-// seekPlace has p, in a session and answered from the poller, take a
-// place to wait in the kernel or spin in, if one is free. On a busy
-// listener with none free, it asks the spinner for its place (l.asked).
-func (l *Listener) seekPlace(p *peer) {
-	if l.blockers.Load() < l.places.Load() {
+	case p.blocking:
+		p.yield.Maybe(now.UnixNano()) // a message that comes meanwhile waits (one in 5 ms at most)
+		if l.busy.Load() && l.sessions.Load() == 1 && l.spinners.Load() == 0 {
+			l.rewait(p)
+		}
+	case p.admitted.Load() && l.blockers.Load() < maxBlockingPeers:
 		l.blockPeer(p)
-		return
-	}
-	if l.busy.Load() && !l.asked.Load() {
-		l.asked.Store(true)
 	}
 }
 
-// spunQuiet gives p's place up, after its reader spun spinQuiet with
-// nothing to read, if another peer asked for it: a session that goes
-// quiet, or sends a probe a second, does not keep the core until its idle
-// timeout while others are answered from the poller in the scheduler's
-// 10 ms steps. It spins again after its next answer if the place is free.
+// rewait moves p's reader between spinning and waiting in the kernel, as
+// spin says it should now.
+func (l *Listener) rewait(p *peer) {
+	_ = l.unblockPeer(p)
+	l.blockPeer(p)
+}
+
+// spunQuiet: p's reader spun spinQuiet with nothing to read. If another
+// session opened meanwhile, it stops spinning (settle does so after an
+// answer: a spinner that gets no message would keep the core until its
+// idle timeout).
 func (l *Listener) spunQuiet(p *peer) {
-	if l.asked.Swap(false) {
-		_ = l.unblockPeer(p)
+	if l.sessions.Load() > 1 {
+		l.rewait(p)
+	}
+}
+
+// joinSession and leaveSession count p's session in l.sessions.
+func (l *Listener) joinSession(p *peer) {
+	if !p.session {
+		p.session = true
+		l.sessions.Add(1)
+	}
+}
+
+func (l *Listener) leaveSession(p *peer) {
+	if p.session {
+		p.session = false
+		l.sessions.Add(-1)
 	}
 }
 
@@ -347,6 +381,7 @@ func (l *Listener) admit(p *peer, admit Admission, now time.Time, last *time.Tim
 		*last = now
 		if !p.admitted.Load() {
 			p.admitted.Store(true)
+			l.joinSession(p)
 			_ = p.c.SetReadDeadline(now.Add(l.lim.IdleTimeout))
 		}
 	case p.admitted.Load():
@@ -355,6 +390,7 @@ func (l *Listener) admit(p *peer, admit Admission, now time.Time, last *time.Tim
 		// and makes room for others meanwhile, its place to wait in
 		// the kernel too.
 		_ = l.unblockPeer(p)
+		l.leaveSession(p)
 		p.admitted.Store(false)
 		p.since.Store(now.UnixNano())
 		_ = p.c.SetReadDeadline(now.Add(l.lim.HandshakeTimeout))
