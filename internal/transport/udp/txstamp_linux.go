@@ -147,9 +147,12 @@ func (b *batcher) nextTxID() uint32 {
 	return b.txSent.Load()
 }
 
-// recvErrQueue reads error-queue entries; it never waits.
+// recvErrQueue reads error-queue entries; it never waits, so the call is
+// raw: the scheduler need not hear of it (for a spinning socket, a
+// watched call is one the runtime's monitor may take its processor in,
+// as with sends: see busyPoll).
 func (b *batcher) recvErrQueue(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.ehdrs[0])), uintptr(b.en), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT, 0, 0)
+	n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.ehdrs[0])), uintptr(b.en), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT, 0, 0)
 	switch errno {
 	case 0:
 		b.en, b.eerr = int(n), nil
