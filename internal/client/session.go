@@ -234,7 +234,7 @@ func (r *run) verified(h *wire.Header, msg []byte) bool {
 func (r *run) gone(err error) error {
 	switch {
 	case r.stream && err != nil:
-		return fmt.Errorf("%w: %s closed the connection (%v)", ErrGone, r.peer, err)
+		return fmt.Errorf("%w: %s closed the connection (%w)", ErrGone, r.peer, err)
 	case r.stream:
 		return fmt.Errorf("%w: %s closed the connection", ErrGone, r.peer)
 	case r.conn.RemoteAddr().Network() == "dbus" && err != nil:

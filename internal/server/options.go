@@ -11,9 +11,9 @@ type BusyPoll struct {
 }
 
 // SetBusyPoll makes the sockets b names spin (those that are open), and
-// counts the threads that will: each UDP worker, and a connection at a
-// time on TCP and on Unix, as ping-pong. Serve gives the Go runtime that
-// many Ps.
+// counts the threads that will: each UDP worker, and on TCP and on Unix
+// the connection of the listener's only session, as ping-pong. Serve
+// gives the Go runtime that many Ps.
 func (ss *Listeners) SetBusyPoll(b BusyPoll) error {
 	if b.UDP {
 		for _, pc := range ss.UDP {
@@ -27,7 +27,7 @@ func (ss *Listeners) SetBusyPoll(b BusyPoll) error {
 		if err := transport.SetBusyPoll(ss.TCP); err != nil {
 			return configErrorf("--busy-poll: %v", err)
 		}
-		ss.spinners++ // a connection at a time, as ping-pong
+		ss.spinners++ // the only session's connection, as ping-pong
 	}
 	if b.Unix && ss.Unix != nil {
 		if err := transport.SetBusyPoll(ss.Unix); err != nil {

@@ -5,6 +5,7 @@ package spin
 import (
 	"os"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,10 +26,10 @@ func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (in
 	return ReadFor(fd, p, deadline, closed, 0)
 }
 
-// ReadFor is Read that also stops once it has spun quiet nanoseconds
-// with nothing to read (0: no limit), with ErrQuiet: for a spinner that
-// holds a core others may want.
-func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (int, error) {
+// ReadFor is Read that also stops once it has spun quiet with nothing to
+// read (0: no limit), with ErrQuiet: for a spinner that holds a core
+// others may want.
+func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet time.Duration) (int, error) {
 	var until int64 // when the quiet spell ends; set at the first empty read
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
@@ -53,7 +54,7 @@ func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, 
 		switch {
 		case quiet == 0:
 		case until == 0:
-			until = now + quiet
+			until = now + int64(quiet)
 		case now >= until:
 			return 0, ErrQuiet
 		}

@@ -26,17 +26,21 @@ func TestReadFor(t *testing.T) {
 	var deadline atomic.Int64
 	deadline.Store(clock.Deadline(time.Now().Add(10 * time.Second)))
 	buf := make([]byte, 16)
-	if _, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, int64(time.Millisecond)); !errors.Is(err, ErrQuiet) {
+	start := time.Now()
+	if _, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, time.Millisecond); !errors.Is(err, ErrQuiet) {
 		t.Fatalf("ReadFor on a quiet socket = %v, want ErrQuiet", err)
+	}
+	if took := time.Since(start); took < time.Millisecond {
+		t.Fatalf("ReadFor gave up after %v, within its quiet spell of 1ms", took)
 	}
 	if _, err := unix.Write(fds[1], []byte("probe")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, int64(time.Millisecond)); err != nil || string(buf[:n]) != "probe" {
+	if n, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, time.Millisecond); err != nil || string(buf[:n]) != "probe" {
 		t.Fatalf("ReadFor = %q, %v, want probe", buf[:n], err)
 	}
 	deadline.Store(clock.Deadline(time.Now().Add(time.Millisecond)))
-	if _, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, int64(time.Hour)); !errors.Is(err, os.ErrDeadlineExceeded) {
+	if _, err := ReadFor(uintptr(fds[0]), buf, &deadline, nil, time.Hour); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("ReadFor past its deadline = %v, want os.ErrDeadlineExceeded", err)
 	}
 	deadline.Store(clock.Deadline(time.Now().Add(5 * time.Millisecond)))

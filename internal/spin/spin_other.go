@@ -7,6 +7,7 @@ package spin
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // Read is Linux's.
@@ -15,6 +16,6 @@ func Read(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool) (in
 }
 
 // ReadFor is Linux's.
-func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (int, error) {
+func ReadFor(fd uintptr, p []byte, deadline *atomic.Int64, closed *atomic.Bool, quiet time.Duration) (int, error) {
 	return 0, errors.ErrUnsupported
 }

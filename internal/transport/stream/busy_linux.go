@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,7 +35,7 @@ type busyReader struct {
 	rc       syscall.RawConn
 	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
 	closed   *atomic.Bool  // the Conn's: Close was called
-	quiet    int64         // ns a read spins with nothing to read (0: no limit), then spin.ErrQuiet
+	quiet    time.Duration // how long a read spins with nothing to read (0: no limit), then spin.ErrQuiet
 	buf      []byte
 	n        int
 	err      error
@@ -48,7 +49,7 @@ type busyReader struct {
 	wfn  func(fd uintptr) bool
 }
 
-func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet int64) (*busyReader, error) {
+func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet time.Duration) (*busyReader, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported

@@ -130,15 +130,30 @@ func TestBusyWritePeerGone(t *testing.T) {
 // while its session is the only one, quiet or not; connections that say
 // nothing, or nothing of a session, wait in the poller (ten silent ones
 // spinning cut a client's round trips on 2 cores tenfold). A second
-// session stops the spin, even of a quiet spinner (one that kept the core
-// until its idle timeout had the other answered in the scheduler's 10 ms
-// steps), and both wait in the kernel; as it ends, the first spins again;
-// and a place is given back as a peer leaves.
+// session stops the spin, of a quiet spinner within its quiet spell, of a
+// busy one at its next answer (a spinner that kept the core had the
+// other answered in the scheduler's 10 ms steps), and both wait in the
+// kernel; as the second leaves its session, the first spins again; and a
+// place is given back as a peer leaves.
 func TestBusyPeers(t *testing.T) {
-	l := listen(t, Limits{}, &echoHandler{})
+	for _, tt := range []struct {
+		name  string
+		quiet time.Duration // the spinner's quiet spell
+	}{{"quiet spinner", spinQuiet}, {"busy spinner", time.Hour}} {
+		t.Run(tt.name, func(t *testing.T) { busyPeers(t, tt.quiet) })
+	}
+}
+
+func busyPeers(t *testing.T, quiet time.Duration) {
+	// A handshake timeout past the test's waits: b, out of its session,
+	// is not closed meanwhile, which would end its session anyway.
+	l := listen(t, Limits{HandshakeTimeout: time.Minute}, &echoHandler{})
 	if err := l.SetBusyPoll(true); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
+	l.mu.Lock() // before any peer's reader: the accept loop takes it first
+	l.spinQuiet = quiet
+	l.mu.Unlock()
 	for range 3 {
 		dial(t, l) // silent
 	}
@@ -159,10 +174,13 @@ func TestBusyPeers(t *testing.T) {
 	}
 	roundTrip(t, b, "A session")
 	roundTrip(t, b, "A again")
-	waitFor(t, "a quiet spinner kept spinning beside a second session", func() bool {
+	waitFor(t, "a spinner kept spinning beside a second session", func() bool {
+		if quiet > time.Second {
+			roundTrip(t, a, "A busy")
+		}
 		return spinners(l) == 0 && l.blockers.Load() == 2
 	})
-	b.Close()
+	roundTrip(t, b, "small, out of the session")
 	waitFor(t, "the only session left never spun again", func() bool {
 		roundTrip(t, a, "A session")
 		return spinsFor(l, a)

@@ -4,6 +4,7 @@ package stream
 
 import (
 	"sync/atomic"
+	"time"
 )
 
 // busySupported says whether SetBusyPoll can make reads spin here.
@@ -12,7 +13,7 @@ const busySupported = false
 // busyReader is Linux's.
 type busyReader struct{}
 
-func newBusyReader(any, *atomic.Int64, *atomic.Bool, int64) (*busyReader, error) {
+func newBusyReader(any, *atomic.Int64, *atomic.Bool, time.Duration) (*busyReader, error) {
 	return nil, errBusyUnsupported
 }
 

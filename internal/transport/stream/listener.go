@@ -49,9 +49,10 @@ type Listener struct {
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
 	// blockers is how many peers read in the kernel or spin (blockPeer),
 	// at most maxBlockingPeers; spinners how many spin, at most 1.
-	blockers atomic.Int32
-	spinners atomic.Int32
-	sessions atomic.Int32 // peers in a session, answered by the Handler
+	blockers  atomic.Int32
+	spinners  atomic.Int32
+	sessions  atomic.Int32 // peers in a session, answered by the Handler
+	spinQuiet time.Duration
 }
 
 // Admission says how far a Handler lets a peer in.
@@ -163,7 +164,8 @@ func serve(ln net.Listener, lim Limits, afterRead func(net.Conn) func(msg []byte
 	lim = lim.withDefaults()
 	l := &Listener{ln: ln, lim: lim, afterRead: afterRead, frames: make(chan frame), closed: make(chan struct{}),
 		conns: quota.NewCounter(lim.MaxConns, lim.MaxConnsPerSource),
-		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]time.Time), deadline: deadline.New()}
+		peers: make(map[netip.AddrPort]*peer), refusing: make(map[net.Conn]time.Time), deadline: deadline.New(),
+		spinQuiet: spinQuiet}
 	l.wg.Go(l.accept)
 	return l
 }

@@ -29,7 +29,7 @@ type peer struct {
 	since    atomic.Int64  // when it came, or left its session (Unix ns): its wait to be admitted
 	counted  atomic.Bool   // it holds a place in Listener.conns
 	blocking bool          // its reader waits in the kernel (blockPeer); the reader's alone
-	spinning bool          // its reader spins (blockPeer); the reader's alone
+	spinning bool          // its reader spins (spin); the reader's alone
 	session  bool          // counted in the listener's sessions; the reader's alone
 	yield    kwait.Yield   // the reader's, while it blocks
 	wmu      sync.Mutex    // one write at a time: the reader's and the writer's
@@ -71,6 +71,7 @@ const maxBlockingPeers = 4
 // spinQuiet is how long a spinning peer's read spins with nothing to read
 // before it looks whether another session opened meanwhile (spunQuiet):
 // far above a ping-pong's gaps (tens of µs), far below the idle timeout.
+// Listener.spinQuiet is it but in tests.
 const spinQuiet = time.Millisecond
 
 // blockPeer has the reader of p, in a session, spin (spin) or wait in
@@ -188,7 +189,7 @@ func (l *Listener) spin(p *peer) bool {
 	if !l.busy.Load() || l.sessions.Load() != 1 {
 		return false
 	}
-	if l.spinners.Add(1) > 1 || p.c.spinFor(spinQuiet) != nil {
+	if l.spinners.Add(1) > 1 || p.c.spinFor(l.spinQuiet) != nil {
 		l.spinners.Add(-1)
 		return false
 	}
@@ -218,9 +219,13 @@ func (l *Listener) settle(p *peer, now time.Time) {
 }
 
 // rewait moves p's reader between spinning and waiting in the kernel, as
-// spin says it should now.
+// spin says it should now. A connection that cannot go back to the poller
+// is closed: a read or write there would wait until its deadline.
 func (l *Listener) rewait(p *peer) {
-	_ = l.unblockPeer(p)
+	if l.unblockPeer(p) != nil {
+		p.c.Close()
+		return
+	}
 	l.blockPeer(p)
 }
 
@@ -335,6 +340,7 @@ func (l *Listener) takeOver(p *peer, h Handler, reply []byte) {
 		p.c.Close()
 	}
 	_ = p.c.SetReadDeadline(time.Time{})
+	l.leaveSession(p) // the Taker's now: another session may spin
 	if l.unblockPeer(p) != nil {
 		// Out of the poller, the Taker's reads would wait for ever.
 		p.c.Close()

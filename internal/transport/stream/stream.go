@@ -89,12 +89,12 @@ func (c *Conn) SetBusyPoll(on bool) error {
 
 // spinFor makes reads spin as SetBusyPoll does, each for at most quiet
 // with nothing to read (0: no limit): then it fails with spin.ErrQuiet,
-// and the next read goes on with the message, as after a deadline.
+// and the next ReadFrame goes on with the message, as after a deadline.
 func (c *Conn) spinFor(quiet time.Duration) error {
 	if c.block.Conn() != nil {
 		return ErrBusyBlocking
 	}
-	b, err := newBusyReader(c.Conn, &c.rdl, &c.closing, int64(quiet))
+	b, err := newBusyReader(c.Conn, &c.rdl, &c.closing, quiet)
 	if err != nil {
 		return err
 	}
