@@ -74,9 +74,10 @@ const maxBlockingPeers = 4
 // Listener.spinQuiet is it but in tests.
 const spinQuiet = time.Millisecond
 
-// blockPeer has the reader of p, in a session, spin (spin) or wait in
-// the kernel on its locked thread, while fewer than maxBlockingPeers do
-// (p.spinning, p.blocking say which it does). Only p's reader calls it,
+// blockPeer has the reader of p, in a session, spin (spin) or, on a
+// listener that is not busy, wait in the kernel on its locked thread,
+// while fewer than maxBlockingPeers do (p.spinning, p.blocking say which
+// it does). Only p's reader calls it,
 // and unblockPeer, which gives the place back as p leaves its session,
 // is taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
@@ -88,6 +89,15 @@ func (l *Listener) blockPeer(p *peer) {
 		return
 	}
 	if l.spin(p) {
+		return
+	}
+	if l.busy.Load() {
+		// Beside a busy listener's spinners volley's server leaves the
+		// runtime no processor to spare, and a reader locked to its
+		// thread waited for one, on return from the kernel, for up to
+		// hundreds of ms (outside tester, with two sessions and one
+		// processor for them). In the poller it needs none of its own.
+		l.blockers.Add(-1)
 		return
 	}
 	runtime.LockOSThread()
@@ -182,9 +192,8 @@ func (l *Listener) read(p *peer) {
 // no more: beside a spinner, other sessions' readers, in the kernel or
 // the poller, got a processor only when the scheduler preempted it, in
 // steps of 10 ms. So with two sessions or more, none spins, and each
-// waits in the kernel on a thread of its own: a session, quiet or not,
-// cannot keep the core from the others. The listener's l.blockers place
-// is taken.
+// waits in the poller (blockPeer): a session, quiet or not, cannot keep
+// the core from the others. The listener's l.blockers place is taken.
 func (l *Listener) spin(p *peer) bool {
 	if !l.busy.Load() || l.sessions.Load() != 1 {
 		return false
@@ -200,7 +209,7 @@ func (l *Listener) spin(p *peer) bool {
 // settle has the reader of p, after an answer, wait for the next message
 // as it now should: a blocking reader gives way to the scheduler now and
 // then; on a busy listener a peer spins while its session is the only
-// one, and waits in the kernel otherwise (spin); a peer in a session
+// one, and waits in the poller otherwise (spin); a peer in a session
 // waiting in the poller takes a place that came free.
 func (l *Listener) settle(p *peer, now time.Time) {
 	switch {
@@ -213,12 +222,12 @@ func (l *Listener) settle(p *peer, now time.Time) {
 		if l.busy.Load() && l.sessions.Load() == 1 && l.spinners.Load() == 0 {
 			l.rewait(p)
 		}
-	case p.admitted.Load() && l.blockers.Load() < maxBlockingPeers:
+	case p.admitted.Load() && l.blockers.Load() < maxBlockingPeers && (!l.busy.Load() || l.sessions.Load() == 1):
 		l.blockPeer(p)
 	}
 }
 
-// rewait moves p's reader between spinning and waiting in the kernel, as
+// rewait moves p's reader between spinning and waiting elsewhere, as
 // spin says it should now. A connection that cannot go back to the poller
 // is closed: a read or write there would wait until its deadline.
 func (l *Listener) rewait(p *peer) {
