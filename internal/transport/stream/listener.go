@@ -52,7 +52,7 @@ type Listener struct {
 	blockers  atomic.Int32
 	spinners  atomic.Int32
 	sessions  atomic.Int32 // peers in a session, answered by the Handler
-	spinQuiet time.Duration
+	spinQuiet time.Duration // the const spinQuiet, but in tests
 }
 
 // Admission says how far a Handler lets a peer in.
@@ -117,9 +117,9 @@ type Handler interface {
 // SetBusyPoll makes the connection in a session read by spinning instead
 // of sleeping in the kernel, for the lowest latency, while its session is
 // the only one (spin): busy polling is for one client at a time. With more
-// sessions they wait in the kernel, as without busy polling; connections
-// that have not opened a session, and all of them without a Handler, wait
-// in the poller: a connection that says nothing costs no CPU. (Every
+// sessions they wait in the poller, as do connections that have not
+// opened a session, and all of them without a Handler: a connection that
+// says nothing costs no CPU. (Every
 // accepted connection spun once: ten silent ones cut a client's round
 // trips on 2 cores from 43k to 4k a second.)
 func (l *Listener) SetBusyPoll(on bool) error {

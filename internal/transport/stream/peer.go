@@ -77,9 +77,8 @@ const spinQuiet = time.Millisecond
 // blockPeer has the reader of p, in a session, spin (spin) or, on a
 // listener that is not busy, wait in the kernel on its locked thread,
 // while fewer than maxBlockingPeers do (p.spinning, p.blocking say which
-// it does). Only p's reader calls it,
-// and unblockPeer, which gives the place back as p leaves its session,
-// is taken over or ends.
+// it does). Only p's reader calls it, and unblockPeer, which gives the
+// place back as p leaves its session, is taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
 	if p.blocking || p.spinning || !busySupported {
 		return
