@@ -51,7 +51,7 @@ type Listener struct {
 	// at most maxBlockingPeers; spinners how many spin, at most 1.
 	blockers  atomic.Int32
 	spinners  atomic.Int32
-	sessions  atomic.Int32 // peers in a session, answered by the Handler
+	sessions  atomic.Int32  // peers in a session, answered by the Handler
 	spinQuiet time.Duration // the const spinQuiet, but in tests
 }
 
