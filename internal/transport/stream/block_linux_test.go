@@ -126,12 +126,15 @@ func TestBlockingPeers(t *testing.T) {
 	waitPlaces(t, l, maxBlockingPeers-1, "a blocking peer that left kept its place")
 }
 
-// waitPlaces waits until at most atMost of l's places are taken, or fails
-// with why.
+// waitPlaces waits until at most atMost of l's places, in the kernel or
+// spinning, are taken, or fails with why.
 func waitPlaces(t *testing.T, l *Listener, atMost int32, why string) {
 	t.Helper()
-	waitFor(t, why, func() bool { return l.blockers.Load() <= atMost })
+	waitFor(t, why, func() bool { return taken(l) <= atMost })
 }
+
+// taken is how many of l's readers wait in the kernel or spin.
+func taken(l *Listener) int32 { return l.blockers.Load() + l.spinners.Load() }
 
 // TestUnixWaitsForMessages: a blocking Unix stream Conn that reads a
 // probe a frame at a time, while another goroutine writes each reply

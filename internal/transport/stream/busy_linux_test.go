@@ -161,8 +161,8 @@ func busyPeers(t *testing.T, quiet time.Duration) {
 	for _, c := range []*Conn{a, b, dial(t, l)} {
 		roundTrip(t, c, "small, no session")
 	}
-	if n := spinners(l); n != 0 || l.blockers.Load() != 0 {
-		t.Fatalf("%d peers out of a session spin (%d places taken), want 0", n, l.blockers.Load())
+	if n := spinners(l); n != 0 || taken(l) != 0 {
+		t.Fatalf("%d peers out of a session spin (%d places taken), want 0", n, taken(l))
 	}
 	roundTrip(t, a, "A session")
 	if got := roundTrip(t, a, "A again"); got != "A again" { // its reader spins after the first
@@ -178,7 +178,7 @@ func busyPeers(t *testing.T, quiet time.Duration) {
 		if quiet > time.Second {
 			roundTrip(t, a, "A busy")
 		}
-		return spinners(l) == 0 && l.blockers.Load() == 0
+		return spinners(l) == 0 && taken(l) == 0
 	})
 	roundTrip(t, b, "small, out of the session")
 	waitFor(t, "the only session left never spun again", func() bool {

@@ -47,8 +47,8 @@ type Listener struct {
 
 	handler atomic.Pointer[Handler]
 	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
-	// blockers is how many peers read in the kernel or spin (blockPeer),
-	// at most maxBlockingPeers; spinners how many spin, at most 1.
+	// blockers is how many peers read in the kernel (blockPeer), at most
+	// maxBlockingPeers; spinners how many spin (spin), at most 1.
 	blockers  atomic.Int32
 	spinners  atomic.Int32
 	sessions  atomic.Int32  // peers in a session, answered by the Handler
@@ -119,9 +119,9 @@ type Handler interface {
 // the only one (spin): busy polling is for one client at a time. With more
 // sessions they wait in the poller, as do connections that have not
 // opened a session, and all of them without a Handler: a connection that
-// says nothing costs no CPU. (Every
-// accepted connection spun once: ten silent ones cut a client's round
-// trips on 2 cores from 43k to 4k a second.)
+// says nothing costs no CPU. (Every accepted connection spun once: ten
+// silent ones cut a client's round trips on 2 cores from 43k to 4k a
+// second.)
 func (l *Listener) SetBusyPoll(on bool) error {
 	if on && !busySupported {
 		return errBusyUnsupported

@@ -62,40 +62,39 @@ func (l *Listener) grow(p *peer, size int) ([]byte, error) {
 	return b, nil
 }
 
-// maxBlockingPeers is how many peers at a time read on a thread of their
-// own, once in a session: waiting in the kernel (Conn.SetBlockingReads),
-// or spinning (spin); the others wait in the poller. A measurement needs
-// a handful; a crowd of peers does not make a crowd of threads.
+// maxBlockingPeers is how many peers at a time read in the kernel, each
+// on a thread of its own (Conn.SetBlockingReads), once in a session; the
+// others wait in the poller. A measurement needs a handful; a crowd of
+// peers does not make a crowd of threads.
 const maxBlockingPeers = 4
 
 // spinQuiet is how long a spinning peer's read spins with nothing to read
-// before it looks whether another session opened meanwhile (spunQuiet):
+// before it looks whether another session opened meanwhile (checkSpin):
 // far above a ping-pong's gaps (tens of µs), far below the idle timeout.
 // Listener.spinQuiet is it but in tests.
 const spinQuiet = time.Millisecond
 
-// blockPeer has the reader of p, in a session, spin (spin) or, on a
-// listener that is not busy, wait in the kernel on its locked thread,
-// while fewer than maxBlockingPeers do (p.spinning, p.blocking say which
-// it does). Only p's reader calls it, and unblockPeer, which gives the
-// place back as p leaves its session, is taken over or ends.
+// blockPeer has the reader of p, in a session, spin on a busy-polling
+// listener (spin), or, on one that is not, wait in the kernel on its
+// locked thread while fewer than maxBlockingPeers do (p.spinning,
+// p.blocking say which it does). Only p's reader calls it, and
+// unblockPeer, which gives the place back as p leaves its session, is
+// taken over or ends.
 func (l *Listener) blockPeer(p *peer) {
 	if p.blocking || p.spinning || !busySupported {
 		return
 	}
-	if l.blockers.Add(1) > maxBlockingPeers {
-		l.blockers.Add(-1)
-		return
-	}
-	if l.spin(p) {
-		return
-	}
 	if l.busy.Load() {
-		// Beside a busy listener's spinners volley's server leaves the
-		// runtime no processor to spare, and a reader locked to its
-		// thread waited for one, on return from the kernel, for up to
-		// hundreds of ms (outside tester, with two sessions and one
-		// processor for them). In the poller it needs none of its own.
+		// A peer that does not spin waits in the poller, not the
+		// kernel: beside a busy listener's spinners volley's server
+		// leaves the runtime no processor to spare, and a reader locked
+		// to its thread waited for one, on return from the kernel, for
+		// up to hundreds of ms (outside tester, with two sessions and
+		// one processor for them). In the poller it needs none.
+		l.spin(p)
+		return
+	}
+	if l.blockers.Add(1) > maxBlockingPeers {
 		l.blockers.Add(-1)
 		return
 	}
@@ -117,7 +116,6 @@ func (l *Listener) unblockPeer(p *peer) error {
 	if p.spinning {
 		p.spinning = false
 		l.spinners.Add(-1)
-		l.blockers.Add(-1)
 		return p.c.SetBusyPoll(false)
 	}
 	if !p.blocking {
@@ -157,7 +155,7 @@ func (l *Listener) read(p *peer) {
 		p.buf, n, err = p.c.ReadFrame(p.buf, limit, grow)
 		if err != nil {
 			if p.spinning && errors.Is(err, spin.ErrQuiet) {
-				l.spunQuiet(p)
+				l.checkSpin(p)
 				continue
 			}
 			if l.stillIdle(p, err, last) {
@@ -192,58 +190,42 @@ func (l *Listener) read(p *peer) {
 // the poller, got a processor only when the scheduler preempted it, in
 // steps of 10 ms. So with two sessions or more, none spins, and each
 // waits in the poller (blockPeer): a session, quiet or not, cannot keep
-// the core from the others. The listener's l.blockers place is taken.
-func (l *Listener) spin(p *peer) bool {
-	if !l.busy.Load() || l.sessions.Load() != 1 {
-		return false
+// the core from the others.
+func (l *Listener) spin(p *peer) {
+	if l.sessions.Load() != 1 {
+		return
 	}
 	if l.spinners.Add(1) > 1 || p.c.spinFor(l.spinQuiet) != nil {
 		l.spinners.Add(-1)
-		return false
+		return
 	}
 	p.spinning = true
-	return true
 }
 
 // settle has the reader of p, after an answer, wait for the next message
-// as it now should: a blocking reader gives way to the scheduler now and
-// then; on a busy listener a peer spins while its session is the only
-// one, and waits in the poller otherwise (spin); a peer in a session
-// waiting in the poller takes a place that came free.
+// as it now should: a spinner stops once its session is not the only one
+// (checkSpin); a blocking reader gives way to the scheduler now and then;
+// a peer in a session waiting in the poller spins, or takes a place in
+// the kernel that came free (blockPeer).
 func (l *Listener) settle(p *peer, now time.Time) {
 	switch {
 	case p.spinning:
-		if l.sessions.Load() > 1 {
-			l.rewait(p)
-		}
+		l.checkSpin(p)
 	case p.blocking:
 		p.yield.Maybe(now.UnixNano()) // a message that comes meanwhile waits (one in 5 ms at most)
-		if l.busy.Load() && l.sessions.Load() == 1 && l.spinners.Load() == 0 {
-			l.rewait(p)
-		}
-	case p.admitted.Load() && l.blockers.Load() < maxBlockingPeers && (!l.busy.Load() || l.sessions.Load() == 1):
+	case p.admitted.Load() && l.blockers.Load() < maxBlockingPeers:
 		l.blockPeer(p)
 	}
 }
 
-// rewait moves p's reader between spinning and waiting elsewhere, as
-// spin says it should now. A connection that cannot go back to the poller
-// is closed: a read or write there would wait until its deadline.
-func (l *Listener) rewait(p *peer) {
-	if l.unblockPeer(p) != nil {
+// checkSpin stops p's spin, back to the poller, if another session has
+// opened: after each answer (settle), and after spinQuiet with nothing to
+// read (a spinner that gets no message would keep the core until its
+// idle timeout). A connection that cannot go back to the poller is
+// closed: a read or write there would wait until its deadline.
+func (l *Listener) checkSpin(p *peer) {
+	if l.sessions.Load() > 1 && l.unblockPeer(p) != nil {
 		p.c.Close()
-		return
-	}
-	l.blockPeer(p)
-}
-
-// spunQuiet: p's reader spun spinQuiet with nothing to read. If another
-// session opened meanwhile, it stops spinning (settle does so after an
-// answer: a spinner that gets no message would keep the core until its
-// idle timeout).
-func (l *Listener) spunQuiet(p *peer) {
-	if l.sessions.Load() > 1 {
-		l.rewait(p)
 	}
 }
 
