@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -483,21 +482,20 @@ func TestReflectorStopsMidRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startServer(t, "127.0.0.1:0", "-q")
 			t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGCONT) })
-			go func() {
-				time.Sleep(time.Second)
-				tt.stop(srv)
-			}()
-			r := volleyRun(t, "client", tt.scheme+srv.addr, "-t", "30s", "--timeout", "100ms", "--format", "json")
-			if r.code != 1 || !strings.Contains(r.stderr, tt.wantErr) || strings.Contains(r.stderr, tt.notErr) {
-				t.Fatalf("exit %d, stderr %q: want 1 and %q, not %q", r.code, r.stderr, tt.wantErr, tt.notErr)
+			c := startMeasuring(t, tt.scheme+srv.addr, "-t", "30s", "--timeout", "100ms")
+			tt.stop(srv)
+			code, took := c.finish(t, 30*time.Second)
+			stderr := c.errOut.String()
+			if code != 1 || !strings.Contains(stderr, tt.wantErr) || strings.Contains(stderr, tt.notErr) {
+				t.Fatalf("exit %d, stderr %q: want 1 and %q, not %q", code, stderr, tt.wantErr, tt.notErr)
 			}
-			res := parseResult(t, r.stdout)
+			res := c.result(t)
 			checkCounts(t, res)
 			if res.Summary.Counts.Received == 0 || !strings.Contains(res.Error, tt.wantErr) || res.ReflectorCount != "last-reply" {
 				t.Errorf("partial result: %+v, error %q, count from %q", res.Summary.Counts, res.Error, res.ReflectorCount)
 			}
-			if r.took > 15*time.Second {
-				t.Errorf("client took %v to notice", r.took)
+			if took > 15*time.Second {
+				t.Errorf("client took %v to notice", took)
 			}
 		})
 	}
@@ -509,27 +507,16 @@ func TestReflectorStopsMidRun(t *testing.T) {
 func TestReflectorRestart(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	srv := startServer(t, addr, "-q")
-	client := exec.Command(volley, "client", addr, "-t", "3s", "--timeout", "100ms", "--reconnect=20s", "--format", "json")
-	var stdout, stderr bytes.Buffer
-	client.Stdout, client.Stderr = &stdout, &stderr
-	if err := client.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if client.ProcessState == nil {
-			client.Process.Kill()
-			client.Wait()
-		}
-	})
-	time.Sleep(time.Second)
+	c := startMeasuring(t, addr, "-t", "3s", "--timeout", "100ms", "--reconnect=20s")
 	srv.cmd.Process.Kill()
 	srv.cmd.Wait()
-	time.Sleep(300 * time.Millisecond)
+	waitLine(t, c.errLines, "reconnecting", 30*time.Second)
 	srv = startServer(t, addr, "-q")
-	if err := client.Wait(); err != nil || !strings.Contains(stderr.String(), "reconnecting") || !strings.Contains(stderr.String(), "reconnected") {
-		t.Fatalf("client: %v, stderr %q: want success, the loss and the reconnection said", err, stderr.String())
+	code, _ := c.finish(t, 60*time.Second)
+	if stderr := c.errOut.String(); code != 0 || !strings.Contains(stderr, "reconnected") {
+		t.Fatalf("client: exit %d, stderr %q: want success, the loss and the reconnection said", code, stderr)
 	}
-	res := parseResult(t, stdout.String())
+	res := c.result(t)
 	checkCounts(t, res)
 	if len(res.Reconnects) != 1 || !res.Reconnects[0].Resumed || res.ReflectorCount != "partial" || res.Stopped != "duration" {
 		t.Fatalf("reconnects %+v, count from %q, stopped %q: want one resumed, partial, duration", res.Reconnects, res.ReflectorCount, res.Stopped)
@@ -678,37 +665,26 @@ func TestBusyPoll(t *testing.T) {
 func TestClientInterrupt(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	logFile := filepath.Join(t.TempDir(), "probes.csv")
-	cmd := exec.Command(volley, "client", srv.addr, "-t", "1m", "--rate", "5000", "--log", logFile, "--format", "json")
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	c := startMeasuring(t, srv.addr, "-t", "1m", "--rate", "5000", "--log", logFile)
+	c.cmd.Process.Signal(os.Interrupt)
+	if code, _ := c.finish(t, 20*time.Second); code != 0 {
+		t.Fatalf("client exit %d after SIGINT, want 0: %s", code, c.errOut.String())
 	}
-	time.Sleep(time.Second)
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("client exit after SIGINT: %v, want 0", err)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("client did not exit within 20s of SIGINT")
-	}
-	res := parseResult(t, stdout.String())
+	res := c.result(t)
 	if res.Stopped != "interrupted" || res.ReflectorCount != "close" || res.Summary.Counts.Sent == 0 {
 		t.Errorf("partial result after SIGINT: stopped %q, count from %q, counts %+v", res.Stopped, res.ReflectorCount, res.Summary.Counts)
 	}
-	// The probe log is complete: a line per probe sent, each whole.
+	// The probe log is complete: a line per probe sent, and one per late
+	// or duplicate reply (a loaded machine's replies come late), each
+	// whole.
 	b, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if uint64(len(lines)-1) != res.Summary.Counts.Sent || !strings.HasPrefix(lines[0], "flow,seq,status") {
-		t.Errorf("log has %d lines after its header for %d probes sent", len(lines)-1, res.Summary.Counts.Sent)
+	cs := res.Summary.Counts
+	if want := cs.Sent + cs.Late + cs.Duplicates; uint64(len(lines)-1) != want || !strings.HasPrefix(lines[0], "flow,seq,status") {
+		t.Errorf("log has %d lines after its header for %d probes sent, %d late and %d duplicate replies", len(lines)-1, cs.Sent, cs.Late, cs.Duplicates)
 	}
 	for _, l := range lines[1:] {
 		if strings.Count(l, ",") != strings.Count(lines[0], ",") {

@@ -38,20 +38,19 @@ func TestWindDownSilentReflector(t *testing.T) {
 				// Before startServer's own cleanup kills it.
 				_ = syscall.Kill(pid, syscall.SIGCONT)
 			})
-			args := append([]string{"client", srv.addr, "-t", "2s", "-i", "500ms", "--format", "json"}, tt.args...)
-			p := startVolley(t, args...)
-			time.Sleep(700 * time.Millisecond)
+			p := startMeasuring(t, srv.addr, append([]string{"-t", "2s"}, tt.args...)...)
 			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			var code int
 			var took time.Duration
 			if tt.sig == 0 {
-				// The run measures for 2s after its handshake, then has
-				// the grace to end.
-				code, took = p.wait(t, 30*time.Second)
+				// The run measures for 2s after its handshake, which
+				// was before its first interval, then has the grace to
+				// end.
+				code, took = p.finish(t, 30*time.Second)
 				if bound := 2*time.Second + tt.grace + windDownSlack; took > bound {
-					t.Errorf("the client took %v to end, want at most %v", took, bound)
+					t.Errorf("the client took %v to end after its first interval, want at most %v", took, bound)
 				}
 			} else {
 				time.Sleep(500 * time.Millisecond)
@@ -59,17 +58,17 @@ func TestWindDownSilentReflector(t *testing.T) {
 				if err := p.cmd.Process.Signal(tt.sig); err != nil {
 					t.Fatal(err)
 				}
-				code, _ = p.wait(t, 30*time.Second)
+				code, _ = p.finish(t, 30*time.Second)
 				took = time.Since(sent)
 				if bound := tt.grace + windDownSlack; took > bound {
 					t.Errorf("the client took %v to end after %v, want at most %v", took, tt.sig, bound)
 				}
 			}
-			t.Logf("exit %d after %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(p.stderr.String()))
+			t.Logf("exit %d after %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(p.errOut.String()))
 			if code != 0 {
-				t.Errorf("exit %d, want 0 (stderr %q)", code, p.stderr.String())
+				t.Errorf("exit %d, want 0 (stderr %q)", code, p.errOut.String())
 			}
-			res := parseResult(t, p.stdout.String())
+			res := p.result(t)
 			checkCounts(t, res)
 			wantStop := "duration"
 			if tt.sig != 0 {
