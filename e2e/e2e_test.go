@@ -270,7 +270,9 @@ func TestClientServer(t *testing.T) {
 				c.Close()
 			}
 			srv := startServer(t, tt.listen, "-i", "100ms")
-			r := volleyRun(t, "client", "udp://"+srv.addr, "-n", "2000", "--window", "4", "--warmup", "50", "-i", "100ms", "--format", "json")
+			// A long timeout: nothing is lost on loopback, but at a load
+			// average of 14 a reply once came after the default 1s, late.
+			r := volleyRun(t, "client", "udp://"+srv.addr, "-n", "2000", "--window", "4", "--warmup", "50", "-i", "100ms", "--timeout", "10s", "--format", "json")
 			if r.code != 0 {
 				t.Fatalf("client exit %d: %s", r.code, r.stderr)
 			}
@@ -612,7 +614,8 @@ func TestStreamTransports(t *testing.T) {
 func TestBusyPoll(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q", "--busy-poll", "--tcp=false")
 	for _, shape := range [][]string{{"-n", "2000"}, {"--rate", "2000", "-t", "1s"}} {
-		r := volleyRun(t, append([]string{"client", srv.addr, "--busy-poll", "--format", "json"}, shape...)...)
+		// --timeout 10s: a loaded machine's reply is late, not lost.
+		r := volleyRun(t, append([]string{"client", srv.addr, "--busy-poll", "--timeout", "10s", "--format", "json"}, shape...)...)
 		if r.code != 0 {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
@@ -644,7 +647,7 @@ func TestBusyPoll(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "v.sock")
 	srv = startServer(t, "127.0.0.1:0", "-q", "--busy-poll=tcp,unix", "--unix", sock)
 	for _, target := range []string{"tcp://" + srv.addr, "unix://" + sock} {
-		r := volleyRun(t, "client", target, "--busy-poll", "-n", "2000", "--format", "json")
+		r := volleyRun(t, "client", target, "--busy-poll", "-n", "2000", "--timeout", "10s", "--format", "json")
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d: %s", target, r.code, r.stderr)
 		}
