@@ -202,26 +202,12 @@ func TestDBusGone(t *testing.T) {
 	}
 	srv := startServer(t, "127.0.0.1:0", "-q", "--dbus", bus)
 	srv.waitFor(t, "listening on dbus")
-	cmd := exec.Command(volley, "client", "dbus:"+bus, "-t", "30s", "--format", "json")
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
+	c := startMeasuring(t, "dbus:"+bus, "-t", "30s")
 	proc.Kill() // the bus, started by this test
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-			t.Errorf("client exit after the bus went away: %v, want 1", err)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("client did not end within 20s of the bus going away")
+	if code, _ := c.finish(t, 20*time.Second); code != 1 {
+		t.Errorf("client exit %d after the bus went away, want 1: %s", code, c.errOut.String())
 	}
-	res := parseResult(t, stdout.String())
+	res := c.result(t)
 	if res.Summary.Counts.Received == 0 || !strings.Contains(res.Error, "the bus closed the connection") {
 		t.Errorf("partial result: counts %+v, error %q", res.Summary.Counts, res.Error)
 	}

@@ -486,7 +486,7 @@ func TestReflectorStopsMidRun(t *testing.T) {
 			t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGCONT) })
 			c := startMeasuring(t, tt.scheme+srv.addr, "-t", "30s", "--timeout", "100ms")
 			tt.stop(srv)
-			code, took := c.finish(t, 30*time.Second)
+			code, exited := c.finish(t, 30*time.Second)
 			stderr := c.errOut.String()
 			if code != 1 || !strings.Contains(stderr, tt.wantErr) || strings.Contains(stderr, tt.notErr) {
 				t.Fatalf("exit %d, stderr %q: want 1 and %q, not %q", code, stderr, tt.wantErr, tt.notErr)
@@ -496,7 +496,7 @@ func TestReflectorStopsMidRun(t *testing.T) {
 			if res.Summary.Counts.Received == 0 || !strings.Contains(res.Error, tt.wantErr) || res.ReflectorCount != "last-reply" {
 				t.Errorf("partial result: %+v, error %q, count from %q", res.Summary.Counts, res.Error, res.ReflectorCount)
 			}
-			if took > 15*time.Second {
+			if took := sinceStart(res, exited); took > 15*time.Second {
 				t.Errorf("client took %v to notice", took)
 			}
 		})
@@ -512,7 +512,7 @@ func TestReflectorRestart(t *testing.T) {
 	c := startMeasuring(t, addr, "-t", "3s", "--timeout", "100ms", "--reconnect=20s")
 	srv.cmd.Process.Kill()
 	srv.cmd.Wait()
-	waitLine(t, c.errLines, "reconnecting", 30*time.Second)
+	c.waitFor(t, c.errLines, "reconnecting")
 	srv = startServer(t, addr, "-q")
 	code, _ := c.finish(t, 60*time.Second)
 	if stderr := c.errOut.String(); code != 0 || !strings.Contains(stderr, "reconnected") {
@@ -669,6 +669,7 @@ func TestClientInterrupt(t *testing.T) {
 	srv := startServer(t, "127.0.0.1:0", "-q")
 	logFile := filepath.Join(t.TempDir(), "probes.csv")
 	c := startMeasuring(t, srv.addr, "-t", "1m", "--rate", "5000", "--log", logFile)
+	c.intervals(t, 9) // about a second, for the log's flushes mid-run
 	c.cmd.Process.Signal(os.Interrupt)
 	if code, _ := c.finish(t, 20*time.Second); code != 0 {
 		t.Fatalf("client exit %d after SIGINT, want 0: %s", code, c.errOut.String())

@@ -14,7 +14,6 @@ import (
 // comes.
 type measuring struct {
 	*live
-	since time.Time // when its first interval line came: it had measured by then
 }
 
 // startMeasuring starts `volley client target args...` with an interval
@@ -26,37 +25,68 @@ type measuring struct {
 // second or less, their reflector stopped before the handshake).
 func startMeasuring(t *testing.T, target string, args ...string) *measuring {
 	t.Helper()
-	c := startLive(t, append([]string{"client", target, "--format", "jsonl", "-i", "100ms"}, args...)...)
-	waitLine(t, c.outLines, `{"type":"interval"`, 30*time.Second)
-	return &measuring{live: c, since: time.Now()}
+	m := &measuring{startLive(t, append([]string{"client", target, "--format", "jsonl", "-i", "100ms"}, args...)...)}
+	m.intervals(t, 1)
+	return m
 }
 
-// finish waits, up to limit, for the client to exit (it is killed and the
-// test fails after that). It returns the exit code and how long the
-// client ran after its first interval line.
-func (m *measuring) finish(t *testing.T, limit time.Duration) (code int, took time.Duration) {
+// intervals waits, up to 30s, for the client's next n interval lines.
+func (m *measuring) intervals(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		m.waitFor(t, m.outLines, `{"type":"interval"`)
+	}
+}
+
+// waitFor waits, up to 30s, for a line from ch (the client's stdout or
+// stderr lines) that contains want; the test fails with both outputs
+// so far if none comes.
+func (m *measuring) waitFor(t *testing.T, ch <-chan string, want string) {
+	t.Helper()
+	limit := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				t.Fatalf("the client's output ended without %q\nstdout:\n%.2000s\nstderr:\n%.2000s", want, m.out.String(), m.errOut.String())
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-limit:
+			t.Fatalf("no line with %q within 30s\nstdout:\n%.2000s\nstderr:\n%.2000s", want, m.out.String(), m.errOut.String())
+		}
+	}
+}
+
+// finish waits, up to limit from now, for the client to exit (it is
+// killed and the test fails after that). It returns the exit code and
+// when the client was seen to exit.
+func (m *measuring) finish(t *testing.T, limit time.Duration) (code int, exited time.Time) {
 	t.Helper()
 	select {
 	case err := <-m.done:
-		took = time.Since(m.since)
+		exited = time.Now()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
-			return 0, took
+			return 0, exited
 		case errors.As(err, &ee):
-			return ee.ExitCode(), took
+			return ee.ExitCode(), exited
 		}
 		t.Fatalf("volley %s: %v", strings.Join(m.cmd.Args[1:], " "), err)
 	case <-time.After(limit):
 		m.cmd.Process.Kill()
 		<-m.done
-		t.Fatalf("volley %s still ran %v after its first interval: killed\nstderr:\n%.2000s", strings.Join(m.cmd.Args[1:], " "), limit, m.errOut.String())
+		t.Fatalf("volley %s did not exit within %v of being waited for: killed\nstderr:\n%.2000s", strings.Join(m.cmd.Args[1:], " "), limit, m.errOut.String())
 	}
-	return 0, 0
+	return 0, time.Time{}
 }
 
-// result is the client's result: the last of its lines, each checked
-// against the schema.
+// result is the client's result: its last line, with the interval lines
+// before it put back as its intervals (a JSON lines result leaves them
+// out, having printed them already), so that checkCounts checks them
+// too. Every line is checked against the schema.
 func (m *measuring) result(t *testing.T) *result.Result {
 	t.Helper()
 	lines := parseLines(t, m.out.String())
@@ -64,5 +94,16 @@ func (m *measuring) result(t *testing.T) *result.Result {
 	if last.Result == nil {
 		t.Fatalf("the client's last line is a %q, not its result", last.Type)
 	}
-	return last.Result
+	res := last.Result
+	for _, l := range lines[:len(lines)-1] {
+		res.Intervals = append(res.Intervals, l.Interval)
+	}
+	return res
+}
+
+// sinceStart is how long after its session opened (the result's start,
+// just after the handshake, on the wall clock) the client exited: what
+// the client's promises to end in time are counted from.
+func sinceStart(res *result.Result, exited time.Time) time.Duration {
+	return exited.Sub(res.Start)
 }

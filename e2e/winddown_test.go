@@ -44,31 +44,37 @@ func TestWindDownSilentReflector(t *testing.T) {
 			}
 			var code int
 			var took time.Duration
+			var exited time.Time
 			if tt.sig == 0 {
-				// The run measures for 2s after its handshake, which
-				// was before its first interval, then has the grace to
-				// end.
-				code, took = p.finish(t, 30*time.Second)
-				if bound := 2*time.Second + tt.grace + windDownSlack; took > bound {
-					t.Errorf("the client took %v to end after its first interval, want at most %v", took, bound)
-				}
+				code, exited = p.finish(t, 30*time.Second)
 			} else {
-				time.Sleep(500 * time.Millisecond)
+				// An interval with no reply: probes are in flight to the
+				// frozen reflector (a sleep here was not enough for a
+				// client starved of CPU).
+				p.waitFor(t, p.outLines, `"received":0,`)
 				sent := time.Now()
 				if err := p.cmd.Process.Signal(tt.sig); err != nil {
 					t.Fatal(err)
 				}
-				code, _ = p.finish(t, 30*time.Second)
-				took = time.Since(sent)
+				code, exited = p.finish(t, 30*time.Second)
+				took = exited.Sub(sent)
 				if bound := tt.grace + windDownSlack; took > bound {
 					t.Errorf("the client took %v to end after %v, want at most %v", took, tt.sig, bound)
+				}
+			}
+			res := p.result(t)
+			if tt.sig == 0 {
+				// The run measures for 2s after its handshake, then has
+				// the grace to end.
+				took = sinceStart(res, exited)
+				if bound := 2*time.Second + tt.grace + windDownSlack; took > bound {
+					t.Errorf("the client took %v to end after its handshake, want at most %v", took, bound)
 				}
 			}
 			t.Logf("exit %d after %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(p.errOut.String()))
 			if code != 0 {
 				t.Errorf("exit %d, want 0 (stderr %q)", code, p.errOut.String())
 			}
-			res := p.result(t)
 			checkCounts(t, res)
 			wantStop := "duration"
 			if tt.sig != 0 {
