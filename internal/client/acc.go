@@ -30,6 +30,7 @@ type acc struct {
 	d         [numDists]*stats.Dist
 	kern      [numKDists]*stats.Dist // kernel stamps' figures; nil without them
 	coarse    bool                   // its histograms are stats' coarse ones (Config.Shared)
+	sum       *acc                   // its distributions tee into sum's (teeInto); nil: none
 }
 
 // kernel returns a's kernel distributions, made on first use. A run with
@@ -42,8 +43,49 @@ func (a *acc) kernel() *[numKDists]*stats.Dist {
 		for i := range a.kern {
 			a.kern[i] = a.newDist()
 		}
+		if a.sum != nil {
+			a.teeInto(a.sum)
+		}
 	}
 	return &a.kern
+}
+
+// teeInto makes every value recorded into a's distributions go into
+// sum's histograms at once: sum then takes the rest of a with
+// mergeMoments, and no merge of histograms (see stats.Dist.Tee).
+func (a *acc) teeInto(sum *acc) {
+	a.sum = sum
+	for i, d := range a.d {
+		d.Tee(sum.d[i])
+	}
+	if a.kern[0] != nil {
+		ks := sum.kernel()
+		for i, d := range a.kern {
+			d.Tee(ks[i])
+		}
+	}
+}
+
+// addCounts adds o's counts and bytes to a's.
+func (a *acc) addCounts(o *acc) {
+	a.counts.Add(o.counts)
+	a.bytesUp += o.bytesUp
+	a.bytesDown += o.bytesDown
+}
+
+// mergeMoments adds o, which tees into a (teeInto), to a: its counts,
+// and its distributions but for their histograms, which a has already.
+func (a *acc) mergeMoments(o *acc) {
+	a.addCounts(o)
+	for i := range a.d {
+		a.d[i].MergeMoments(o.d[i])
+	}
+	if o.kern[0] != nil {
+		kd := a.kernel()
+		for i := range kd {
+			kd[i].MergeMoments(o.kern[i])
+		}
+	}
 }
 
 // prepareKernel makes a's kernel distributions and writes every bucket of
@@ -73,9 +115,7 @@ func (a *acc) newDist() *stats.Dist {
 }
 
 func (a *acc) merge(o *acc) {
-	a.counts.Add(o.counts)
-	a.bytesUp += o.bytesUp
-	a.bytesDown += o.bytesDown
+	a.addCounts(o)
 	for i := range a.d {
 		a.d[i].Merge(o.d[i])
 	}

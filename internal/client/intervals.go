@@ -81,6 +81,11 @@ func (rec *recorder) openInterval(start int64) {
 		*p = pending{acc: p.acc}
 	} else {
 		p = &pending{acc: newAcc(rec.cfg.Shared)}
+		if !rec.cfg.Endless {
+			// The total keeps every distribution, but an endless run's
+			// (volley monitor's) keeps counts alone.
+			p.acc.teeInto(rec.total)
+		}
 		if rec.stamps != nil {
 			p.acc.kernel()
 		}
@@ -184,12 +189,12 @@ func (rec *recorder) report(p *pending, final bool) {
 		rec.intervals++
 	}
 	if rec.cfg.Endless {
-		rec.total.counts.Add(a.counts)
-		rec.total.bytesUp += a.bytesUp
-		rec.total.bytesDown += a.bytesDown
+		rec.total.addCounts(a) // an endless run's total keeps counts alone
 		return
 	}
-	rec.total.merge(a)
+	// Its histograms' values went into the total's as they came
+	// (teeInto): the rest of it follows.
+	rec.total.mergeMoments(a)
 }
 
 // upThrough estimates the loss on the way up of the probes up to the last

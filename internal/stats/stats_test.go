@@ -3,6 +3,7 @@ package stats
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -77,6 +78,45 @@ func TestDistMergeEqualsRecord(t *testing.T) {
 	merged.Reset()
 	if s := merged.Summary(p); s.Count != 0 || s.Max != 0 {
 		t.Fatalf("Summary after Reset = %+v, want empty", s)
+	}
+}
+
+// TestTee: values recorded into two distributions teed into a third, with
+// their moments merged, make it what recording them all there makes it; a
+// reset of the first two leaves it whole; and the third's own tee is not
+// followed.
+func TestTee(t *testing.T) {
+	a, b, sum, all, beyond := NewDist(), NewDist(), NewDist(), NewDist(), NewDist()
+	a.Tee(sum)
+	b.Tee(sum)
+	sum.Tee(beyond)
+	for i := int64(0); i < 500; i++ {
+		v := (i*7919)%10007 - 50 // some negative, clamped to 0 in the histogram
+		if i%3 == 0 {
+			a.Record(v)
+		} else {
+			b.Record(v)
+		}
+		all.Record(v)
+	}
+	sum.MergeMoments(a)
+	sum.MergeMoments(b)
+	sum.MergeMoments(NewDist())
+	a.Reset()
+	b.Reset()
+	p := []float64{50, 90, 99.9}
+	got, want := sum.Summary(p), all.Summary(p)
+	if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max || got.Mean != want.Mean || got.Stdev != want.Stdev ||
+		fmt.Sprint(got.Percentiles) != fmt.Sprint(want.Percentiles) {
+		t.Errorf("teed Summary = %+v, want %+v", got, want)
+	}
+	if n := beyond.h.TotalCount(); n != 0 {
+		t.Errorf("the tee's tee got %d values, want none", n)
+	}
+	a.Tee(nil)
+	a.Record(1)
+	if n := sum.h.TotalCount(); n != 500 {
+		t.Errorf("after Tee(nil), the former tee holds %d values, want 500", n)
 	}
 }
 
