@@ -183,6 +183,19 @@ func startVolley(t *testing.T, args ...string) *proc {
 	return p
 }
 
+// exitCode is the exit code that err, a process's Wait's, says: 0 for
+// nil; ok is false for an error that says none.
+func exitCode(err error) (code int, ok bool) {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &ee):
+		return ee.ExitCode(), true
+	}
+	return 0, false
+}
+
 // wait waits for the process to exit, for at most limit; after that it is
 // killed and the test fails. It returns the exit code and how long the
 // process ran.
@@ -191,12 +204,8 @@ func (p *proc) wait(t *testing.T, limit time.Duration) (int, time.Duration) {
 	select {
 	case err := <-p.done:
 		took := time.Since(p.start)
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, took
-		case errors.As(err, &ee):
-			return ee.ExitCode(), took
+		if code, ok := exitCode(err); ok {
+			return code, took
 		}
 		t.Fatalf("volley %s: %v", strings.Join(p.cmd.Args[1:], " "), err)
 	case <-time.After(limit):

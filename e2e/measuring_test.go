@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -67,12 +65,8 @@ func (m *measuring) finish(t *testing.T, limit time.Duration) (code int, exited 
 	select {
 	case err := <-m.done:
 		exited = time.Now()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, exited
-		case errors.As(err, &ee):
-			return ee.ExitCode(), exited
+		if code, ok := exitCode(err); ok {
+			return code, exited
 		}
 		t.Fatalf("volley %s: %v", strings.Join(m.cmd.Args[1:], " "), err)
 	case <-time.After(limit):

@@ -75,15 +75,22 @@ func (a *acc) addCounts(o *acc) {
 
 // mergeMoments adds o, which tees into a (teeInto), to a: its counts,
 // and its distributions but for their histograms, which a has already.
-func (a *acc) mergeMoments(o *acc) {
+func (a *acc) mergeMoments(o *acc) { a.mergeBy(o, (*stats.Dist).MergeMoments) }
+
+// merge adds o to a.
+func (a *acc) merge(o *acc) { a.mergeBy(o, (*stats.Dist).Merge) }
+
+// mergeBy adds o's counts to a's, and each of its distributions to a's
+// with add.
+func (a *acc) mergeBy(o *acc, add func(d, o *stats.Dist)) {
 	a.addCounts(o)
 	for i := range a.d {
-		a.d[i].MergeMoments(o.d[i])
+		add(a.d[i], o.d[i])
 	}
 	if o.kern[0] != nil {
 		kd := a.kernel()
 		for i := range kd {
-			kd[i].MergeMoments(o.kern[i])
+			add(kd[i], o.kern[i])
 		}
 	}
 }
@@ -112,19 +119,6 @@ func (a *acc) newDist() *stats.Dist {
 		return stats.NewCoarseDist()
 	}
 	return stats.NewDist()
-}
-
-func (a *acc) merge(o *acc) {
-	a.addCounts(o)
-	for i := range a.d {
-		a.d[i].Merge(o.d[i])
-	}
-	if o.kern[0] != nil {
-		kd := a.kernel()
-		for i := range kd {
-			kd[i].Merge(o.kern[i])
-		}
-	}
 }
 
 func (a *acc) reset(start int64) {
