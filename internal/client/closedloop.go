@@ -40,6 +40,9 @@ func (r *run) sendClosed(now int64) (int64, error) {
 			if errors.Is(err, ErrStalled) {
 				return now, r.stalled(err)
 			}
+			if errors.Is(err, errPastEnd) {
+				break // checkSending stops sending, for its reason
+			}
 			if transport.IsPeerGone(err) {
 				if err := r.lostSession(now, "gone", r.gone(err)); err != nil {
 					return now, err

@@ -66,11 +66,23 @@ func (g *writeGuard) probe(now, sendUntil int64) error {
 	if e := g.endBy.Load(); e != 0 {
 		want = min(want, e)
 	}
+	if want <= now {
+		// The end of sending, or a signal's, passed a while ago: the
+		// write would fail before it started, and be taken for the
+		// reflector's stall.
+		return errPastEnd
+	}
 	if g.set != 0 && g.set <= want && (g.set == want || g.set-now >= g.limit/2) {
 		return nil
 	}
 	return g.setDeadline(want, true)
 }
+
+// errPastEnd: a probe's write would start after the latest time a write
+// may end (writeGuard.probe): the loop should have stopped sending. Seen
+// once, unexplained, at a load average of 14: "a 64-byte write to
+// udp://... did not finish in 0s".
+var errPastEnd = errors.New("past the end of sending")
 
 // within sets the deadline of a write starting at now to d later: the
 // handshake's and the close's writes wait as long as their reads. The
