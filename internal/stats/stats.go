@@ -30,7 +30,7 @@ type Dist struct {
 	n        int64
 	mean, m2 float64 // Welford's running mean and sum of squared deviations
 	min, max int64
-	tee      *Dist // records every value too (Tee); nil: none
+	tee      *Dist // its histogram records every value too (Tee); nil: none
 }
 
 // NewDist returns an empty distribution.
@@ -51,7 +51,7 @@ func NewCoarseDist() *Dist {
 	return &Dist{h: hdrhistogram.New(lowest, highest, coarseSigFigs)}
 }
 
-// Record adds one value (and to its tee's histogram).
+// Record adds one value to d, and to its tee's histogram.
 func (d *Dist) Record(v int64) {
 	d.n++
 	if d.n == 1 {
