@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -183,17 +184,29 @@ func startVolley(t *testing.T, args ...string) *proc {
 	return p
 }
 
-// exitCode is the exit code that err, a process's Wait's, says: 0 for
-// nil; ok is false for an error that says none.
-func exitCode(err error) (code int, ok bool) {
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.As(err, &ee):
-		return ee.ExitCode(), true
+// waitExit waits, up to limit from now, for cmd, a volley process whose
+// Wait's error done gives, to exit. It returns the exit code and when the
+// exit was seen; after limit it kills cmd and the test fails, with what
+// output says the process printed.
+func waitExit(t *testing.T, cmd *exec.Cmd, done <-chan error, limit time.Duration, output func() string) (int, time.Time) {
+	t.Helper()
+	select {
+	case err := <-done:
+		exited := time.Now()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, exited
+		case errors.As(err, &ee):
+			return ee.ExitCode(), exited
+		}
+		t.Fatalf("volley %s: %v", strings.Join(cmd.Args[1:], " "), err)
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("volley %s did not exit within %v of being waited for: killed\n%s", strings.Join(cmd.Args[1:], " "), limit, output())
 	}
-	return 0, false
+	return 0, time.Time{}
 }
 
 // wait waits for the process to exit, for at most limit; after that it is
@@ -201,19 +214,10 @@ func exitCode(err error) (code int, ok bool) {
 // process ran.
 func (p *proc) wait(t *testing.T, limit time.Duration) (int, time.Duration) {
 	t.Helper()
-	select {
-	case err := <-p.done:
-		took := time.Since(p.start)
-		if code, ok := exitCode(err); ok {
-			return code, took
-		}
-		t.Fatalf("volley %s: %v", strings.Join(p.cmd.Args[1:], " "), err)
-	case <-time.After(limit):
-		p.cmd.Process.Kill()
-		<-p.done
-		t.Fatalf("volley %s still ran %v after it started: killed\nstdout:\n%.2000s\nstderr:\n%.2000s", strings.Join(p.cmd.Args[1:], " "), limit, p.stdout.String(), p.stderr.String())
-	}
-	return 0, 0
+	code, exited := waitExit(t, p.cmd, p.done, limit, func() string {
+		return fmt.Sprintf("stdout:\n%.2000s\nstderr:\n%.2000s", p.stdout.String(), p.stderr.String())
+	})
+	return code, exited.Sub(p.start)
 }
 
 // TestClientStalledWrite: a stream reflector that stops reading fills the

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,19 +63,7 @@ func (m *measuring) waitFor(t *testing.T, ch <-chan string, want string) {
 // when the client was seen to exit.
 func (m *measuring) finish(t *testing.T, limit time.Duration) (code int, exited time.Time) {
 	t.Helper()
-	select {
-	case err := <-m.done:
-		exited = time.Now()
-		if code, ok := exitCode(err); ok {
-			return code, exited
-		}
-		t.Fatalf("volley %s: %v", strings.Join(m.cmd.Args[1:], " "), err)
-	case <-time.After(limit):
-		m.cmd.Process.Kill()
-		<-m.done
-		t.Fatalf("volley %s did not exit within %v of being waited for: killed\nstderr:\n%.2000s", strings.Join(m.cmd.Args[1:], " "), limit, m.errOut.String())
-	}
-	return 0, time.Time{}
+	return waitExit(t, m.cmd, m.done, limit, func() string { return fmt.Sprintf("stderr:\n%.2000s", m.errOut.String()) })
 }
 
 // result is the client's result: its last line, with the interval lines
