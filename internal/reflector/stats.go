@@ -99,6 +99,14 @@ func (s Counters) Add(o Counters) Counters {
 	return d
 }
 
+// Own returns s with its own copies of the response distributions, which
+// the reflector resets for its next interval: for an OnInterval that
+// keeps them past its return.
+func (s Counters) Own() Counters {
+	s.Response, s.ResponseKernel = mergeDists(s.Response, nil), mergeDists(s.ResponseKernel, nil)
+	return s
+}
+
 func (s Counters) sub(o Counters) Counters {
 	d := s
 	d.PacketsIn -= o.PacketsIn

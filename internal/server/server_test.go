@@ -11,6 +11,7 @@ import (
 
 	"github.com/volley-net/volley/internal/reflector"
 	"github.com/volley-net/volley/internal/sockopt"
+	"github.com/volley-net/volley/internal/stats"
 	"github.com/volley-net/volley/internal/transport"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -120,6 +121,56 @@ func TestStatsSumBlockedOutput(t *testing.T) {
 	}
 	if len(got) >= n {
 		t.Errorf("emitted %d lines for %d intervals: none merged while the output was blocked", len(got), n)
+	}
+}
+
+// TestStatsSumOwnsResponses: an interval's response times reach the
+// output as they were when the worker added them, one worker or several,
+// STAMP's too, although the worker resets them for its next interval
+// before the emitter reads them (the reflector reuses them: OnInterval
+// may not keep them). A reflector at --rate max, one worker, its output
+// behind, crashed on one reset under the emitter's read.
+func TestStatsSumOwnsResponses(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		workers int
+		stamp   bool
+	}{{"one worker", 1, false}, {"two workers", 2, false}, {"STAMP", 1, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			var got []int64
+			agg := &statsSum{workers: tt.workers, stamp: tt.stamp, emit: func(s, st reflector.Counters) {
+				<-gate
+				for _, c := range []reflector.Counters{s, st} {
+					if c.Response != nil {
+						got = append(got, c.Response.Count())
+					}
+				}
+			}}
+			agg.start()
+			var dists []*stats.Dist
+			for w := range tt.workers {
+				d := stats.NewDist()
+				for v := range int64(10) {
+					d.Record(v + 1)
+				}
+				dists = append(dists, d)
+				agg.add(w, reflector.Counters{Elapsed: time.Second, Response: d})
+			}
+			for _, d := range dists {
+				d.Reset() // the worker's next interval
+				d.Record(99)
+			}
+			close(gate)
+			agg.stop()
+			want := int64(10 * tt.workers)
+			if tt.stamp {
+				want = 10 // STAMP's, apart: the volley workers' sum has none
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Fatalf("response counts emitted %v, want [%d]", got, want)
+			}
+		})
 	}
 }
 

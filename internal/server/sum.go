@@ -67,8 +67,12 @@ func (a *statsSum) stop() {
 func (a *statsSum) add(worker int, s reflector.Counters) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Whatever goes to the emitter owns its response times: the worker
+	// resets them for its next interval (Add copies them too). Handed
+	// over as they were, a reflector with one worker at --rate max, its
+	// output behind, crashed when a reset came under the emitter's read.
 	if a.workers == 1 && !a.stamp {
-		a.ready(pendingStats{s: s}) // nothing to add up, nor to copy
+		a.ready(pendingStats{s: s.Own()}) // nothing to add up
 		return
 	}
 	if a.ticks == nil {
@@ -82,7 +86,7 @@ func (a *statsSum) add(worker int, s reflector.Counters) {
 		a.pending[k] = p
 	}
 	if a.stamp && worker == a.workers-1 {
-		p.stamp = s
+		p.stamp = s.Own()
 	} else {
 		p.s = p.s.Add(s)
 	}
