@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // readCSV reads a CSV log into rows of named fields.
@@ -44,15 +46,69 @@ func field(t *testing.T, row map[string]string, name string) int64 {
 	return v
 }
 
+// stampServer starts a server with its --log at srvLog and returns its
+// address and a function that stops it and returns its output.
+type stampServer func(srvLog string) (addr string, stop func() string)
+
+// stampedRun is one client run against a fresh server, with both logs.
+type stampedRun struct {
+	r              run
+	cliLog, srvLog string
+	srvOut         string
+}
+
+// runStamped runs a ping-pong client with n probes (in network namespace
+// ns) against a server from start, then stops the server. Each volley
+// process's clock keeps the wall time it read at its start and moves
+// with the monotonic clock after that (internal/clock), while the
+// kernel's stamps read the wall clock: once the wall clock steps, the two
+// are apart by the step, and a step of half a millisecond was seen here
+// once in about fifty CI runs. A run the wall clock stepped under
+// (wallStep, read before the server starts and after it stops) is run
+// again, three times at most.
+func runStamped(t *testing.T, ns string, n int, start stampServer) stampedRun {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ref := time.Now()
+		before := wallOffset(ref)
+		dir := t.TempDir()
+		sr := stampedRun{cliLog: filepath.Join(dir, "client.csv"), srvLog: filepath.Join(dir, "server.csv")}
+		addr, stop := start(sr.srvLog)
+		sr.r = volleyRunIn(t, ns, "client", addr, "-n", fmt.Sprint(n), "--reply-size", "100", "--log", sr.cliLog, "--format", "json")
+		sr.srvOut = stop()
+		step := time.Duration(wallOffset(ref) - before)
+		if step.Abs() < time.Microsecond {
+			return sr
+		}
+		if attempt == 3 {
+			t.Fatalf("the wall clock stepped during each of %d runs (by %v in the last): kernel and user stamps cannot be compared", attempt, step)
+		}
+		t.Logf("the wall clock stepped by %v during run %d: running it again", step, attempt)
+	}
+}
+
+// wallOffset returns how far the wall clock has moved from the monotonic
+// one since ref, the largest of seven readings: time.Now reads the wall
+// clock first, so a preemption between its two readings can only make
+// the difference smaller.
+func wallOffset(ref time.Time) int64 {
+	best := int64(math.MinInt64)
+	for range 7 {
+		now := time.Now()
+		best = max(best, now.UnixNano()-ref.UnixNano()-int64(now.Sub(ref)))
+	}
+	return best
+}
+
 // checkStamps runs a ping-pong client (in network namespace ns) with
-// kernel stamps at both ends against the server at addr (its log at srvLog, stopped by stop), and
-// checks the stamps order as the packets went: user T1 before the
+// kernel stamps at both ends against a server from start (runStamped),
+// and checks the stamps order as the packets went: user T1 before the
 // kernel's, the kernel's receive before the reflector's read, and so on.
-func checkStamps(t *testing.T, ns, addr string, stop func() string, srvLog string) {
+func checkStamps(t *testing.T, ns string, start stampServer) {
 	t.Helper()
 	const n = 300
-	cliLog := filepath.Join(t.TempDir(), "client.csv")
-	r := volleyRunIn(t, ns, "client", addr, "-n", fmt.Sprint(n), "--reply-size", "100", "--log", cliLog, "--format", "json")
+	sr := runStamped(t, ns, n, start)
+	r, cliLog, srvLog := sr.r, sr.cliLog, sr.srvLog
 	if r.code != 0 {
 		t.Fatalf("client exit %d: %s", r.code, r.stderr)
 	}
@@ -91,7 +147,7 @@ func checkStamps(t *testing.T, ns, addr string, stop func() string, srvLog strin
 			}
 		}
 	}
-	out := stop()
+	out := sr.srvOut
 	if !strings.Contains(out, fmt.Sprintf("response (kernel stamps) over %d replies", n)) {
 		t.Errorf("server's totals lack the kernel response line:\n%s", out)
 	}
@@ -112,16 +168,17 @@ func checkStamps(t *testing.T, ns, addr string, stop func() string, srvLog strin
 // the packets went. --timestamps user goes without; an explicit mode a
 // transport or an interface cannot give is an error naming it.
 func TestKernelTimestamps(t *testing.T) {
-	srvLog := filepath.Join(t.TempDir(), "server.csv")
-	srv := startServer(t, "127.0.0.1:0", "-q", "--log", srvLog)
-	checkStamps(t, "", srv.addr, func() string {
-		if err := srv.stop(t, os.Interrupt); err != nil {
-			t.Fatalf("server exit: %v", err)
+	checkStamps(t, "", func(srvLog string) (string, func() string) {
+		srv := startServer(t, "127.0.0.1:0", "-q", "--log", srvLog)
+		return srv.addr, func() string {
+			if err := srv.stop(t, os.Interrupt); err != nil {
+				t.Fatalf("server exit: %v", err)
+			}
+			return srv.output()
 		}
-		return srv.output()
-	}, srvLog)
+	})
 
-	srv = startServer(t, "127.0.0.1:0", "-q")
+	srv := startServer(t, "127.0.0.1:0", "-q")
 	r := volleyRun(t, "client", srv.addr, "-n", "50", "--reply-size", "100", "--timestamps", "user", "--format", "json")
 	if res := parseResult(t, r.stdout); res.Timestamps != nil || res.Summary.Kernel != nil || res.Config.Timestamps != "user" {
 		t.Errorf("--timestamps user: timestamps %+v, kernel %+v", res.Timestamps, res.Summary.Kernel)
@@ -151,12 +208,13 @@ func TestKernelTimestamps(t *testing.T) {
 // a veth pair, which the test creates (as root, with ip(8)).
 func TestTimestampsVeth(t *testing.T) {
 	nsA, nsB := vethNamespaces(t, "vly", 213)
-	srvLog := filepath.Join(t.TempDir(), "server.csv")
-	srv := startServerCmd(t, exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog))
-	checkStamps(t, nsA, srv.addr, func() string {
-		if err := srv.stop(t, syscall.SIGINT); err != nil {
-			t.Fatalf("server exit: %v\n%s", err, srv.output())
+	checkStamps(t, nsA, func(srvLog string) (string, func() string) {
+		srv := startServerCmd(t, exec.Command("ip", "netns", "exec", nsB, volley, "server", "--listen", "10.213.0.2:7766", "-q", "--tcp=false", "--log", srvLog))
+		return srv.addr, func() string {
+			if err := srv.stop(t, syscall.SIGINT); err != nil {
+				t.Fatalf("server exit: %v\n%s", err, srv.output())
+			}
+			return srv.output()
 		}
-		return srv.output()
-	}, srvLog)
+	})
 }
