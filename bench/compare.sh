@@ -49,8 +49,10 @@ stalls=$("$out/stalls" 3)
 run udp bench/udp-rr.sh PAIRS="$ROUNDS"
 run udp-user bench/udp-rr.sh PAIRS="$ROUNDS" STAMPS=user
 run gofloor-block bench/gofloor.sh ROUNDS="$ROUNDS" MODE=block
+run gofloor-block-stamped bench/gofloor.sh ROUNDS="$ROUNDS" MODE=block STAMPED=1
 run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
 run gofloor bench/gofloor.sh ROUNDS="$ROUNDS"
+run gofloor-stamped bench/gofloor.sh ROUNDS="$ROUNDS" STAMPED=1
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
 run tcp-busy bench/tcp-rr.sh ROUNDS="$ROUNDS" BUSY=1
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
@@ -117,6 +119,8 @@ busy50=$(m udp-busy 'median p50 ratio volley\/sockperf:')
 busy999=$(m udp-busy 'median p99.9 ratio volley\/sockperf:')
 bfloor50=$(m gofloor 'median p50 ratio gofloor\/sockperf:')
 bfloor999=$(m gofloor 'median p99.9 ratio gofloor\/sockperf:')
+sfloor50=$(m gofloor-block-stamped 'median p50 ratio gofloor\/sockperf:')
+sbfloor50=$(m gofloor-stamped 'median p50 ratio gofloor\/sockperf:')
 tbusy50=$(m tcp-busy 'median p50 ratio volley\/sockperf:')
 tbusy999=$(m tcp-busy 'median p99.9 ratio volley\/sockperf:')
 
@@ -126,6 +130,8 @@ printf '%-66s %12s %-10s %s\n' check value target verdict
 row "UDP ping-pong p50 / sockperf" "$udp50" "<=" 1.00
 row "UDP ping-pong p50 / Go blocking floor (bench/gofloor -mode block)" "$(over "$udp50" "$floor50")" "<=" 1.05
 printf '%-66s %12s\n' "  Go blocking floor p50 / sockperf" "$floor50"
+printf '%-66s %12s\n' "  Go blocking floor with volley's stamps and marks (-stamps) / floor" "$(over "$sfloor50" "$floor50")"
+printf '%-66s %12s\n' "  UDP ping-pong p50 / that stamped floor (volley's own part)" "$(over "$udp50" "$sfloor50")"
 printf '%-66s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
 printf '%-66s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
 row "TCP ping-pong p50 / sockperf --tcp" "$(m tcp 'median p50 ratio volley\/sockperf:')" "<=" 1.00
@@ -137,13 +143,15 @@ row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<="
 row "TCP busy-poll p50 / Go busy floor (UDP's)" "$(over "$tbusy50" "$bfloor50")" "<=" 1.05
 row "TCP busy-poll p99.9 / Go busy floor (UDP's)" "$(over "$tbusy999" "$bfloor999")" "<=" 1.5
 printf '%-66s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
+printf '%-66s %12s\n' "  Go busy floor with volley's stamps and marks (-stamps) / floor" "$(over "$sbfloor50" "$bfloor50")"
+printf '%-66s %12s\n' "  UDP busy-poll p50 / that stamped floor (volley's own part)" "$(over "$busy50" "$sbfloor50")"
 row "replies/s at max rate / sockperf's server (1 worker)" "$(m max-rate 'median replies\/s ratio volley\/sockperf:')" ">=" 1.5
 row "100k probes/s open loop: achieved rate error" "$v100k_err" "abs<=" "1%"
 row "1k probes/s open loop: send error p99" "$v1k_p99" "<=" "20µs"
 printf '%-66s %12s\n' "  a spinning C thread's lateness p99 (bench/stalls.c, before the runs)" "$(sed -n 's/.*, p99 \([0-9]*\)us late.*/\1µs/p' <<<"$stalls")"
 printf '%-66s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
 echo
-for f in udp udp-user gofloor-block udp-busy gofloor tcp tcp-busy max-rate $(seq -f 'rate%g' "$ROUNDS") unix; do
+for f in udp udp-user gofloor-block gofloor-block-stamped udp-busy gofloor gofloor-stamped tcp tcp-busy max-rate $(seq -f 'rate%g' "$ROUNDS") unix; do
 	echo "== $f"
 	cat "$out/$f"
 done

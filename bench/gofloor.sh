@@ -9,6 +9,7 @@
 #
 #   bench/gofloor.sh                # 3 rounds of 5 s, 64-byte messages
 #   MODE=block bench/gofloor.sh
+#   STAMPED=1 bench/gofloor.sh      # with volley's kernel stamps and path marks (gofloor -stamps)
 #
 # Prints each round's p50 and p99.9 in µs and round trips/s, and the median
 # ratios gofloor/sockperf, and the floor's own medians.
@@ -21,6 +22,10 @@ busy) spflags=(--nonblocked) ;;
 block) spflags=() ;;
 *) echo "MODE=$MODE: want busy or block" >&2; exit 2 ;;
 esac
+gfflags=(-mode "$MODE")
+if [ "${STAMPED:-0}" = 1 ]; then
+	gfflags+=(-stamps)
+fi
 SECS=${SECS:-5}
 SIZE=64
 SP_PORT=${SP_PORT:-11115}
@@ -29,7 +34,7 @@ GF_ADDR=${GF_ADDR:-127.0.0.1:11116}
 . bench/common.sh
 go build -o "$tmp/gofloor" ./bench/gofloor
 
-echo "$MODE UDP ping-pong on 127.0.0.1: Go floor (bench/gofloor -mode $MODE) against sockperf ${spflags[*]}, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "$MODE UDP ping-pong on 127.0.0.1: Go floor (bench/gofloor ${gfflags[*]}) against sockperf ${spflags[*]}, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s\n' round "sockperf p50" "gofloor p50" "sock p99.9" "gof p99.9" "sockperf/s" "gofloor/s" "p50 x" "p99.9 x"
 r50s=() r999s=() g50s=() g999s=()
 for i in $(seq "$ROUNDS"); do
@@ -40,11 +45,11 @@ for i in $(seq "$ROUNDS"); do
 	read -r sp50 _ sp999 srate < <(sockperf_pingpong "${spflags[@]}")
 	kill "$sp"
 	wait "$sp" 2>/dev/null || true
-	"$tmp/gofloor" -mode "$MODE" -server "$GF_ADDR" &
+	"$tmp/gofloor" "${gfflags[@]}" -server "$GF_ADDR" &
 	gp=$!
 	pids+=("$gp")
 	sleep 0.3
-	read -r gp50 _ gp999 grate < <("$tmp/gofloor" -mode "$MODE" -client "$GF_ADDR" -t "${SECS}s")
+	read -r gp50 _ gp999 grate < <("$tmp/gofloor" "${gfflags[@]}" -client "$GF_ADDR" -t "${SECS}s")
 	kill "$gp"
 	wait "$gp" 2>/dev/null || true
 	read -r r50 r999 < <(python3 -c "print('%.3f %.3f' % ($gp50 / $sp50, $gp999 / $sp999))")

@@ -57,11 +57,24 @@ func serveBlocking(addr string) error {
 		return err
 	}
 	defer unix.Close(fd)
+	st, err := stamperFor(fd, addr)
+	if err != nil {
+		return err
+	}
 	buf := make([]byte, 2048)
 	var sa unix.RawSockaddrInet6
 	for i := 0; ; i++ {
 		if i%yieldEvery == 0 {
 			runtime.Gosched()
+		}
+		if st != nil {
+			if n, e := st.recv(unix.Syscall6, buf, 0); e == 0 {
+				st.reply(buf[:n])
+				st.drain()
+			} else if e != unix.EINTR {
+				return e
+			}
+			continue
 		}
 		nl := uint32(unsafe.Sizeof(sa))
 		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0,
@@ -88,6 +101,10 @@ func runBlocking(addr string, dur time.Duration) error {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return err
 	}
+	st, err := stamperFor(fd, addr)
+	if err != nil {
+		return err
+	}
 	out, buf := make([]byte, 64), make([]byte, 2048)
 	rtts := make([]time.Duration, 0, 1<<20)
 	var lost int
@@ -107,12 +124,22 @@ func runBlocking(addr string, dur time.Duration) error {
 			continue
 		}
 		for {
-			n, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			var n uintptr
+			var e unix.Errno
+			if st != nil {
+				m, errno := st.recv(unix.Syscall6, buf, 0)
+				n, e = uintptr(m), errno
+			} else {
+				n, _, e = unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			}
 			if e == 0 {
 				if n < 8 || binary.LittleEndian.Uint64(buf) != i {
 					continue // a late answer to an earlier probe
 				}
 				rtts = append(rtts, time.Since(t1))
+				if st != nil {
+					st.drain()
+				}
 				break
 			}
 			if e == unix.EAGAIN {

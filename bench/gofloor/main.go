@@ -15,6 +15,9 @@
 //	gofloor -server 127.0.0.1:12999 [-mode block] &
 //	gofloor -client 127.0.0.1:12999 -t 3s [-mode block]   # p50 p99 p99.9 (µs) round-trips/s
 //
+// With -stamps at both ends, each datagram also carries the kernel's work
+// that volley's default kernel stamps and path marks ask for (stamped.go).
+//
 // It is a measuring stick, not part of volley.
 package main
 
@@ -37,6 +40,7 @@ func main() {
 	client := flag.String("client", "", "send to this UDP address")
 	dur := flag.Duration("t", 3*time.Second, "client: how long to run")
 	mode := flag.String("mode", "busy", "busy: spin on non-blocking calls; block: blocking calls on locked threads")
+	flag.BoolVar(&stamps, "stamps", false, "ask for the kernel's work a default volley run asks for: stamps and path marks (stamped.go); both ends")
 	flag.Parse()
 	var err error
 	switch {
@@ -46,6 +50,10 @@ func main() {
 		err = serveBlocking(*server)
 	case *client != "" && *mode == "block":
 		err = runBlocking(*client, *dur)
+	case *server != "" && stamps:
+		err = serveBusyStamped(*server)
+	case *client != "" && stamps:
+		err = runBusyStamped(*client, *dur)
 	case *server != "":
 		err = serve(*server)
 	case *client != "":
@@ -58,6 +66,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// stamps: -stamps.
+var stamps bool
 
 // fdOf returns c's descriptor; the caller keeps c alive (runtime.KeepAlive)
 // while it uses it, or c's finalizer closes it.
