@@ -191,3 +191,79 @@ func TestBusyWriteTo(t *testing.T) {
 		t.Fatalf("Read = %d, %v", n, err)
 	}
 }
+
+// TestBusyStampedSpin: a busy read that spins (its queue empty when it
+// began) for a socket whose stamps and path are on returns the datagram
+// that came, one, with its sender, its receive stamp, its TTL and traffic
+// class, at both ends; datagrams queued before a read still come in one
+// batch.
+func TestBusyStampedSpin(t *testing.T) {
+	p, c := busyPair(t)
+	for _, s := range []interface {
+		EnableTimestamps(bool) error
+		EnablePath() error
+	}{p, c} {
+		if err := s.EnableTimestamps(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnablePath(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	ms := make([]Message, MaxBatch)
+	for i := range ms {
+		ms[i].Buf = make([]byte, 128)
+	}
+	check := func(who string, n int, err error, want byte, from netip.AddrPort) {
+		t.Helper()
+		m := ms[0]
+		switch {
+		case err != nil || n != 1:
+			t.Fatalf("%s: ReadBatch = %d, %v: want the one datagram", who, n, err)
+		case m.N != 3 || m.Buf[0] != want:
+			t.Fatalf("%s: got %d bytes %v, want 3 starting %d", who, m.N, m.Buf[:m.N], want)
+		case from.IsValid() && m.Addr != from:
+			t.Fatalf("%s: from %v, want %v", who, m.Addr, from)
+		case m.Stamp.SW == 0 || !m.Path.OK || m.Path.TTL == 0:
+			t.Fatalf("%s: stamp %+v, path %+v: want both", who, m.Stamp, m.Path)
+		}
+	}
+	cAddr := netip.MustParseAddrPort(c.LocalAddr().String())
+	for i := range 5 {
+		got := make(chan error, 1)
+		var n int
+		go func() {
+			var err error
+			n, err = p.ReadBatch(ms)
+			got <- err
+		}()
+		// Let the read find its queue empty and spin (if it has not,
+		// it reads the datagram at once: the checks hold either way).
+		time.Sleep(20 * time.Millisecond)
+		if _, err := c.Write([]byte{byte(i), 1, 2}); err != nil {
+			t.Fatal(err)
+		}
+		check("reflector", n, <-got, byte(i), cAddr)
+		go func() {
+			var err error
+			n, err = c.ReadBatch(ms[:1])
+			got <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		if _, err := p.WriteTo([]byte{byte(i) + 100, 1, 2}, cAddr); err != nil {
+			t.Fatal(err)
+		}
+		check("client", n, <-got, byte(i)+100, netip.AddrPort{})
+	}
+	for i := range 3 {
+		if _, err := c.Write([]byte{byte(i), 1, 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Loopback queues each datagram within its send.
+	if n, err := p.ReadBatch(ms); n != 3 || err != nil {
+		t.Fatalf("ReadBatch with three queued = %d, %v: want them in one batch", n, err)
+	}
+}
