@@ -62,7 +62,9 @@ func (r *run) loop(ctx context.Context) error {
 			continue // stop sending at the top of the loop, then drain
 		}
 		n, err := r.read()
-		now = r.clk.Now()
+		if now = r.in[0].At; err != nil || n == 0 || now == 0 {
+			now = r.clk.Now()
+		}
 		if err != nil {
 			if forced, err := r.readFailed(ctx, err, now, deadline); err != nil {
 				return err
@@ -275,6 +277,9 @@ func (r *run) read() (int, error) {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
+			if rc, ok := r.conn.(transport.ReadClocker); ok {
+				rc.SetReadClock(r.clk.Now) // T4 as the read returns
+			}
 			size := max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
 			r.in = make([]transport.Message, recvBatch)
 			for i := range r.in {

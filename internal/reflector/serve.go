@@ -69,7 +69,10 @@ func (r *Reflector) Serve(ctx context.Context, conn transport.PacketConn) (Count
 			return r.total(sv.start), nil
 		}
 		n, err := sv.bc.ReadBatch(sv.in)
-		now := r.clk.Now()
+		now := sv.in[0].At // T2 as the read returned (SetReadClock)
+		if err != nil || n == 0 || now == 0 {
+			now = r.clk.Now()
+		}
 		r.mu.Lock()
 		if err != nil {
 			switch {
@@ -131,6 +134,9 @@ func (r *Reflector) newServer(conn transport.PacketConn) *server {
 		batch = 1
 	}
 	sv := &server{r: r, conn: conn, bc: bc, wait: kernelWait{conn: conn}}
+	if rc, ok := conn.(transport.ReadClocker); ok {
+		rc.SetReadClock(r.clk.Now)
+	}
 	sv.send = sv.sendHeld
 	sv.in = make([]transport.Message, batch)
 	for i := range sv.in {

@@ -71,6 +71,18 @@ type SchedSampler interface {
 // again, and nothing else would say so.
 var _ SchedSampler = (*udp.Conn)(nil)
 
+// ReadClocker is a socket whose batch reads can say when each message
+// came, by the reader's clock, as the system call returns
+// (Message.At): see udp.PacketConn.SetReadClock.
+type ReadClocker interface {
+	SetReadClock(now func() int64)
+}
+
+var (
+	_ ReadClocker = (*udp.Conn)(nil)
+	_ ReadClocker = (*udp.PacketConn)(nil)
+)
+
 // PathReader is a UDP socket that can read what each received datagram's
 // IP header said (TTL or hop limit, traffic class) into Message.Path: see
 // udp.PacketConn.EnablePath.

@@ -8,13 +8,35 @@ import (
 
 // Message is one datagram of a batch: Buf is its memory, N its length,
 // Addr its sender (reading) or destination (writing), Stamp when the
-// kernel (and NIC) received it, where the socket's stamping is on.
+// kernel (and NIC) received it, where the socket's stamping is on, and At
+// when the read returned it, by the clock SetReadClock gave (0 without).
 type Message struct {
 	Buf   []byte
 	N     int
 	Addr  netip.AddrPort
 	Stamp tstamp.Stamp
 	Path  Path
+	At    int64
+}
+
+// SetReadClock has ReadBatch set each message's At to now(), read as the
+// system call that brought it returns, before anything else: the reader's
+// time of arrival without the way back to it. At a busy reflector that
+// way (the spin's return, the descriptor's unlock, the parsing of the
+// control messages) took 300-350 ns of the 500-600 between a receive's
+// return and the reply's send. Where reads are not batched (not Linux),
+// At stays 0.
+func (p *PacketConn) SetReadClock(now func() int64) {
+	if p.b != nil {
+		p.b.setReadClock(now)
+	}
+}
+
+// SetReadClock is PacketConn.SetReadClock for the connected socket.
+func (c *Conn) SetReadClock(now func() int64) {
+	if c.b != nil {
+		c.b.setReadClock(now)
+	}
 }
 
 // Path is what a received datagram's IP header said, where its socket asks

@@ -38,6 +38,9 @@ type batcher struct {
 
 	zones map[uint32]string // IPv6 scope IDs seen, as zone names
 
+	readClock func() int64 // SetReadClock's, or nil
+	at        int64        // readClock's reading as the last read returned
+
 	busyPoll // reads spin instead of sleeping (busy_linux.go)
 	blocking // reads wait in the kernel, on the reader's thread (block_linux.go)
 	txStamps // kernel stamps, and the transmit stamps' error queue (txstamp_linux.go)
@@ -92,6 +95,7 @@ func (b *batcher) recvmmsg(fd uintptr) bool {
 	}
 	switch errno {
 	case 0:
+		b.markRead()
 		b.rn, b.rerr = int(n), nil
 	case unix.EAGAIN:
 		return false // wait for the socket to be readable
@@ -130,6 +134,15 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 	}
 }
 
+func (b *batcher) setReadClock(now func() int64) { b.readClock = now }
+
+// markRead reads the read clock, as a read's system call returns.
+func (b *batcher) markRead() {
+	if b.readClock != nil {
+		b.at = b.readClock()
+	}
+}
+
 func (b *batcher) read(ms []Message) (int, error) {
 	n := min(len(ms), MaxBatch)
 	for i := range n {
@@ -163,6 +176,7 @@ func (b *batcher) read(ms []Message) (int, error) {
 		return 0, wrapErrno("recvmmsg", b.rerr)
 	}
 	for i := range b.rn {
+		ms[i].At = b.at
 		ms[i].N = int(b.rhdrs[i].Len)
 		ms[i].Addr = b.addr(&b.rnames[i])
 		if b.stamping {

@@ -16,6 +16,8 @@ func newBatcher(interface {
 	return nil, errors.ErrUnsupported
 }
 
+func (*batcher) setReadClock(func() int64) {}
+
 func (p *PacketConn) readBatch(ms []Message) (int, error)  { return p.readOne(ms) }
 func (p *PacketConn) writeBatch(ms []Message) (int, error) { return p.writeOne(ms) }
 func (c *Conn) readBatch(ms []Message) (int, error)        { return c.readOne(ms) }

@@ -83,6 +83,7 @@ func (b *batcher) recvBlock(fd uintptr) {
 				// replies waiting.
 				n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(b.rn), unix.MSG_DONTWAIT, 0, 0)
 				if errno == 0 && !b.closing.Load() {
+					b.markRead()
 					b.rn, b.rerr = int(n), nil
 					return
 				}
@@ -107,6 +108,9 @@ func (b *batcher) recvBlock(fd uintptr) {
 			continue // Wait takes what is queued and says the deadline
 		}
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(ask), unix.MSG_WAITFORONE, 0, 0)
+		if errno == 0 {
+			b.markRead()
+		}
 		b.ks.Unblock()
 		b.slept = clock.MonoNow()-t0 > sleptAfter
 		if b.closing.Load() {
