@@ -20,11 +20,11 @@ import (
 const yieldEvery = 256
 
 // udpSocket opens a blocking UDP socket for addr's family, bound (server)
-// or connected (client) to addr.
-func udpSocket(addr string, connect bool) (int, error) {
+// or connected (client) to addr, and with -stamps its stamper.
+func udpSocket(addr string, connect bool) (int, *stamper, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return -1, err
+		return -1, nil, err
 	}
 	var sa unix.Sockaddr
 	family := unix.AF_INET
@@ -36,31 +36,31 @@ func udpSocket(addr string, connect bool) (int, error) {
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return -1, nil, err
 	}
 	if connect {
 		err = unix.Connect(fd, sa)
 	} else {
 		err = unix.Bind(fd, sa)
 	}
+	var st *stamper
+	if err == nil && stamps {
+		st, err = newStamper(fd, ap.Addr().Is4())
+	}
 	if err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, nil, err
 	}
-	return fd, nil
+	return fd, st, nil
 }
 
 func serveBlocking(addr string) error {
 	runtime.LockOSThread()
-	fd, err := udpSocket(addr, false)
+	fd, st, err := udpSocket(addr, false)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	st, err := stamperFor(fd, addr)
-	if err != nil {
-		return err
-	}
 	buf := make([]byte, 2048)
 	var sa unix.RawSockaddrInet6
 	for i := 0; ; i++ {
@@ -91,7 +91,7 @@ func serveBlocking(addr string) error {
 
 func runBlocking(addr string, dur time.Duration) error {
 	runtime.LockOSThread()
-	fd, err := udpSocket(addr, true)
+	fd, st, err := udpSocket(addr, true)
 	if err != nil {
 		return err
 	}
@@ -99,10 +99,6 @@ func runBlocking(addr string, dur time.Duration) error {
 	// A lost datagram ends its read after 10 ms.
 	tv := unix.NsecToTimeval(int64(10 * time.Millisecond))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return err
-	}
-	st, err := stamperFor(fd, addr)
-	if err != nil {
 		return err
 	}
 	out, buf := make([]byte, 64), make([]byte, 2048)

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -50,10 +49,6 @@ func main() {
 		err = serveBlocking(*server)
 	case *client != "" && *mode == "block":
 		err = runBlocking(*client, *dur)
-	case *server != "" && stamps:
-		err = serveBusyStamped(*server)
-	case *client != "" && stamps:
-		err = runBusyStamped(*client, *dur)
 	case *server != "":
 		err = serve(*server)
 	case *client != "":
@@ -82,23 +77,53 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 	return fd, err
 }
 
+// busySocket opens the busy floor's socket for addr: the runtime's own
+// (net.ListenUDP, net.Dial), or with -stamps one outside the runtime's
+// poller, as volley's busy sockets are (in it, every transmit stamp would
+// wake the poller's thread), and its stamper. done releases it.
+func busySocket(addr string, connect bool) (fd uintptr, st *stamper, done func(), err error) {
+	if stamps {
+		sfd, st, err := udpSocket(addr, connect)
+		return uintptr(sfd), st, func() { unix.Close(sfd) }, err
+	}
+	var c *net.UDPConn
+	if connect {
+		nc, err := net.Dial("udp", addr)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		c = nc.(*net.UDPConn)
+	} else {
+		ua, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if c, err = net.ListenUDP("udp", ua); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	fd, err = fdOf(c)
+	return fd, nil, func() { c.Close() }, err
+}
+
 func serve(addr string) error {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	fd, st, done, err := busySocket(addr, false)
 	if err != nil {
 		return err
 	}
-	c, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return err
-	}
-	fd, err := fdOf(c)
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(c)
+	defer done()
 	buf := make([]byte, 2048)
 	var sa unix.RawSockaddrInet6
 	for {
+		if st != nil {
+			if n, e := st.recv(unix.RawSyscall6, buf, unix.MSG_DONTWAIT); e == 0 {
+				st.reply(buf[:n])
+				st.drain()
+			} else if e != unix.EAGAIN && e != unix.EINTR {
+				return e
+			}
+			continue
+		}
 		nl := uint32(unsafe.Sizeof(sa))
 		n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_DONTWAIT,
 			uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&nl)))
@@ -113,15 +138,11 @@ func serve(addr string) error {
 }
 
 func run(addr string, dur time.Duration) error {
-	c, err := net.Dial("udp", addr)
+	fd, st, done, err := busySocket(addr, true)
 	if err != nil {
 		return err
 	}
-	fd, err := fdOf(c.(*net.UDPConn))
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(c)
+	defer done()
 	buf := make([]byte, 2048)
 	rtts := make([]time.Duration, 0, 1<<20)
 	var lost int
@@ -132,9 +153,17 @@ func run(addr string, dur time.Duration) error {
 			continue // the socket's buffer is full: try again
 		}
 		for {
-			_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			var e unix.Errno
+			if st != nil {
+				_, e = st.recv(unix.RawSyscall6, buf, unix.MSG_DONTWAIT)
+			} else {
+				_, _, e = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			}
 			if e == 0 {
 				rtts = append(rtts, time.Since(t1))
+				if st != nil {
+					st.drain()
+				}
 				break
 			}
 			if e != unix.EAGAIN && e != unix.EINTR {

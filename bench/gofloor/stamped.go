@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net/netip"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -95,92 +93,11 @@ func (s *stamper) drain() {
 	}
 }
 
-type sysCall6 = func(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno)
-
-// stamperFor is newStamper for fd, a socket for addr, with -stamps; nil
-// without.
-func stamperFor(fd int, addr string) (*stamper, error) {
-	if !stamps {
-		return nil, nil
-	}
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	return newStamper(fd, ap.Addr().Is4())
-}
-
 // reply sends b back to the sender of the datagram received last.
 func (s *stamper) reply(b []byte) {
 	unix.RawSyscall6(unix.SYS_SENDTO, s.fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_DONTWAIT,
 		uintptr(unsafe.Pointer(&s.name)), uintptr(s.hdr[0].Hdr.Namelen))
 }
 
-// serveBusyStamped is serve with -stamps, on a socket outside the
-// runtime's poller (as volley's busy sockets are): in it, every transmit
-// stamp would wake the poller's thread.
-func serveBusyStamped(addr string) error {
-	fd, err := udpSocket(addr, false)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	st, err := stamperFor(fd, addr)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 2048)
-	for {
-		n, e := st.recv(unix.RawSyscall6, buf, unix.MSG_DONTWAIT)
-		switch e {
-		case 0:
-			st.reply(buf[:n])
-			st.drain()
-		case unix.EAGAIN, unix.EINTR:
-		default:
-			return e
-		}
-	}
-}
-
-// runBusyStamped is run with -stamps, on a socket outside the poller.
-func runBusyStamped(addr string, dur time.Duration) error {
-	fd, err := udpSocket(addr, true)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	st, err := stamperFor(fd, addr)
-	if err != nil {
-		return err
-	}
-	out, buf := make([]byte, 64), make([]byte, 2048)
-	rtts := make([]time.Duration, 0, 1<<20)
-	var lost int
-	start := time.Now()
-	for time.Since(start) < dur {
-		t1 := time.Now()
-		if _, _, e := unix.RawSyscall6(unix.SYS_SENDTO, st.fd, uintptr(unsafe.Pointer(&out[0])), uintptr(len(out)), unix.MSG_DONTWAIT, 0, 0); e != 0 {
-			if e == unix.ECONNREFUSED {
-				return fmt.Errorf("no server at %s", addr)
-			}
-			continue // the socket's buffer is full: try again
-		}
-		for {
-			_, e := st.recv(unix.RawSyscall6, buf, unix.MSG_DONTWAIT)
-			if e == 0 {
-				rtts = append(rtts, time.Since(t1))
-				st.drain()
-				break
-			}
-			if e != unix.EAGAIN && e != unix.EINTR {
-				return e
-			}
-			if time.Since(t1) > 10*time.Millisecond {
-				lost++
-				break
-			}
-		}
-	}
-	return report(addr, rtts, lost, time.Since(start))
-}
+// sysCall6 is unix.Syscall6 or unix.RawSyscall6.
+type sysCall6 = func(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno)
