@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/csv"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // readCSV reads a CSV log into rows of named fields.
@@ -58,46 +56,20 @@ type stampedRun struct {
 }
 
 // runStamped runs a ping-pong client with n probes (in network namespace
-// ns) against a server from start, then stops the server. Each volley
-// process's clock keeps the wall time it read at its start and moves
-// with the monotonic clock after that (internal/clock), while the
-// kernel's stamps read the wall clock: once the wall clock steps, the two
-// are apart by the step, and a step of half a millisecond was seen here
-// once in about fifty CI runs. A run the wall clock stepped under
-// (wallStep, read before the server starts and after it stops) is run
-// again, three times at most.
+// ns) against a server from start, then stops the server, again while
+// the wall clock steps under it (unstepped): the kernel's stamps read the
+// wall clock, the processes' own times keep the wall time of their start.
 func runStamped(t *testing.T, ns string, n int, start stampServer) stampedRun {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		ref := time.Now()
-		before := wallOffset(ref)
+	var sr stampedRun
+	unstepped(t, "kernel and user stamps cannot be compared", func() {
 		dir := t.TempDir()
-		sr := stampedRun{cliLog: filepath.Join(dir, "client.csv"), srvLog: filepath.Join(dir, "server.csv")}
+		sr = stampedRun{cliLog: filepath.Join(dir, "client.csv"), srvLog: filepath.Join(dir, "server.csv")}
 		addr, stop := start(sr.srvLog)
 		sr.r = volleyRunIn(t, ns, "client", addr, "-n", fmt.Sprint(n), "--reply-size", "100", "--log", sr.cliLog, "--format", "json")
 		sr.srvOut = stop()
-		step := time.Duration(wallOffset(ref) - before)
-		if step.Abs() < time.Microsecond {
-			return sr
-		}
-		if attempt == 3 {
-			t.Fatalf("the wall clock stepped during each of %d runs (by %v in the last): kernel and user stamps cannot be compared", attempt, step)
-		}
-		t.Logf("the wall clock stepped by %v during run %d: running it again", step, attempt)
-	}
-}
-
-// wallOffset returns how far the wall clock has moved from the monotonic
-// one since ref, the largest of seven readings: time.Now reads the wall
-// clock first, so a preemption between its two readings can only make
-// the difference smaller.
-func wallOffset(ref time.Time) int64 {
-	best := int64(math.MinInt64)
-	for range 7 {
-		now := time.Now()
-		best = max(best, now.UnixNano()-ref.UnixNano()-int64(now.Sub(ref)))
-	}
-	return best
+	})
+	return sr
 }
 
 // checkStamps runs a ping-pong client (in network namespace ns) with
