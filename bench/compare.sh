@@ -130,7 +130,7 @@ printf '%-66s %12s %-10s %s\n' check value target verdict
 row "UDP ping-pong p50 / sockperf" "$udp50" "<=" 1.00
 row "UDP ping-pong p50 / Go blocking floor (bench/gofloor -mode block)" "$(over "$udp50" "$floor50")" "<=" 1.05
 printf '%-66s %12s\n' "  Go blocking floor p50 / sockperf" "$floor50"
-printf '%-66s %12s\n' "  Go blocking floor with volley's stamps and marks (-stamps) / floor" "$(over "$sfloor50" "$floor50")"
+printf '%-66s %12s\n' "  Go blocking floor with volley's stamps and marks / floor" "$(over "$sfloor50" "$floor50")"
 printf '%-66s %12s\n' "  UDP ping-pong p50 / that stamped floor (volley's own part)" "$(over "$udp50" "$sfloor50")"
 printf '%-66s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
 printf '%-66s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
@@ -143,7 +143,7 @@ row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<="
 row "TCP busy-poll p50 / Go busy floor (UDP's)" "$(over "$tbusy50" "$bfloor50")" "<=" 1.05
 row "TCP busy-poll p99.9 / Go busy floor (UDP's)" "$(over "$tbusy999" "$bfloor999")" "<=" 1.5
 printf '%-66s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
-printf '%-66s %12s\n' "  Go busy floor with volley's stamps and marks (-stamps) / floor" "$(over "$sbfloor50" "$bfloor50")"
+printf '%-66s %12s\n' "  Go busy floor with volley's stamps and marks / floor" "$(over "$sbfloor50" "$bfloor50")"
 printf '%-66s %12s\n' "  UDP busy-poll p50 / that stamped floor (volley's own part)" "$(over "$busy50" "$sbfloor50")"
 row "replies/s at max rate / sockperf's server (1 worker)" "$(m max-rate 'median replies\/s ratio volley\/sockperf:')" ">=" 1.5
 row "100k probes/s open loop: achieved rate error" "$v100k_err" "abs<=" "1%"

@@ -22,8 +22,8 @@ const (
 	stepAttempts = 5
 )
 
-// unstepped runs measure, which must not fail the test, and runs it
-// again while the wall clock steps under it (read before and after), up
+// unstepped runs measure, which measures and leaves the checks to the
+// caller, and runs it again while the wall clock steps under it (read before and after), up
 // to stepAttempts times, each after the clock held still for stepSettle.
 // When it steps under every one, the test is skipped with why: what the
 // test checks cannot hold on a clock that moves, and it says nothing of

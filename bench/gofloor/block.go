@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -69,7 +71,7 @@ func serveBlocking(addr string) error {
 		}
 		if st != nil {
 			if n, e := st.recv(unix.Syscall6, buf, 0); e == 0 {
-				st.reply(buf[:n])
+				st.reply(unix.Syscall6, buf[:n])
 				st.drain()
 			} else if e != unix.EINTR {
 				return e

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command gofloor is the floor for a Go ping-pong on this machine: the
 // least a Go program can do per UDP round trip, with none of volley's
 // work, in two modes, each at both ends:
@@ -117,7 +119,7 @@ func serve(addr string) error {
 	for {
 		if st != nil {
 			if n, e := st.recv(unix.RawSyscall6, buf, unix.MSG_DONTWAIT); e == 0 {
-				st.reply(buf[:n])
+				st.reply(unix.RawSyscall6, buf[:n])
 				st.drain()
 			} else if e != unix.EAGAIN && e != unix.EINTR {
 				return e

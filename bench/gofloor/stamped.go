@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -93,9 +95,10 @@ func (s *stamper) drain() {
 	}
 }
 
-// reply sends b back to the sender of the datagram received last.
-func (s *stamper) reply(b []byte) {
-	unix.RawSyscall6(unix.SYS_SENDTO, s.fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_DONTWAIT,
+// reply sends b back to the sender of the datagram received last,
+// through call as the plain floor's sends go.
+func (s *stamper) reply(call sysCall6, b []byte) {
+	call(unix.SYS_SENDTO, s.fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT,
 		uintptr(unsafe.Pointer(&s.name)), uintptr(s.hdr[0].Hdr.Namelen))
 }
 

@@ -62,7 +62,8 @@ func (r *run) loop(ctx context.Context) error {
 			continue // stop sending at the top of the loop, then drain
 		}
 		n, err := r.read()
-		if now = r.in[0].At; err != nil || n == 0 || now == 0 {
+		now = r.in[0].At // T4 as the read returned (SetReadClock)
+		if err != nil || n == 0 || now == 0 {
 			now = r.clk.Now()
 		}
 		if err != nil {

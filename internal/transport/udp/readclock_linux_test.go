@@ -7,9 +7,11 @@ import (
 )
 
 // TestReadClock: with a read clock, every message of a batch is stamped
-// with its reading as the system call returned (after the datagrams were
-// sent, before ReadBatch returned), whether the read waits in the poller,
-// in the kernel or spins; without one, At is 0.
+// with the clock's one reading as the system call returned: a read that
+// waited (in the poller, in the kernel, or spinning) for a datagram sent
+// after it began, a read of datagrams queued before it, and a blocking
+// read whose deadline had passed with a datagram queued. Without a clock,
+// At is 0.
 func TestReadClock(t *testing.T) {
 	modes := []struct {
 		name string
@@ -39,25 +41,61 @@ func TestReadClock(t *testing.T) {
 			}
 			var calls atomic.Int64
 			p.SetReadClock(func() int64 { return calls.Add(1) })
+			// checkBatch checks that ms[:n] carry one reading, taken after
+			// before and by the time ReadBatch returned.
+			checkBatch := func(what string, n int, err error, before int64) {
+				t.Helper()
+				if err != nil || n < 1 {
+					t.Fatalf("%s: ReadBatch = %d, %v", what, n, err)
+				}
+				for _, m := range ms[:n] {
+					if m.At <= before || m.At > calls.Load() || m.At != ms[0].At {
+						t.Fatalf("%s: At %d: want the clock's one reading for the batch, after %d and by %d", what, m.At, before, calls.Load())
+					}
+				}
+			}
+
+			// A read that waits for its datagram.
 			before := calls.Load()
+			got := make(chan error, 1)
+			var n int
+			go func() {
+				var err error
+				n, err = p.ReadBatch(ms)
+				got <- err
+			}()
+			// Let the read find nothing and wait (if it has not, it
+			// reads the datagram at once: the checks hold either way).
+			time.Sleep(20 * time.Millisecond)
+			if _, err := c.Write([]byte{2}); err != nil {
+				t.Fatal(err)
+			}
+			err := <-got
+			checkBatch("a read that waited", n, err, before)
+
+			// Datagrams queued before the read: loopback queues each
+			// within its send.
 			for i := range 3 {
 				if _, err := c.Write([]byte{byte(i)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			got := 0
-			for got < 3 {
-				n, err := p.ReadBatch(ms[got:])
-				if err != nil {
+			// (A blocking read that slept asks for one datagram next.)
+			for total := 0; total < 3; total += n {
+				before = calls.Load()
+				n, err = p.ReadBatch(ms)
+				checkBatch("a read of a queue", n, err, before)
+			}
+
+			if mode.name == "blocking" {
+				// What is queued is read past the deadline too.
+				if _, err := c.Write([]byte{3}); err != nil {
 					t.Fatal(err)
 				}
-				for _, m := range ms[got : got+n] {
-					if m.At <= before || m.At > calls.Load() || m.At != ms[got].At {
-						t.Fatalf("At %d: want the clock's one reading for the batch, after %d and by %d", m.At, before, calls.Load())
-					}
-				}
+				p.SetReadDeadline(time.Now().Add(-time.Second))
 				before = calls.Load()
-				got += n
+				n, err = p.ReadBatch(ms)
+				checkBatch("a read past its deadline", n, err, before)
 			}
 		})
 	}
