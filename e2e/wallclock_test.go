@@ -23,18 +23,16 @@ const (
 )
 
 // unstepped runs measure, which measures and leaves the checks to the
-// caller, and runs it again while the wall clock steps under it (read before and after), up
-// to stepAttempts times, each after the clock held still for stepSettle.
+// caller, and runs it again while the wall clock steps under it
+// (stepDuring), up to stepAttempts times, each after the clock held still
+// for stepSettle.
 // When it steps under every one, the test is skipped with why: what the
 // test checks cannot hold on a clock that moves, and it says nothing of
 // volley.
 func unstepped(t *testing.T, why string, measure func()) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		ref := time.Now()
-		before := wallOffset(ref)
-		measure()
-		step := time.Duration(wallOffset(ref) - before)
+		step := stepDuring(measure)
 		if step.Abs() < time.Microsecond {
 			return
 		}
@@ -51,13 +49,19 @@ func unstepped(t *testing.T, why string, measure func()) {
 func waitStill(d, limit time.Duration) {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
-		ref := time.Now()
-		before := wallOffset(ref)
-		time.Sleep(d)
-		if time.Duration(wallOffset(ref)-before).Abs() < time.Microsecond {
+		if stepDuring(func() { time.Sleep(d) }).Abs() < time.Microsecond {
 			return
 		}
 	}
+}
+
+// stepDuring returns how far the wall clock moved from the monotonic one
+// while f ran.
+func stepDuring(f func()) time.Duration {
+	ref := time.Now()
+	before := wallOffset(ref)
+	f()
+	return time.Duration(wallOffset(ref) - before)
 }
 
 // wallOffset returns how far the wall clock has moved from the monotonic

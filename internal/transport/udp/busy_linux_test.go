@@ -192,6 +192,29 @@ func TestBusyWriteTo(t *testing.T) {
 	}
 }
 
+// readWaiting starts read, lets it find nothing and wait (in the poller,
+// in the kernel or spinning; if it has not, it reads the datagram at once,
+// and a caller's checks hold either way), then sends with send and
+// returns what the read returned.
+func readWaiting(t *testing.T, read func() (int, error), send func() error) (int, error) {
+	t.Helper()
+	type result struct {
+		n   int
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		n, err := read()
+		got <- result{n, err}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := send(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	return r.n, r.err
+}
+
 // TestBusyStampedSpin: a busy read that spins (its queue empty when it
 // began) for a socket whose stamps and path are on returns the datagram
 // that came, one, with its sender, its receive stamp, its TTL and traffic
@@ -232,30 +255,16 @@ func TestBusyStampedSpin(t *testing.T) {
 	}
 	cAddr := netip.MustParseAddrPort(c.LocalAddr().String())
 	for i := range 5 {
-		got := make(chan error, 1)
-		var n int
-		go func() {
-			var err error
-			n, err = p.ReadBatch(ms)
-			got <- err
-		}()
-		// Let the read find its queue empty and spin (if it has not,
-		// it reads the datagram at once: the checks hold either way).
-		time.Sleep(20 * time.Millisecond)
-		if _, err := c.Write([]byte{byte(i), 1, 2}); err != nil {
-			t.Fatal(err)
-		}
-		check("reflector", n, <-got, byte(i), cAddr)
-		go func() {
-			var err error
-			n, err = c.ReadBatch(ms[:1])
-			got <- err
-		}()
-		time.Sleep(20 * time.Millisecond)
-		if _, err := p.WriteTo([]byte{byte(i) + 100, 1, 2}, cAddr); err != nil {
-			t.Fatal(err)
-		}
-		check("client", n, <-got, byte(i)+100, netip.AddrPort{})
+		n, err := readWaiting(t, func() (int, error) { return p.ReadBatch(ms) }, func() error {
+			_, err := c.Write([]byte{byte(i), 1, 2})
+			return err
+		})
+		check("reflector", n, err, byte(i), cAddr)
+		n, err = readWaiting(t, func() (int, error) { return c.ReadBatch(ms[:1]) }, func() error {
+			_, err := p.WriteTo([]byte{byte(i) + 100, 1, 2}, cAddr)
+			return err
+		})
+		check("client", n, err, byte(i)+100, netip.AddrPort{})
 	}
 	for i := range 3 {
 		if _, err := c.Write([]byte{byte(i), 1, 2}); err != nil {

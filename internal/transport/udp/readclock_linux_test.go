@@ -57,20 +57,10 @@ func TestReadClock(t *testing.T) {
 
 			// A read that waits for its datagram.
 			before := calls.Load()
-			got := make(chan error, 1)
-			var n int
-			go func() {
-				var err error
-				n, err = p.ReadBatch(ms)
-				got <- err
-			}()
-			// Let the read find nothing and wait (if it has not, it
-			// reads the datagram at once: the checks hold either way).
-			time.Sleep(20 * time.Millisecond)
-			if _, err := c.Write([]byte{2}); err != nil {
-				t.Fatal(err)
-			}
-			err := <-got
+			n, err := readWaiting(t, func() (int, error) { return p.ReadBatch(ms) }, func() error {
+				_, err := c.Write([]byte{2})
+				return err
+			})
 			checkBatch("a read that waited", n, err, before)
 
 			// Datagrams queued before the read: loopback queues each
