@@ -9,9 +9,11 @@ import (
 	"io"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes.
@@ -76,7 +78,7 @@ between a client and a reflector.
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+		return usageError{fmt.Errorf("%w (see %s --help)", flagValueError(err), cmd.CommandPath())}
 	})
 	root.AddCommand(newClientCmd(stdout, stderr), newServerCmd(stdout), newMonitorCmd(stdout, stderr), newAgentCmd(stdout, stderr), newTimestampsCmd(stdout), newReportCmd(stdout, stderr), &cobra.Command{
 		Use:   "version",
@@ -134,4 +136,24 @@ func isOnce(a string) bool { return a == "--once" || a == "--once=true" }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// flagValueError words a flag value that did not parse as a boolean or a
+// number the way volley's own checks do, naming the flag and what it
+// takes, where pflag passes strconv's words on; other errors pass as they
+// are.
+func flagValueError(err error) error {
+	var bad *pflag.InvalidValueError
+	var num *strconv.NumError
+	if !errors.As(err, &bad) || !errors.As(err, &num) {
+		return err
+	}
+	want := "a number"
+	switch {
+	case num.Func == "ParseBool":
+		want = "true or false"
+	case errors.Is(num.Err, strconv.ErrRange):
+		want = "a number in its type's range"
+	}
+	return fmt.Errorf("--%s %q: want %s", bad.GetFlag().Name, bad.GetValue(), want)
 }

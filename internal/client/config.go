@@ -445,11 +445,11 @@ func (c *Config) checkSizes(cl cmdline) error {
 	case c.Size < MinSize:
 		return flagErr("size", "--size %s is smaller than the header: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), MinSize)
 	case c.Size > c.MaxMessage:
-		return flagErr("size", "--size %s is too large: the maximum over %s is %d bytes (%s)", units.FormatBytes(int64(c.Size)), cl.over(), c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)))
+		return flagErr("size", "--size %s is too large: the maximum over %s is %s", units.FormatBytes(int64(c.Size)), cl.over(), bytesWord(c.MaxMessage))
 	case c.Size < minSize:
 		return flagErr("size", "--size %s is smaller than the header and authentication tag: the minimum is %d bytes", units.FormatBytes(int64(c.Size)), minSize)
 	case cl.set("reply-size", c.ReplySize != 0) && (c.ReplySize < MinSize || c.ReplySize > c.MaxMessage):
-		return flagErr("reply-size", "--reply-size %s: want %d to %d bytes (%s) over %s, header included", units.FormatBytes(int64(c.ReplySize)), MinSize, c.MaxMessage, units.FormatBytes(int64(c.MaxMessage)), cl.over())
+		return flagErr("reply-size", "--reply-size %s: want %d to %s over %s, header included", units.FormatBytes(int64(c.ReplySize)), MinSize, bytesWord(c.MaxMessage), cl.over())
 	case c.Hold < 0 || c.Hold > MaxHold || cl.given("hold") && c.Hold < time.Microsecond:
 		return flagErr("hold", "--hold %s: want 1µs to %s (the reflector grants at most its --max-hold, 1s unless set)", units.FormatDuration(c.Hold), units.FormatDuration(MaxHold))
 	}
@@ -575,4 +575,13 @@ func (c *Config) fillRest() {
 	if c.Percentiles == nil {
 		c.Percentiles = DefaultPercentiles
 	}
+}
+
+// bytesWord writes n bytes for an error: "65000 bytes", or "4194304 bytes
+// (4MiB)" where the short form says it in fewer digits.
+func bytesWord(n int) string {
+	if short := units.FormatBytes(int64(n)); short != strconv.Itoa(n) {
+		return fmt.Sprintf("%d bytes (%s)", n, short)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -469,7 +469,7 @@ func (c *Counts) Add(o Counts) {
 
 // Latency summarises a distribution of delays. Values below zero (one-way
 // delays between hosts whose clocks differ) are kept exactly in Min, Mean
-// and Max; percentiles count them as zero.
+// and Max, and ranked among the others in the percentiles.
 type Latency struct {
 	Count       int64         `json:"count"`
 	Min         time.Duration `json:"min_ns"`

@@ -22,11 +22,13 @@ const (
 )
 
 // Dist is a distribution of delays in nanoseconds. Min, max, mean and
-// standard deviation are exact and keep negative values; percentiles come
-// from an HDR histogram in which negative values count as zero and values
-// above one minute count as one minute.
+// standard deviation are exact; percentiles come from HDR histograms, one
+// for the values from zero up and one for the magnitudes of those below
+// zero (one-way delays between two hosts' clocks), each within its
+// precision. Magnitudes above one minute count as one minute.
 type Dist struct {
 	h        *hdrhistogram.Histogram
+	below    *hdrhistogram.Histogram // -v of each value v < 0; nil until one comes
 	n        int64
 	mean, m2 float64 // Welford's running mean and sum of squared deviations
 	min, max int64
@@ -63,12 +65,47 @@ func (d *Dist) Record(v int64) {
 	delta := float64(v) - d.mean
 	d.mean += delta / float64(d.n)
 	d.m2 += delta * (float64(v) - d.mean)
+	if v < 0 {
+		d.recordBelow(v)
+		return
+	}
 	// Clamped into range, RecordValue cannot fail.
-	hv := min(max(v, 0), highest)
+	hv := min(v, highest)
 	_ = d.h.RecordValue(hv)
 	if d.tee != nil {
 		_ = d.tee.h.RecordValue(hv)
 	}
+}
+
+// recordBelow records v < 0 into the histograms of magnitudes below zero,
+// which the first such value makes: a run between two hosts' clocks pays
+// for it once, a run on one clock never.
+func (d *Dist) recordBelow(v int64) {
+	mag := highest
+	if v > -highest {
+		mag = -v
+	}
+	_ = d.belowHist().RecordValue(mag)
+	if d.tee != nil {
+		_ = d.tee.belowHist().RecordValue(mag)
+	}
+}
+
+// belowHist returns d's histogram of magnitudes below zero, made at d's
+// precision if d had none.
+func (d *Dist) belowHist() *hdrhistogram.Histogram {
+	if d.below == nil {
+		d.below = hdrhistogram.New(lowest, highest, int(d.h.SignificantFigures()))
+	}
+	return d.below
+}
+
+// belowCount returns how many values below zero d's histograms hold.
+func (d *Dist) belowCount() int64 {
+	if d.below == nil {
+		return 0
+	}
+	return d.below.TotalCount()
 }
 
 // Tee makes every value recorded into d from now on go into o's
@@ -111,11 +148,17 @@ func (d *Dist) Merge(o *Dist) {
 	}
 	d.MergeMoments(o)
 	d.h.Merge(o.h)
+	if o.belowCount() > 0 {
+		d.belowHist().Merge(o.below)
+	}
 }
 
 // Reset empties d, keeping its memory.
 func (d *Dist) Reset() {
 	d.h.Reset()
+	if d.below != nil {
+		d.below.Reset()
+	}
 	d.n, d.mean, d.m2, d.min, d.max = 0, 0, 0, 0, 0
 }
 
@@ -139,13 +182,32 @@ func (d *Dist) Summary(percentiles []float64) result.Latency {
 		case p >= 100:
 			v = d.max
 		default:
-			// The histogram answers with the highest value equivalent to
-			// the bucket; never report beyond what was really seen.
-			v = min(max(d.h.ValueAtPercentile(p), d.min), d.max)
+			// The histograms answer with a bucket's edge; never report
+			// beyond what was really seen.
+			v = min(max(d.valueAt(p), d.min), d.max)
 		}
 		l.Percentiles = append(l.Percentiles, result.Percentile{P: p, Value: time.Duration(v)})
 	}
 	return l
+}
+
+// valueAt returns the value at percentile p (0 < p < 100) of both
+// histograms, ranked as hdrhistogram ranks: the value at or below which
+// the nearest whole count to p% of the values lie. A rank among the values
+// below zero is the magnitude's at the mirrored rank, negated.
+func (d *Dist) valueAt(p float64) int64 {
+	nb := d.belowCount()
+	if nb == 0 {
+		return d.h.ValueAtPercentile(p)
+	}
+	na := d.h.TotalCount()
+	rank := min(max(int64(p/100*float64(na+nb)+0.5), 1), na+nb)
+	if rank <= nb {
+		// Each percentile asked of a histogram lands on the rank given
+		// here: hdrhistogram rounds q/100*n + 0.5 down.
+		return -d.below.ValueAtPercentile(100 * float64(nb-rank+1) / float64(nb))
+	}
+	return d.h.ValueAtPercentile(100 * float64(rank-nb) / float64(na))
 }
 
 // Distribution is a run's delays as a saved result keeps them for plots:
@@ -210,6 +272,7 @@ func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
 			out.Bins[i].Count += bar.Count
 		}
 	}
+	out.Underflow.Count += d.belowCount()
 	share := func(b *result.Bin) { b.Share = float64(b.Count) / float64(d.n) }
 	share(&out.Underflow)
 	share(&out.Overflow)
@@ -221,14 +284,14 @@ func (d *Dist) Histogram(of string, perDecade int) *result.Histogram {
 
 // LinearHistogram returns the distribution in bins of width from zero to
 // the largest value, iperf 2's way, with Outliers counting the values more
-// than three standard deviations above the mean. Underflow and Overflow
-// stay empty.
+// than three standard deviations above the mean. Values below zero count in
+// the first bin. Underflow and Overflow stay empty.
 func (d *Dist) LinearHistogram(of string, width time.Duration) *result.Histogram {
 	out := &result.Histogram{Of: of, Total: d.n, Width: width, Bins: []result.Bin{}}
 	if d.n == 0 || width <= 0 {
 		return out
 	}
-	nbins := int(d.max/int64(width)) + 1
+	nbins := int(max(d.max, 0)/int64(width)) + 1
 	out.Bins = make([]result.Bin, nbins)
 	for i := range out.Bins {
 		out.Bins[i].Low, out.Bins[i].High = time.Duration(i)*width, time.Duration(i+1)*width
@@ -238,10 +301,18 @@ func (d *Dist) LinearHistogram(of string, width time.Duration) *result.Histogram
 		if bar.Count == 0 {
 			continue
 		}
-		i := min(int(max(bar.From, 0)/int64(width)), nbins-1)
+		i := min(int(bar.From/int64(width)), nbins-1)
 		out.Bins[i].Count += bar.Count
 		if float64(bar.From) > limit {
 			out.Outliers += bar.Count
+		}
+	}
+	out.Bins[0].Count += d.belowCount()
+	if limit < 0 && d.belowCount() > 0 {
+		for _, bar := range d.below.Distribution() {
+			if bar.Count > 0 && float64(-bar.To) > limit {
+				out.Outliers += bar.Count
+			}
 		}
 	}
 	for i := range out.Bins {
@@ -251,14 +322,15 @@ func (d *Dist) LinearHistogram(of string, width time.Duration) *result.Histogram
 }
 
 // Snapshot is a Dist in a form that can cross the network: exact moments
-// and the HDR histogram in its standard compressed encoding.
+// and the HDR histograms in their standard compressed encoding.
 type Snapshot struct {
 	Count     int64   `json:"count"`
 	Mean      float64 `json:"mean"`
 	M2        float64 `json:"m2"`
 	Min       int64   `json:"min"`
 	Max       int64   `json:"max"`
-	Histogram []byte  `json:"histogram"` // HDR V2 compressed, base64
+	Histogram []byte  `json:"histogram"`       // HDR V2 compressed, base64: the values from zero up
+	Below     []byte  `json:"below,omitempty"` // the same, of the values below zero negated; none: nil
 }
 
 // Snapshot returns d as a Snapshot.
@@ -267,7 +339,13 @@ func (d *Dist) Snapshot() (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("encode histogram: %w", err)
 	}
-	return Snapshot{Count: d.n, Mean: d.mean, M2: d.m2, Min: d.min, Max: d.max, Histogram: enc}, nil
+	s := Snapshot{Count: d.n, Mean: d.mean, M2: d.m2, Min: d.min, Max: d.max, Histogram: enc}
+	if d.belowCount() > 0 {
+		if s.Below, err = d.below.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err != nil {
+			return Snapshot{}, fmt.Errorf("encode histogram below zero: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // ErrSnapshot says a snapshot does not describe a distribution.
@@ -280,9 +358,20 @@ func FromSnapshot(s Snapshot) (*Dist, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
-	if h.TotalCount() != s.Count || s.Count < 0 || (s.Count > 0 && s.Min > s.Max) ||
+	var below *hdrhistogram.Histogram
+	var nb int64
+	if len(s.Below) > 0 {
+		if below, err = hdrhistogram.Decode(s.Below); err != nil {
+			return nil, fmt.Errorf("%w: below zero: %w", ErrSnapshot, err)
+		}
+		if below.HighestTrackableValue() > highest || (below.TotalCount() > 0 && s.Min >= 0) {
+			return nil, fmt.Errorf("%w: %d values below zero for a min of %d", ErrSnapshot, below.TotalCount(), s.Min)
+		}
+		nb = below.TotalCount()
+	}
+	if h.TotalCount()+nb != s.Count || s.Count < 0 || (s.Count > 0 && s.Min > s.Max) ||
 		h.HighestTrackableValue() > highest {
-		return nil, fmt.Errorf("%w: histogram of %d values for a count of %d", ErrSnapshot, h.TotalCount(), s.Count)
+		return nil, fmt.Errorf("%w: histograms of %d values for a count of %d", ErrSnapshot, h.TotalCount()+nb, s.Count)
 	}
 	if s.Count == 0 {
 		s.Mean, s.M2, s.Min, s.Max = 0, 0, 0, 0
@@ -292,6 +381,9 @@ func FromSnapshot(s Snapshot) (*Dist, error) {
 	}
 	d := NewDist()
 	d.h.Merge(h)
+	if nb > 0 {
+		d.belowHist().Merge(below)
+	}
 	d.n, d.mean, d.m2, d.min, d.max = s.Count, s.Mean, s.M2, s.Min, s.Max
 	return d, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestTee(t *testing.T) {
 	b.Tee(sum)
 	sum.Tee(beyond)
 	for i := int64(0); i < 500; i++ {
-		v := (i*7919)%10007 - 50 // some negative, clamped to 0 in the histogram
+		v := (i*7919)%10007 - 50 // some below zero
 		if i%3 == 0 {
 			a.Record(v)
 		} else {
@@ -110,12 +111,12 @@ func TestTee(t *testing.T) {
 		fmt.Sprint(got.Percentiles) != fmt.Sprint(want.Percentiles) {
 		t.Errorf("teed Summary = %+v, want %+v", got, want)
 	}
-	if n := beyond.h.TotalCount(); n != 0 {
+	if n := beyond.h.TotalCount() + beyond.belowCount(); n != 0 {
 		t.Errorf("the tee's tee got %d values, want none", n)
 	}
 	a.Tee(nil)
 	a.Record(1)
-	if n := sum.h.TotalCount(); n != 500 {
+	if n := sum.h.TotalCount() + sum.belowCount(); n != 500 {
 		t.Errorf("after Tee(nil), the former tee holds %d values, want 500", n)
 	}
 }
@@ -276,5 +277,76 @@ func TestTrimmedMean(t *testing.T) {
 	}
 	if _, ok := NewDist().TrimmedMean(95); ok {
 		t.Errorf("TrimmedMean of nothing: ok, want not")
+	}
+}
+
+// TestDistBelowZero: values below zero (one-way delays between two hosts'
+// clocks) are ranked among the others, each percentile within 0.1% of
+// the value at its rank among the sorted values, whether some, most or
+// all are below zero; and a snapshot and a merge keep them.
+func TestDistBelowZero(t *testing.T) {
+	p := []float64{1, 10, 25, 50, 75, 90, 99, 99.9}
+	for _, shift := range []int64{-2_000_000, -15_000_000, -60_000_000} {
+		var vals []int64
+		d, half := NewDist(), NewDist()
+		for i := int64(0); i < 5000; i++ {
+			v := (i*7919)%10007*2000 + shift // 0 to 20 ms, shifted down
+			vals = append(vals, v)
+			d.Record(v)
+			if i%2 == 0 {
+				half.Record(v)
+			}
+		}
+		slices.Sort(vals)
+		snap, err := d.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := FromSnapshot(snap)
+		if err != nil {
+			t.Fatalf("FromSnapshot(%d below zero) = %v", d.belowCount(), err)
+		}
+		merged := NewDist()
+		merged.Merge(half)
+		rest := NewDist()
+		for i := int64(1); i < 5000; i += 2 {
+			rest.Record((i*7919)%10007*2000 + shift)
+		}
+		merged.Merge(rest)
+		for name, dist := range map[string]*Dist{"recorded": d, "from its snapshot": back, "merged": merged} {
+			s := dist.Summary(p)
+			for i, pc := range p {
+				rank := min(max(int(pc/100*float64(len(vals))+0.5), 1), len(vals))
+				want := vals[rank-1]
+				got := int64(s.Percentiles[i].Value)
+				if math.Abs(float64(got-want)) > math.Abs(float64(want))/1000+1 {
+					t.Errorf("shift %v, %s: p%v = %v, want %v within 0.1%%", time.Duration(shift), name, pc, time.Duration(got), time.Duration(want))
+				}
+			}
+		}
+	}
+}
+
+// TestSnapshotBelowChecked: a snapshot whose histogram below zero does not
+// add up with the other to its count, or that has values below zero and a
+// min that is not, is refused.
+func TestSnapshotBelowChecked(t *testing.T) {
+	d := NewDist()
+	d.Record(-3000)
+	d.Record(5000)
+	s, err := d.Snapshot()
+	if err != nil || len(s.Below) == 0 {
+		t.Fatalf("Snapshot of -3µs and 5µs = %+v, %v; want a histogram below zero", s, err)
+	}
+	for name, edit := range map[string]func(s *Snapshot){
+		"without its histogram below zero": func(s *Snapshot) { s.Below = nil },
+		"a min from zero up":               func(s *Snapshot) { s.Min, s.Mean, s.M2 = 0, 2500, 1e7 },
+		"garbage below zero":               func(s *Snapshot) { s.Below = []byte("garbage") },
+	} {
+		bad := s
+		edit(&bad)
+		if _, err := FromSnapshot(bad); !errors.Is(err, ErrSnapshot) {
+			t.Errorf("FromSnapshot %s = %v, want ErrSnapshot", name, err)
+		}
 	}
 }

@@ -21,9 +21,13 @@ const (
 	SnapshotFixedLen = 44
 )
 
-// oneWayIPDV is the block's flag that says the IPDV distribution follows
-// the delays'.
-const oneWayIPDV = 1 << 0
+// The block's flags: oneWayIPDV says the IPDV distribution follows the
+// delays'; oneWayBelow that each distribution ends with a second length
+// and histogram, of its values below zero.
+const (
+	oneWayIPDV  = 1 << 0
+	oneWayBelow = 1 << 1
+)
 
 // ErrLength says the lengths a one-way results block gives disagree with
 // each other (decoding), or cannot be written in their fields (encoding).
@@ -32,7 +36,9 @@ var ErrLength = errors.New("wire: bad length")
 // Snapshot is a distribution of nanosecond values as it crosses the
 // network: the exact count, mean, sum of squared deviations (M2) and
 // extremes, and an HDR histogram in its standard V2 compressed encoding
-// as base64 text, which wire carries without reading it. It has the fields of
+// as base64 text, which wire carries without reading it: Histogram of the
+// values from zero up, Below of the magnitudes of those below zero (one-way
+// delays between two clocks), nil when there are none. It has the fields of
 // stats.Snapshot, in the same order, so that each converts to the other;
 // package stats makes it and checks what comes.
 type Snapshot struct {
@@ -42,13 +48,21 @@ type Snapshot struct {
 	Min       int64
 	Max       int64
 	Histogram []byte
+	Below     []byte
 }
 
-// len returns the length of s's encoding.
-func (s *Snapshot) len() int { return SnapshotFixedLen + len(s.Histogram) }
+// len returns the length of s's encoding, with Below's length and bytes
+// when below.
+func (s *Snapshot) len(below bool) int {
+	if below {
+		return SnapshotFixedLen + len(s.Histogram) + 4 + len(s.Below)
+	}
+	return SnapshotFixedLen + len(s.Histogram)
+}
 
-// put writes s into b, which holds s.len() bytes, and returns the rest of b.
-func (s *Snapshot) put(b []byte) []byte {
+// put writes s into b, which holds s.len(below) bytes, and returns the
+// rest of b.
+func (s *Snapshot) put(b []byte, below bool) []byte {
 	binary.BigEndian.PutUint64(b[0:], uint64(s.Count))
 	binary.BigEndian.PutUint64(b[8:], math.Float64bits(s.Mean))
 	binary.BigEndian.PutUint64(b[16:], math.Float64bits(s.M2))
@@ -56,12 +70,19 @@ func (s *Snapshot) put(b []byte) []byte {
 	binary.BigEndian.PutUint64(b[32:], uint64(s.Max))
 	binary.BigEndian.PutUint32(b[40:], uint32(len(s.Histogram)))
 	n := copy(b[SnapshotFixedLen:], s.Histogram)
-	return b[SnapshotFixedLen+n:]
+	b = b[SnapshotFixedLen+n:]
+	if !below {
+		return b
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(s.Below)))
+	n = copy(b[4:], s.Below)
+	return b[4+n:]
 }
 
-// decode reads a distribution from the start of b and returns the rest of
-// b; its histogram is b's memory.
-func (s *Snapshot) decode(b []byte) ([]byte, error) {
+// decode reads a distribution from the start of b, with its histogram
+// below zero when below, and returns the rest of b; its histograms are b's
+// memory.
+func (s *Snapshot) decode(b []byte, below bool) ([]byte, error) {
 	if len(b) < SnapshotFixedLen {
 		return b, ErrLength
 	}
@@ -78,6 +99,19 @@ func (s *Snapshot) decode(b []byte) ([]byte, error) {
 		Max:       int64(binary.BigEndian.Uint64(b[32:])),
 		Histogram: b[SnapshotFixedLen:end:end],
 	}
+	b = b[end:]
+	if !below {
+		return b, nil
+	}
+	if len(b) < 4 {
+		return b, ErrLength
+	}
+	n = binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return b, ErrLength
+	}
+	end = 4 + int(n)
+	s.Below = b[4:end:end]
 	return b[end:], nil
 }
 
@@ -98,11 +132,18 @@ type OneWayResults struct {
 
 // Len returns the length of r's encoding.
 func (r *OneWayResults) Len() int {
-	n := OneWayFixedLen + r.Delay.len()
+	below := r.below()
+	n := OneWayFixedLen + r.Delay.len(below)
 	if r.HasIPDV {
-		n += r.IPDV.len()
+		n += r.IPDV.len(below)
 	}
 	return n
+}
+
+// below reports whether r's distributions carry histograms below zero:
+// whenever one of them has values there.
+func (r *OneWayResults) below() bool {
+	return len(r.Delay.Below) > 0 || (r.HasIPDV && len(r.IPDV.Below) > 0)
 }
 
 // AppendBinary appends r's encoding to b. It fails with ErrLength only
@@ -116,6 +157,10 @@ func (r *OneWayResults) AppendBinary(b []byte) ([]byte, error) {
 	if r.HasIPDV {
 		flags |= oneWayIPDV
 	}
+	below := r.below()
+	if below {
+		flags |= oneWayBelow
+	}
 	start := len(b)
 	b = append(b, make([]byte, n)...)
 	p := b[start:]
@@ -126,9 +171,9 @@ func (r *OneWayResults) AppendBinary(b []byte) ([]byte, error) {
 	binary.BigEndian.PutUint64(p[8:], r.Received)
 	binary.BigEndian.PutUint64(p[16:], r.Duplicates)
 	binary.BigEndian.PutUint64(p[24:], r.Reordered)
-	p = r.Delay.put(p[OneWayFixedLen:])
+	p = r.Delay.put(p[OneWayFixedLen:], below)
 	if r.HasIPDV {
-		r.IPDV.put(p)
+		r.IPDV.put(p, below)
 	}
 	return b, nil
 }
@@ -162,12 +207,13 @@ func (r *OneWayResults) Decode(p []byte) error {
 		Reordered:  binary.BigEndian.Uint64(p[24:]),
 		HasIPDV:    p[3]&oneWayIPDV != 0,
 	}
-	rest, err := res.Delay.decode(p[OneWayFixedLen:n])
+	below := p[3]&oneWayBelow != 0
+	rest, err := res.Delay.decode(p[OneWayFixedLen:n], below)
 	if err != nil {
 		return err
 	}
 	if res.HasIPDV {
-		if rest, err = res.IPDV.decode(rest); err != nil {
+		if rest, err = res.IPDV.decode(rest, below); err != nil {
 			return err
 		}
 	}

@@ -71,6 +71,8 @@ func TestOneWayRoundTrip(t *testing.T) {
 		{"IPDV", oneWayWant},
 		{"IPDV without histograms", OneWayResults{Duplicates: 9, HasIPDV: true, IPDV: Snapshot{Count: 1, Mean: math.NaN()}}},
 		{"large histogram", OneWayResults{Reordered: 3, Delay: Snapshot{Histogram: bytes.Repeat([]byte{7}, 20000)}, HasIPDV: true}},
+		{"below zero", oneWayBelowZero},
+		{"below zero, no IPDV", OneWayResults{Delay: oneWayBelowZero.Delay}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,15 +94,23 @@ func TestOneWayRoundTrip(t *testing.T) {
 				t.Fatalf("AppendBinary(Decode(b)) = %x, want %x", again, b[len(prefix):])
 			}
 			if got.HasIPDV != tt.in.HasIPDV || got.Received != tt.in.Received || got.Delay.Count != tt.in.Delay.Count ||
-				!bytes.Equal(got.Delay.Histogram, tt.in.Delay.Histogram) {
+				!bytes.Equal(got.Delay.Histogram, tt.in.Delay.Histogram) || !bytes.Equal(got.Delay.Below, tt.in.Delay.Below) ||
+				(tt.in.HasIPDV && !bytes.Equal(got.IPDV.Below, tt.in.IPDV.Below)) {
 				t.Fatalf("Decode = %+v, want %+v", got, tt.in)
 			}
 		})
 	}
 }
 
+// oneWayBelowZero has delays below zero, as between two hosts' clocks.
+var oneWayBelowZero = OneWayResults{
+	Delay: Snapshot{Count: 2, Mean: 0, M2: 50, Min: -5, Max: 5, Histogram: []byte("from zero"), Below: []byte("below")},
+	IPDV:  Snapshot{Count: 1, Min: 10, Max: 10, Mean: 10, Histogram: []byte("ipdv")}, HasIPDV: true,
+}
+
 func TestOneWayDecodeErrors(t *testing.T) {
 	good, _ := oneWayWant.AppendBinary(nil)
+	below, _ := oneWayBelowZero.AppendBinary(nil)
 	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
 	tests := []struct {
 		name string
@@ -119,10 +129,17 @@ func TestOneWayDecodeErrors(t *testing.T) {
 			return b
 		}), ErrLength},
 		{"IPDV flag, no IPDV", with(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[4:], uint32(OneWayFixedLen+oneWayWant.Delay.len()))
+			binary.BigEndian.PutUint32(b[4:], uint32(OneWayFixedLen+oneWayWant.Delay.len(false)))
 			return b
 		}), ErrLength},
 		{"bytes left over", with(func(b []byte) []byte { b[3] = 0; return b }), ErrLength},
+		{"below-zero flag, none", with(func(b []byte) []byte { b[3] |= oneWayBelow; return b }), ErrLength},
+		{"a histogram below zero past the length", func() []byte {
+			b := bytes.Clone(below)
+			at := OneWayFixedLen + SnapshotFixedLen + len(oneWayBelowZero.Delay.Histogram)
+			binary.BigEndian.PutUint32(b[at:], 1<<31)
+			return b
+		}(), ErrLength},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

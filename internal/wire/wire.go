@@ -107,14 +107,17 @@
 // OneWayResults, in a block of OneWayFixedLen bytes and one or two
 // distributions (Snapshot) after it. Length is that of the whole block,
 // distributions included; bit 0 of Flags says the IPDV distribution
-// follows the delays' (a CloseAck with no room for it leaves it out), and
-// its other bits are sent as zero and ignored. A block whose lengths
+// follows the delays' (a CloseAck with no room for it leaves it out), bit
+// 1 that each distribution ends with a histogram of its values below zero
+// (set only when one has such values), and its other bits are sent as zero
+// and ignored. A block whose lengths
 // disagree (a histogram past Length, bytes left over) is refused whole.
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|        Magic 0x4F57 "OW"      |  Version (1)  | Flags: 1 IPDV |  0
+//	|        Magic 0x4F57 "OW"      |  Version (1)  |Flags: 1 IPDV, |  0
+//	|                               |               |  2 below zero |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|               Length of the block (bytes, uint32)             |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
@@ -142,6 +145,9 @@
 //	32  Max     int64    largest value
 //	40  HistLen uint32   length of the histogram
 //	44  Histogram        HistLen bytes: HDR histogram, V2 compressed, base64 text
+//	                     of the values from zero up
+//	    BelowLen uint32  when Flags has bit 1: length of the histogram below zero
+//	    Below            BelowLen bytes: the same, of the values below zero negated
 //
 // Reflectors before this layout sent the results as JSON, which starts
 // with '{' (0x7B) where this block has its magic, under the same header
