@@ -41,6 +41,7 @@ type run struct {
 	rbuf  []byte              // receive buffer of the handshake and the close
 	in    []transport.Message // receive buffers of the run, made by read
 	batch transport.BatchConn // nil: reads one message at a time
+	timer transport.ReadTimer // its single reads say when each message came; nil: they do not
 
 	// The session (session.go).
 	token     uint64

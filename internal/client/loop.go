@@ -274,6 +274,10 @@ func (r *run) read() (int, error) {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
+		if rt, ok := r.conn.(transport.ReadTimer); ok {
+			rt.SetReadClock(r.clk.Now) // T4 as the read returns
+			r.timer = rt
+		}
 		if bc, ok := r.conn.(transport.BatchConn); ok && r.readsBatches() {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
@@ -303,6 +307,9 @@ func (r *run) read() (int, error) {
 		return 0, err
 	}
 	r.in[0].N = n
+	if r.timer != nil {
+		r.in[0].At = r.timer.ReadAt() // T4 as the read's system call returned
+	}
 	return 1, nil
 }
 

@@ -361,7 +361,18 @@ type Conn struct {
 	rest                bool                  // the read is ReadRest's
 	readFn              func(fd uintptr)      // made once: a call does not allocate
 	writeFn             func(fd uintptr) bool // likewise
+	readClock           func() int64          // SetReadClock's, or nil
+	at                  int64                 // readClock's reading as the last read that got bytes returned
 }
+
+// SetReadClock has each read that gets bytes read now() as its system
+// call returns, before the way back to the caller (ReadAt); nil: none.
+// Call it before reading, on the reader's goroutine.
+func (c *Conn) SetReadClock(now func() int64) { c.readClock = now }
+
+// ReadAt returns the read clock's reading as the last read that got bytes
+// returned them (0: no clock, or no such read yet).
+func (c *Conn) ReadAt() int64 { return c.at }
 
 // NewConn takes rc's socket out of the poller (see Socket.Leave) for
 // reads and writes through the Conn.
@@ -402,9 +413,12 @@ func (c *Conn) Closing() {
 func (c *Conn) recv(fd uintptr) {
 	if c.rest {
 		c.rn, c.rerr = c.ks.ReadRest(fd, c.rbuf, c.deadline, &c.closing)
-		return
+	} else {
+		c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
 	}
-	c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
+	if c.readClock != nil && c.rn > 0 {
+		c.at = c.readClock()
+	}
 }
 
 // Read reads once into p, as read(2) does (0 bytes: a stream's end, or an

@@ -65,6 +65,12 @@ func NewConn(syscall.RawConn, *atomic.Int64, *atomic.Int64) (*Conn, error) {
 // Rejoin does nothing.
 func (c *Conn) Rejoin() error { return nil }
 
+// SetReadClock does nothing here: there are no reads in the kernel.
+func (c *Conn) SetReadClock(func() int64) {}
+
+// ReadAt is 0 here.
+func (c *Conn) ReadAt() int64 { return 0 }
+
 // Closing does nothing.
 func (c *Conn) Closing() {}
 

@@ -15,6 +15,16 @@ import (
 type Slot struct {
 	c                    atomic.Pointer[Conn]
 	rdeadline, wdeadline atomic.Int64
+	readClock            func() int64 // SetReadClock's, for each Conn
+}
+
+// SetReadClock gives the Conn, now and after each Set, its read clock
+// (Conn.SetReadClock). Call it on the reader's goroutine.
+func (s *Slot) SetReadClock(now func() int64) {
+	s.readClock = now
+	if c := s.c.Load(); c != nil {
+		c.SetReadClock(now)
+	}
 }
 
 // Conn is the connection's Conn while calls wait in the kernel, or nil.
@@ -36,6 +46,7 @@ func (s *Slot) Set(rc syscall.RawConn, on bool) error {
 	if err != nil {
 		return err
 	}
+	c.SetReadClock(s.readClock)
 	s.c.Store(c)
 	return nil
 }

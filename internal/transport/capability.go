@@ -83,6 +83,19 @@ var (
 	_ ReadClocker = (*udp.PacketConn)(nil)
 )
 
+// ReadTimer is a connection whose single reads (Read) say when the
+// message they return came, by the clock SetReadClock gave, as the system
+// call that brought it returned: see stream.Conn.SetReadClock.
+type ReadTimer interface {
+	ReadClocker
+	ReadAt() int64
+}
+
+var (
+	_ ReadTimer = (*udp.Conn)(nil)
+	_ ReadTimer = (*stream.Conn)(nil)
+)
+
 // PathReader is a UDP socket that can read what each received datagram's
 // IP header said (TTL or hop limit, traffic class) into Message.Path: see
 // udp.PacketConn.EnablePath.

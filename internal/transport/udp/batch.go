@@ -32,12 +32,20 @@ func (p *PacketConn) SetReadClock(now func() int64) {
 	}
 }
 
-// SetReadClock is PacketConn.SetReadClock for the connected socket.
+// SetReadClock is PacketConn.SetReadClock for the connected socket, and
+// has Read note when each datagram came too (ReadAt): as its system call
+// returns where Read spins or waits in the kernel, as the poller's Read
+// returns otherwise.
 func (c *Conn) SetReadClock(now func() int64) {
+	c.readClock = now
 	if c.b != nil {
 		c.b.setReadClock(now)
 	}
 }
+
+// ReadAt returns when the datagram the last Read returned came, by the
+// clock SetReadClock gave (0 without one).
+func (c *Conn) ReadAt() int64 { return c.at }
 
 // Path is what a received datagram's IP header said, where its socket asks
 // for it: the TTL (IPv4) or hop limit (IPv6), and the traffic class byte

@@ -136,6 +136,9 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 
 func (b *batcher) setReadClock(now func() int64) { b.readClock = now }
 
+// readAt returns the read clock's reading as the last read returned.
+func (b *batcher) readAt() int64 { return b.at }
+
 // markRead reads the read clock, as a read's system call returns.
 func (b *batcher) markRead() {
 	if b.readClock != nil {

@@ -10,6 +10,8 @@ import (
 // batcher is Linux's; elsewhere batches are one datagram at a time.
 type batcher struct{}
 
+func (b *batcher) readAt() int64 { return 0 }
+
 func newBatcher(interface {
 	SyscallConn() (syscall.RawConn, error)
 }, bool) (*batcher, error) {

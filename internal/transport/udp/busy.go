@@ -53,7 +53,9 @@ func (c *Conn) BusyPolling() bool { return c.busy }
 func (c *Conn) Read(b []byte) (int, error) {
 	switch {
 	case c.busy:
-		return c.b.read1(b)
+		n, err := c.b.read1(b)
+		c.at = c.b.readAt()
+		return n, err
 	case c.block.Load():
 		c.one[0].Buf = b
 		n, err := c.b.read(c.one[:])
@@ -61,9 +63,14 @@ func (c *Conn) Read(b []byte) (int, error) {
 		if n == 0 {
 			return 0, err
 		}
+		c.at = c.one[0].At
 		return c.one[0].N, nil
 	}
-	return c.UDPConn.Read(b)
+	n, err := c.UDPConn.Read(b)
+	if err == nil && c.readClock != nil {
+		c.at = c.readClock()
+	}
+	return n, err
 }
 
 // Write sends b to the peer; with busy polling, with a raw call.

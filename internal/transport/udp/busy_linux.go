@@ -155,6 +155,9 @@ func (b *batcher) read1(p []byte) (int, error) {
 
 func (b *batcher) spinRead1(fd uintptr) bool {
 	b.rres, b.rerr = spin.Read(fd, b.rb, &b.deadline, &b.closing)
+	if b.rerr == nil {
+		b.markRead()
+	}
 	return true
 }
 

@@ -90,3 +90,71 @@ func TestReadClock(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAt: a connected socket's single reads with a read clock say
+// when the datagram they returned came (ReadAt), read as the call that
+// brought it returned: after the Read began for a datagram that came
+// while it waited, in the poller, in the kernel or spinning; without a
+// clock, 0.
+func TestReadAt(t *testing.T) {
+	modes := []struct {
+		name string
+		set  func(c *Conn) error
+	}{
+		{"poller", func(*Conn) error { return nil }},
+		{"blocking", func(c *Conn) error { return c.SetBlockingReads(true) }},
+		{"busy", func(c *Conn) error { return c.SetBusyPoll(true) }},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			p, c := pair(t)
+			if err := mode.set(c); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 64)
+			if _, err := c.Write([]byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			// The listener answers from the address the connected socket
+			// takes datagrams from.
+			ms := []Message{{Buf: make([]byte, 64)}}
+			p.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := p.ReadBatch(ms); n != 1 || err != nil {
+				t.Fatalf("ReadBatch = %d, %v", n, err)
+			}
+			peer := ms[0].Addr
+			if _, err := p.WriteTo([]byte{2}, peer); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.Read(buf); n != 1 || err != nil || c.ReadAt() != 0 {
+				t.Fatalf("without a read clock: Read = %d, %v, ReadAt %d: want 1 byte, 0", n, err, c.ReadAt())
+			}
+			var calls atomic.Int64
+			c.SetReadClock(func() int64 { return calls.Add(1) })
+			for _, what := range []string{"a read that waited", "a queued datagram"} {
+				before := calls.Load()
+				send := func() error {
+					_, err := p.WriteTo([]byte{3}, peer)
+					return err
+				}
+				var n int
+				var err error
+				if what == "a queued datagram" {
+					if err := send(); err != nil {
+						t.Fatal(err)
+					}
+					n, err = c.Read(buf)
+				} else {
+					n, err = readWaiting(t, func() (int, error) { return c.Read(buf) }, send)
+				}
+				if n != 1 || err != nil {
+					t.Fatalf("%s: Read = %d, %v", what, n, err)
+				}
+				if at := c.ReadAt(); at <= before || at > calls.Load() {
+					t.Fatalf("%s: ReadAt %d, want a reading after %d and by %d", what, at, before, calls.Load())
+				}
+			}
+		})
+	}
+}

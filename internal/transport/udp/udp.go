@@ -31,6 +31,10 @@ type Conn struct {
 	busy  bool        // reads spin (SetBusyPoll)
 	block atomic.Bool // reads wait in the kernel (SetBlockingReads)
 	one   [1]Message
+	// readClock: SetReadClock's, or nil; at: its reading as the last
+	// Read returned a datagram (ReadAt).
+	readClock func() int64
+	at        int64
 }
 
 // Dial opens a UDP socket connected to addr ("host:port"). A connected

@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReadAt: with a read clock, Read says when the message it returned
+// came (ReadAt): the clock's reading as the read that brought the
+// message's last byte returned. So a message that came while Read waited
+// has a reading taken after Read began, and one read ahead with the
+// message before it has that message's reading; without a clock, 0. In
+// every way of reading, with the clock given before that way was set or
+// after.
+func TestReadAt(t *testing.T) {
+	for _, mode := range readModes {
+		for _, clockFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, clock first %v", mode, clockFirst), func(t *testing.T) {
+				testReadAt(t, mode, clockFirst)
+			})
+		}
+	}
+}
+
+func testReadAt(t *testing.T, mode string, clockFirst bool) {
+	network := "tcp"
+	if mode == "blocking unix" {
+		network = "unix"
+	}
+	a, b := pipeOn(t, network)
+	var calls atomic.Int64
+	clk := func() int64 { return calls.Add(1) }
+	buf := make([]byte, 100)
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if clockFirst {
+		b.SetReadClock(clk)
+	}
+	switch mode {
+	case "busy":
+		if err := b.SetBusyPoll(true); err != nil {
+			t.Fatal(err)
+		}
+	case "blocking", "blocking unix":
+		if err := b.SetBlockingReads(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !clockFirst {
+		a.Write([]byte("no clock"))
+		if n, err := b.Read(buf); err != nil || string(buf[:n]) != "no clock" || b.ReadAt() != 0 {
+			t.Fatalf("without a read clock: Read = %q, %v, ReadAt %d; want the message, 0", buf[:n], err, b.ReadAt())
+		}
+		b.SetReadClock(clk)
+	}
+
+	// A Read that waits for its message.
+	before := calls.Load()
+	got := make(chan error, 1)
+	go func() {
+		n, err := b.Read(buf)
+		if err == nil && string(buf[:n]) != "waited" {
+			err = fmt.Errorf("read %q", buf[:n])
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	a.Write([]byte("waited"))
+	if err := <-got; err != nil {
+		t.Fatalf("a Read that waited: %v", err)
+	}
+	if at := b.ReadAt(); at <= before || at > calls.Load() {
+		t.Fatalf("a Read that waited: ReadAt %d, want a reading after %d and by %d", at, before, calls.Load())
+	}
+
+	// Two messages queued before the Reads: one read brings both.
+	a.Write([]byte("first"))
+	a.Write([]byte("second"))
+	time.Sleep(20 * time.Millisecond)
+	before = calls.Load()
+	if n, err := b.Read(buf); err != nil || string(buf[:n]) != "first" {
+		t.Fatalf("Read = %q, %v; want first", buf[:n], err)
+	}
+	first := b.ReadAt()
+	if first <= before || first > calls.Load() {
+		t.Fatalf("first: ReadAt %d, want a reading after %d and by %d", first, before, calls.Load())
+	}
+	if n, err := b.Read(buf); err != nil || string(buf[:n]) != "second" {
+		t.Fatalf("Read = %q, %v; want second", buf[:n], err)
+	}
+	if at := b.ReadAt(); at != first {
+		t.Fatalf("second, read ahead with the first: ReadAt %d, want the first's %d", at, first)
+	}
+}
