@@ -94,6 +94,7 @@ type ReadTimer interface {
 var (
 	_ ReadTimer = (*udp.Conn)(nil)
 	_ ReadTimer = (*stream.Conn)(nil)
+	_ ReadTimer = (*unixgram.Conn)(nil)
 )
 
 // PathReader is a UDP socket that can read what each received datagram's

@@ -15,7 +15,24 @@ type Conn struct {
 	// block: reads and writes wait in the kernel (SetBlockingReads), or
 	// in the poller.
 	block kwait.Slot
+	// readClock: SetReadClock's, or nil; at: its reading as the last
+	// Read returned a datagram (ReadAt).
+	readClock func() int64
+	at        int64
 }
+
+// SetReadClock has Read note when each datagram came, by now(), read as
+// its system call returns where reads wait in the kernel, as the
+// poller's Read returns otherwise (ReadAt), as udp.Conn.SetReadClock
+// does. Call it before reading, on the reader's goroutine.
+func (c *Conn) SetReadClock(now func() int64) {
+	c.readClock = now
+	c.block.SetReadClock(now)
+}
+
+// ReadAt returns when the datagram the last Read returned came, by the
+// clock SetReadClock gave (0 without one).
+func (c *Conn) ReadAt() int64 { return c.at }
 
 // SetBlockingReads makes reads (and writes) wait inside the kernel on the
 // caller's thread, out of the runtime's poller (see package kwait), as
@@ -31,9 +48,17 @@ func (c *Conn) SetBlockingReads(on bool) error {
 // Read reads one datagram from the reflector.
 func (c *Conn) Read(p []byte) (int, error) {
 	if b := c.block.Conn(); b != nil {
-		return b.Read(p)
+		n, err := b.Read(p)
+		if err == nil {
+			c.at = b.ReadAt()
+		}
+		return n, err
 	}
-	return c.UnixConn.Read(p)
+	n, err := c.UnixConn.Read(p)
+	if err == nil && c.readClock != nil {
+		c.at = c.readClock()
+	}
+	return n, err
 }
 
 // Write sends p to the reflector.
