@@ -66,13 +66,15 @@ func (h streamHandler) sign(msg []byte) {
 }
 
 // Handle answers msg: the reply to send now, or one to send after hold.
-func (h streamHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, transport.Admission) {
+func (h streamHandler) Handle(msg []byte, from netip.AddrPort, at int64) ([]byte, time.Duration, transport.Admission) {
 	r := h.r
-	in := arrival{addr: from, tag: tagForged}
+	in := arrival{addr: from, tag: tagForged, t2: at} // T2 as the read returned (SetReadClock)
 	if h.verify(msg) {
 		in.tag = tagValid
 	}
-	in.t2 = r.clk.Now()
+	if in.t2 == 0 {
+		in.t2 = r.clk.Now()
+	}
 	r.mu.Lock()
 	// Unverified, handle counts it, and answers a Hello with its
 	// refusal.

@@ -369,11 +369,11 @@ func TestLoadMalformed(t *testing.T) {
 		{"wrong nonce", msg(t, wire.Header{Type: wire.TypeLoad, Token: tok, Nonce: 98, HoldMicro: 1e6}, wire.HeaderLen)},
 		{"no time", msg(t, wire.Header{Type: wire.TypeLoad, Token: tok, Nonce: 99}, wire.HeaderLen)},
 	} {
-		if reply, _, admit := h.Handle(tc.m, alice); reply != nil || admit == transport.AdmitTake {
+		if reply, _, admit := h.Handle(tc.m, alice, 0); reply != nil || admit == transport.AdmitTake {
 			t.Errorf("%s: Handle = %x, %v; want nothing", tc.name, reply, admit)
 		}
 	}
-	reply, _, admit := h.Handle(msg(t, good, wire.HeaderLen), alice)
+	reply, _, admit := h.Handle(msg(t, good, wire.HeaderLen), alice, 0)
 	ack := decode(t, reply)
 	if admit != transport.AdmitTake || ack.Type != wire.TypeLoadAck || ack.HoldMicro != uint32(load.MaxDuration/time.Microsecond) || len(reply) != wire.HeaderLen {
 		t.Fatalf("hours asked: %+v, %v; want a header's LoadAck of %v and AdmitTake", ack, admit, load.MaxDuration)

@@ -95,6 +95,9 @@ var (
 	_ ReadTimer = (*udp.Conn)(nil)
 	_ ReadTimer = (*stream.Conn)(nil)
 	_ ReadTimer = (*unixgram.Conn)(nil)
+
+	// The reflector gives its clock to every ReadClocker it serves.
+	_ ReadClocker = (*stream.Listener)(nil)
 )
 
 // PathReader is a UDP socket that can read what each received datagram's

@@ -45,8 +45,9 @@ type Listener struct {
 
 	deadline *deadline.Deadline
 
-	handler atomic.Pointer[Handler]
-	busy    atomic.Bool // connections' reads spin (SetBusyPoll)
+	handler   atomic.Pointer[Handler]
+	readClock atomic.Pointer[func() int64] // SetReadClock's, or nil
+	busy      atomic.Bool                  // connections' reads spin (SetBusyPoll)
 	// blockers is how many peers read in the kernel (blockPeer), at most
 	// maxBlockingPeers; spinners how many spin (spin), at most 1.
 	blockers  atomic.Int32
@@ -91,11 +92,13 @@ type Taker interface {
 // Handler answers the messages of a listener's connections, each on its
 // connection's goroutine, so it must be safe for concurrent use.
 type Handler interface {
-	// Handle answers msg from the peer at from: it returns the reply
-	// (or nil), which it may build in msg's memory up to its capacity,
-	// how long to hold it before it is sent (then Send is called as it
+	// Handle answers msg from the peer at from, which came at at (by
+	// the clock SetReadClock gave the listener, as the read that brought
+	// its last byte returned; 0: no clock): it returns the reply (or
+	// nil), which it may build in msg's memory up to its capacity, how
+	// long to hold it before it is sent (then Send is called as it
 	// goes), and how far the peer is admitted.
-	Handle(msg []byte, from netip.AddrPort) (reply []byte, hold time.Duration, admit Admission)
+	Handle(msg []byte, from netip.AddrPort, at int64) (reply []byte, hold time.Duration, admit Admission)
 	// Send is called with a held reply (in the listener's memory) just
 	// before it is written, on the connection's writer; Drop with why a
 	// held reply was not kept (ErrSlowReader, ErrNoMemory).
@@ -134,6 +137,11 @@ func (l *Listener) SetBusyPoll(on bool) error {
 // goroutine with h, instead of handing them to ReadFrom: one goroutine
 // wake-up less per message. ReadFrom then only waits for its deadline.
 func (l *Listener) SetHandler(h Handler) { l.handler.Store(&h) }
+
+// SetReadClock has each connection accepted from now on note when each
+// message came, by now(), as the read that brought its last byte returns
+// (Conn.SetReadClock), for Handler.Handle.
+func (l *Listener) SetReadClock(now func() int64) { l.readClock.Store(&now) }
 
 type frame struct {
 	p *peer

@@ -19,9 +19,11 @@ import (
 // starts with 'L', and answers refusals with "no" and the reason.
 type echoHandler struct {
 	room atomic.Int64
+	at   atomic.Int64 // the last message's
 }
 
-func (h *echoHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, Admission) {
+func (h *echoHandler) Handle(msg []byte, from netip.AddrPort, at int64) ([]byte, time.Duration, Admission) {
+	h.at.Store(at)
 	var hold time.Duration
 	if len(msg) > 2 && msg[1] == 'H' {
 		hold = time.Duration(msg[2]) * 10 * time.Millisecond

@@ -144,6 +144,9 @@ func (l *Listener) read(p *peer) {
 		p.buf = b // not the one it outgrew: that is garbage now
 		return b, err
 	}
+	if now := l.readClock.Load(); now != nil {
+		p.c.SetReadClock(*now)
+	}
 	var last time.Time // when the last message of a session came
 	for {
 		limit := l.lim.HandshakeMessage
@@ -286,7 +289,7 @@ func (l *Listener) answer(p *peer, h Handler, n int, now time.Time, last *time.T
 		reply := h.Refuse(msg, p.addr, RefusedMemory)
 		return reply != nil && p.write(reply, l.lim.SendTimeout) == nil
 	}
-	reply, hold, admit := h.Handle(msg, p.addr)
+	reply, hold, admit := h.Handle(msg, p.addr, p.c.ReadAt())
 	if admit == AdmitTake {
 		l.takeOver(p, h, reply)
 		return false // the connection ends with Take

@@ -93,3 +93,32 @@ func testReadAt(t *testing.T, mode string, clockFirst bool) {
 		t.Fatalf("second, read ahead with the first: ReadAt %d, want the first's %d", at, first)
 	}
 }
+
+// TestListenerReadAt: a listener with a read clock gives its Handler when
+// each message came, as the read that brought it returned: a reading taken
+// after the message was sent and before the reply came back.
+func TestListenerReadAt(t *testing.T) {
+	h := &echoHandler{}
+	l := listen(t, Limits{}, h)
+	var calls atomic.Int64
+	l.SetReadClock(func() int64 { return calls.Add(1) })
+	c, err := Dial("tcp", l.LocalAddr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 100)
+	for i := range 3 {
+		before := calls.Load()
+		if _, err := c.Write([]byte("A message")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(buf); err != nil || string(buf[:n]) != "A message" {
+			t.Fatalf("reply %d: %q, %v", i, buf[:n], err)
+		}
+		if at := h.at.Load(); at <= before || at > calls.Load() {
+			t.Fatalf("message %d: the Handler's at %d, want a reading after %d and by %d", i, at, before, calls.Load())
+		}
+	}
+}

@@ -318,6 +318,7 @@ func (c *Conn) ReadFrame(buf []byte, limit int, grow func(buf []byte, size int) 
 		}
 	}
 	c.hdrN = 0
+	c.msgAt = c.at // as Read's
 	return buf, c.size, nil
 }
 

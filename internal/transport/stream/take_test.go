@@ -17,11 +17,11 @@ type takeHandler struct {
 	gone  chan struct{}
 }
 
-func (h *takeHandler) Handle(msg []byte, from netip.AddrPort) ([]byte, time.Duration, Admission) {
+func (h *takeHandler) Handle(msg []byte, from netip.AddrPort, _ int64) ([]byte, time.Duration, Admission) {
 	if len(msg) > 0 && msg[0] == 'T' {
 		return append(msg[:0], "ok"...), 0, AdmitTake
 	}
-	return h.echoHandler.Handle(msg, from)
+	return h.echoHandler.Handle(msg, from, 0)
 }
 
 func (h *takeHandler) Take(c net.Conn, from netip.AddrPort) {
