@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -148,12 +149,31 @@ func flagValueError(err error) error {
 	if !errors.As(err, &bad) || !errors.As(err, &num) {
 		return err
 	}
-	want := "a number"
+	return fmt.Errorf("--%s %q: want %s", bad.GetFlag().Name, bad.GetValue(), flagTakes(bad.GetFlag().Value.Type(), errors.Is(num.Err, strconv.ErrRange)))
+}
+
+// flagTakes says what a flag of pflag's type typ takes; its range, for a
+// signed type, when the value was out of it, and always for an unsigned
+// one, whose least is the point.
+func flagTakes(typ string, outOfRange bool) string {
+	whole := func(lo int64, hi uint64) string { return fmt.Sprintf("a whole number from %d to %d", lo, hi) }
 	switch {
-	case num.Func == "ParseBool":
-		want = "true or false"
-	case errors.Is(num.Err, strconv.ErrRange):
-		want = "a number in its type's range"
+	case typ == "bool":
+		return "true or false"
+	case (typ == "int" || typ == "int64" || typ == "int32") && !outOfRange:
+		return "a whole number"
+	case typ == "int" || typ == "int64":
+		return whole(math.MinInt64, math.MaxInt64)
+	case typ == "int32":
+		return whole(math.MinInt32, math.MaxInt32)
+	case typ == "uint" || typ == "uint64":
+		return whole(0, math.MaxUint64)
+	case typ == "uint32":
+		return whole(0, math.MaxUint32)
+	case typ == "uint16":
+		return whole(0, math.MaxUint16)
+	case typ == "uint8":
+		return whole(0, math.MaxUint8)
 	}
-	return fmt.Errorf("--%s %q: want %s", bad.GetFlag().Name, bad.GetValue(), want)
+	return "a number"
 }

@@ -111,6 +111,9 @@ func newAcc(coarse bool) *acc {
 	for i := range a.d {
 		a.d[i] = a.newDist()
 	}
+	// Up and down between two hosts' clocks go below zero in normal use.
+	a.d[distUp].Signed()
+	a.d[distDown].Signed()
 	return a
 }
 

@@ -578,7 +578,7 @@ func (c *Config) fillRest() {
 }
 
 // bytesWord writes n bytes for an error: "65000 bytes", or "4194304 bytes
-// (4MiB)" where the short form says it in fewer digits.
+// (4M)" where the short form says it otherwise.
 func bytesWord(n int) string {
 	if short := units.FormatBytes(int64(n)); short != strconv.Itoa(n) {
 		return fmt.Sprintf("%d bytes (%s)", n, short)

@@ -274,17 +274,14 @@ func (r *run) read() (int, error) {
 		// One at a time, into the handshake's buffer: the two never
 		// read at once.
 		r.in = []transport.Message{{Buf: r.rbuf}}
-		if rt, ok := r.conn.(transport.ReadTimer); ok {
-			rt.SetReadClock(r.clk.Now) // T4 as the read returns
-			r.timer = rt
+		if rc, ok := r.conn.(transport.ReadClocker); ok {
+			rc.SetReadClock(r.clk.Now) // T4 as the read returns
 		}
+		r.timer, _ = r.conn.(transport.ReadTimer)
 		if bc, ok := r.conn.(transport.BatchConn); ok && r.readsBatches() {
 			// Room for the largest message expected; a larger one is
 			// cut, and then fails its checks.
 			r.batch = bc
-			if rc, ok := r.conn.(transport.ReadClocker); ok {
-				rc.SetReadClock(r.clk.Now) // T4 as the read returns
-			}
 			size := max(r.cfg.Size, r.cfg.ReplySize, r.grant.ReplySize, 2048) + 1
 			r.in = make([]transport.Message, recvBatch)
 			for i := range r.in {

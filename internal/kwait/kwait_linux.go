@@ -361,18 +361,17 @@ type Conn struct {
 	rest                bool                  // the read is ReadRest's
 	readFn              func(fd uintptr)      // made once: a call does not allocate
 	writeFn             func(fd uintptr) bool // likewise
-	readClock           func() int64          // SetReadClock's, or nil
-	at                  int64                 // readClock's reading as the last read that got bytes returned
+	mark                clock.ReadMark        // SetReadClock's
 }
 
 // SetReadClock has each read that gets bytes read now() as its system
 // call returns, before the way back to the caller (ReadAt); nil: none.
 // Call it before reading, on the reader's goroutine.
-func (c *Conn) SetReadClock(now func() int64) { c.readClock = now }
+func (c *Conn) SetReadClock(now func() int64) { c.mark.SetClock(now) }
 
 // ReadAt returns the read clock's reading as the last read that got bytes
 // returned them (0: no clock, or no such read yet).
-func (c *Conn) ReadAt() int64 { return c.at }
+func (c *Conn) ReadAt() int64 { return c.mark.At() }
 
 // NewConn takes rc's socket out of the poller (see Socket.Leave) for
 // reads and writes through the Conn.
@@ -416,9 +415,7 @@ func (c *Conn) recv(fd uintptr) {
 	} else {
 		c.rn, c.rerr = c.ks.Read(fd, c.rbuf, c.deadline, &c.closing)
 	}
-	if c.readClock != nil && c.rn > 0 {
-		c.at = c.readClock()
-	}
+	c.mark.Got(c.rn)
 }
 
 // Read reads once into p, as read(2) does (0 bytes: a stream's end, or an

@@ -66,9 +66,9 @@ func (h streamHandler) sign(msg []byte) {
 }
 
 // Handle answers msg: the reply to send now, or one to send after hold.
-func (h streamHandler) Handle(msg []byte, from netip.AddrPort, at int64) ([]byte, time.Duration, transport.Admission) {
+func (h streamHandler) Handle(msg []byte, from netip.AddrPort, readAt int64) ([]byte, time.Duration, transport.Admission) {
 	r := h.r
-	in := arrival{addr: from, tag: tagForged, t2: at} // T2 as the read returned (SetReadClock)
+	in := arrival{addr: from, tag: tagForged, t2: readAt} // T2 as the read returned (SetReadClock)
 	if h.verify(msg) {
 		in.tag = tagValid
 	}

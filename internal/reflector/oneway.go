@@ -45,7 +45,7 @@ type OneWayReport struct {
 	first, last int64
 }
 
-func newOneway() *oneway { return &oneway{delay: stats.NewDist(), ipdv: stats.NewDist()} }
+func newOneway() *oneway { return &oneway{delay: stats.NewDist().Signed(), ipdv: stats.NewDist()} }
 
 // record counts probe seq received at t2 with one-way delay d.
 func (o *oneway) record(seq uint64, t2, d int64) {
@@ -128,9 +128,10 @@ func (o *oneway) encode() (full, short []byte, err error) {
 	return full, short, err
 }
 
-// onewayCost is what a one-way session's histograms (delay and IPDV)
-// take of the memory budget.
-const onewayCost = 512 << 10
+// onewayCost is what a one-way session's histograms take of the memory
+// budget: the delays' two (from zero up, and below zero: between two
+// hosts' clocks) and the IPDV's, 3 x 216 KiB (TestOnewayCost).
+const onewayCost = 672 << 10
 
 // oneWay records a one-way probe of session s.
 func (r *Reflector) oneWay(s *session, h *wire.Header, addr netip.AddrPort, t2 int64) {

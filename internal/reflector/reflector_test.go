@@ -865,3 +865,48 @@ func TestServeBusyPollHolds(t *testing.T) {
 	}
 	t.Fatalf("read deadlines %v: none at the held reply's time", conn.deadlines)
 }
+
+// TestOneWayBelowZero: one-way delays below zero (a client whose clock is
+// ahead of the reflector's) come back in the CloseAck's results whole:
+// their percentiles below zero, not counted as zero.
+func TestOneWayBelowZero(t *testing.T) {
+	clk := clock.NewFake(int64(1000 * time.Hour))
+	r, err := New(Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := handshake(t, r, clk, alice)
+	for seq := uint64(1); seq <= 10; seq++ {
+		clk.Advance(time.Microsecond)
+		// The client's clock is 5 ms ahead: each delay is -5 ms plus
+		// seq µs.
+		t1 := clk.Now() + int64(5*time.Millisecond) - int64(seq)*int64(time.Microsecond)
+		p := msg(t, wire.Header{Type: wire.TypeProbe, Flags: wire.FlagOneWay, Token: tok, Nonce: 99, Seq: seq, T1: t1}, 64)
+		r.Handle(p, alice, clk.Now())
+	}
+	closeMsg := make([]byte, wire.CloseOneWayLen)
+	_ = (&wire.Header{Type: wire.TypeClose, Token: tok, Nonce: 99}).Encode(closeMsg)
+	ack := r.Handle(closeMsg, alice, clk.Now())
+	var res wire.OneWayResults
+	if err := res.Decode(ack[wire.HeaderLen:]); err != nil {
+		t.Fatal(err)
+	}
+	d, err := stats.FromSnapshot(stats.Snapshot(res.Delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Summary([]float64{50})
+	want := -5*time.Millisecond + 5*time.Microsecond // the 5th of -4.999 to -4.990 ms
+	if s.Count != 10 || s.Percentiles[0].Value > want+want/-1000 || s.Percentiles[0].Value < want-want/-1000 {
+		t.Fatalf("delays %+v: want 10, p50 %v within 0.1%%", s, want)
+	}
+}
+
+// TestOnewayCost: what a one-way session takes of the memory budget
+// covers its histograms.
+func TestOnewayCost(t *testing.T) {
+	o := newOneway()
+	if n := o.delay.Bytes() + o.ipdv.Bytes(); n > onewayCost {
+		t.Fatalf("a one-way session's histograms take %d bytes, onewayCost is %d", n, onewayCost)
+	}
+}

@@ -77,9 +77,28 @@ func (d *Dist) Record(v int64) {
 	}
 }
 
-// recordBelow records v < 0 into the histograms of magnitudes below zero,
-// which the first such value makes: a run between two hosts' clocks pays
-// for it once, a run on one clock never.
+// Signed makes d's histogram of values below zero now, where Record would
+// make it on the first such value, and returns d: for a distribution that
+// goes below zero in normal use (one-way delays between two hosts'
+// clocks), so that recording never allocates; Reset touches its pages with
+// the other's.
+func (d *Dist) Signed() *Dist {
+	d.belowHist()
+	return d
+}
+
+// Bytes returns the memory d's histograms take.
+func (d *Dist) Bytes() int {
+	n := d.h.ByteSize()
+	if d.below != nil {
+		n += d.below.ByteSize()
+	}
+	return n
+}
+
+// recordBelow records v < 0 into the histogram of magnitudes below zero,
+// which the first such value makes unless Signed did: a distribution that
+// goes below zero only after a wall-clock step pays for it then, once.
 func (d *Dist) recordBelow(v int64) {
 	mag := highest
 	if v > -highest {
@@ -109,7 +128,7 @@ func (d *Dist) belowCount() int64 {
 }
 
 // Tee makes every value recorded into d from now on go into o's
-// histogram too, at once (nil: no longer); o then takes the rest of d, its
+// histograms too, at once (nil: no longer); o then takes the rest of d, its
 // count, mean, deviation and extremes, with MergeMoments, which costs
 // nothing like Merge. A run's intervals tee into its total: a merge walks
 // every bucket of a histogram up to its largest value, 0.75 ms an
@@ -192,9 +211,12 @@ func (d *Dist) Summary(percentiles []float64) result.Latency {
 }
 
 // valueAt returns the value at percentile p (0 < p < 100) of both
-// histograms, ranked as hdrhistogram ranks: the value at or below which
-// the nearest whole count to p% of the values lie. A rank among the values
-// below zero is the magnitude's at the mirrored rank, negated.
+// histograms, ranked as hdrhistogram ranks: the nearest whole count to p%
+// of the values lie at or below it. A rank among the values below zero is
+// the magnitude's at the mirrored rank, negated. Each histogram answers
+// with its bucket's far edge from zero, so a value from zero up is
+// reported at or above the true one and a value below zero at or below
+// it, both within the histogram's precision (0.1%).
 func (d *Dist) valueAt(p float64) int64 {
 	nb := d.belowCount()
 	if nb == 0 {
@@ -364,7 +386,10 @@ func FromSnapshot(s Snapshot) (*Dist, error) {
 		if below, err = hdrhistogram.Decode(s.Below); err != nil {
 			return nil, fmt.Errorf("%w: below zero: %w", ErrSnapshot, err)
 		}
-		if below.HighestTrackableValue() > highest || (below.TotalCount() > 0 && s.Min >= 0) {
+		if below.HighestTrackableValue() > highest {
+			return nil, fmt.Errorf("%w: a histogram below zero up to %d", ErrSnapshot, below.HighestTrackableValue())
+		}
+		if below.TotalCount() > 0 && s.Min >= 0 {
 			return nil, fmt.Errorf("%w: %d values below zero for a min of %d", ErrSnapshot, below.TotalCount(), s.Min)
 		}
 		nb = below.TotalCount()

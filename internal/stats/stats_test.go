@@ -338,15 +338,57 @@ func TestSnapshotBelowChecked(t *testing.T) {
 	if err != nil || len(s.Below) == 0 {
 		t.Fatalf("Snapshot of -3µs and 5µs = %+v, %v; want a histogram below zero", s, err)
 	}
-	for name, edit := range map[string]func(s *Snapshot){
-		"without its histogram below zero": func(s *Snapshot) { s.Below = nil },
-		"a min from zero up":               func(s *Snapshot) { s.Min, s.Mean, s.M2 = 0, 2500, 1e7 },
-		"garbage below zero":               func(s *Snapshot) { s.Below = []byte("garbage") },
-	} {
-		bad := s
-		edit(&bad)
-		if _, err := FromSnapshot(bad); !errors.Is(err, ErrSnapshot) {
-			t.Errorf("FromSnapshot %s = %v, want ErrSnapshot", name, err)
+	tests := []struct {
+		name string
+		edit func(s *Snapshot)
+	}{
+		{"without its histogram below zero", func(s *Snapshot) { s.Below = nil }},
+		{"a min from zero up", func(s *Snapshot) { s.Min, s.Mean, s.M2 = 0, 2500, 1e7 }},
+		{"garbage below zero", func(s *Snapshot) { s.Below = []byte("garbage") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := s
+			tt.edit(&bad)
+			if _, err := FromSnapshot(bad); !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("FromSnapshot = %v, want ErrSnapshot", err)
+			}
+		})
+	}
+}
+
+// TestHistogramsBelowZero: the histograms count values below zero: the
+// log-spaced one in its underflow, the linear one in its first bin, where
+// a limit below zero makes outliers of those above it.
+func TestHistogramsBelowZero(t *testing.T) {
+	d := NewDist()
+	for _, v := range []int64{-9000, -8000, -7000, 1000, 2000, 3000} {
+		d.Record(v)
+	}
+	log := d.Histogram("up", 10)
+	var inBins int64
+	for _, b := range log.Bins {
+		inBins += b.Count
+	}
+	if log.Underflow.Count < 3 || log.Underflow.Count+inBins+log.Overflow.Count != 6 {
+		t.Errorf("log histogram: underflow %d, bins %d, overflow %d; want the 3 below zero in the underflow, 6 in all",
+			log.Underflow.Count, inBins, log.Overflow.Count)
+	}
+	lin := d.LinearHistogram("up", time.Microsecond)
+	if lin.Bins[0].Count != 3 || lin.Total != 6 {
+		t.Errorf("linear histogram: first bin %d of %d, want the 3 below zero there", lin.Bins[0].Count, lin.Total)
+	}
+	// 19 values of -1 ms and one of -0.9 ms: mean -0.995 ms, stdev
+	// 22.4 µs, so a limit of -0.928 ms that -0.9 ms is above.
+	all := NewDist()
+	for i := range 20 {
+		v := int64(-1e6)
+		if i == 0 {
+			v = -9e5
 		}
+		all.Record(v)
+	}
+	if lin := all.LinearHistogram("up", time.Millisecond); lin.Outliers != 1 || lin.Bins[0].Count != 20 {
+		t.Errorf("linear histogram of values all below zero: %d outliers, first bin %d; want 1 and 20", lin.Outliers, lin.Bins[0].Count)
 	}
 }

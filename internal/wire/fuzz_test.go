@@ -111,6 +111,7 @@ func FuzzOneWayResults(f *testing.F) {
 	for _, r := range []OneWayResults{
 		{},
 		oneWayWant,
+		oneWayBelowZero,
 		{Received: 1 << 40, Delay: Snapshot{Count: 3, Mean: -1.5, Min: -7, Max: 1 << 62, Histogram: []byte("hdr")}},
 	} {
 		b, err := r.AppendBinary(nil)
@@ -139,7 +140,7 @@ func FuzzOneWayResults(f *testing.F) {
 		// The block survives the round trip byte for byte, but for the
 		// flags' bits that mean nothing yet.
 		want := bytes.Clone(p[:n])
-		want[3] &= oneWayIPDV
+		want[3] &= oneWayIPDV | oneWayBelow
 		if !bytes.Equal(enc, want) {
 			t.Fatalf("AppendBinary(Decode(%x)) = %x, want %x", p, enc, want)
 		}

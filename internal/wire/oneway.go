@@ -217,7 +217,9 @@ func (r *OneWayResults) Decode(p []byte) error {
 			return err
 		}
 	}
-	if len(rest) != 0 {
+	// Bytes left over, or a flag for histograms below zero that are all
+	// empty: an encoding AppendBinary never writes.
+	if len(rest) != 0 || below != res.below() {
 		return ErrLength
 	}
 	*r = res

@@ -40,24 +40,56 @@ var oneWayWant = OneWayResults{
 	IPDV:  Snapshot{Count: 1, Mean: 2000, Min: 2000, Max: 2000, Histogram: []byte{0xdd, 0xee}}, HasIPDV: true,
 }
 
+// oneWayBelowVector is a block with flag bit 1, written out by hand from
+// the package diagram: nothing received, no IPDV; delays -5 and 5 ns, a
+// 2-byte histogram from zero up and a 1-byte one below zero.
+const oneWayBelowVector = `
+4f57 01 02 00000053
+0000000000000000
+0000000000000000
+0000000000000000
+
+0000000000000002
+0000000000000000
+4049000000000000
+fffffffffffffffb
+0000000000000005
+00000002 6864
+00000001 62`
+
+var oneWayBelowWant = OneWayResults{
+	Delay: Snapshot{Count: 2, M2: 50, Min: -5, Max: 5, Histogram: []byte("hd"), Below: []byte("b")},
+}
+
 func TestOneWayKnownAnswer(t *testing.T) {
-	b := mustHex(t, oneWayVector)
-	if len(b) != 0x7d {
-		t.Fatalf("the vector is %d bytes, and says 125", len(b))
-	}
-	var got OneWayResults
-	if err := got.Decode(b); err != nil {
-		t.Fatalf("Decode(%x) = %v", b, err)
-	}
-	if !reflect.DeepEqual(got, oneWayWant) {
-		t.Fatalf("Decode(%x) = %+v, want %+v", b, got, oneWayWant)
-	}
-	enc, err := oneWayWant.AppendBinary(nil)
-	if err != nil || !bytes.Equal(enc, b) {
-		t.Fatalf("AppendBinary = %x, %v; want %x", enc, err, b)
-	}
-	if n := oneWayWant.Len(); n != len(b) {
-		t.Fatalf("Len = %d, want %d", n, len(b))
+	for _, tt := range []struct {
+		name   string
+		vector string
+		want   OneWayResults
+	}{
+		{"IPDV", oneWayVector, oneWayWant},
+		{"below zero", oneWayBelowVector, oneWayBelowWant},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := mustHex(t, tt.vector)
+			if got := int(binary.BigEndian.Uint32(b[4:])); got != len(b) {
+				t.Fatalf("the vector is %d bytes, and says %d", len(b), got)
+			}
+			var got OneWayResults
+			if err := got.Decode(b); err != nil {
+				t.Fatalf("Decode(%x) = %v", b, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Decode(%x) = %+v, want %+v", b, got, tt.want)
+			}
+			enc, err := tt.want.AppendBinary(nil)
+			if err != nil || !bytes.Equal(enc, b) {
+				t.Fatalf("AppendBinary = %x, %v; want %x", enc, err, b)
+			}
+			if n := tt.want.Len(); n != len(b) {
+				t.Fatalf("Len = %d, want %d", n, len(b))
+			}
+		})
 	}
 }
 
@@ -134,6 +166,19 @@ func TestOneWayDecodeErrors(t *testing.T) {
 		}), ErrLength},
 		{"bytes left over", with(func(b []byte) []byte { b[3] = 0; return b }), ErrLength},
 		{"below-zero flag, none", with(func(b []byte) []byte { b[3] |= oneWayBelow; return b }), ErrLength},
+		{"below-zero flag, every histogram below zero empty", func() []byte {
+			r := oneWayBelowZero
+			r.Delay.Below = nil
+			b, _ := r.AppendBinary(nil)
+			// The same block with the flag and an empty histogram below
+			// zero after each distribution.
+			b[3] |= oneWayBelow
+			at := OneWayFixedLen + r.Delay.len(false)
+			b = append(b[:at:at], append([]byte{0, 0, 0, 0}, b[at:]...)...)
+			b = append(b, 0, 0, 0, 0)
+			binary.BigEndian.PutUint32(b[4:], uint32(len(b)))
+			return b
+		}(), ErrLength},
 		{"a histogram below zero past the length", func() []byte {
 			b := bytes.Clone(below)
 			at := OneWayFixedLen + SnapshotFixedLen + len(oneWayBelowZero.Delay.Histogram)

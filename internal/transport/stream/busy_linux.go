@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/spin"
 )
 
@@ -40,8 +41,7 @@ type busyReader struct {
 	n        int
 	err      error
 	fn       func(fd uintptr) bool // made once: a read does not allocate
-	clock    func() int64          // the Conn's read clock, or nil
-	at       int64                 // clock's reading as the last read that got bytes returned
+	mark     clock.ReadMark        // the Conn's read clock
 
 	// A write's: one at a time (the caller's to see to, as
 	// kwait.Conn's; a reflector's peer writes under its peer.wmu).
@@ -51,7 +51,7 @@ type busyReader struct {
 	wfn  func(fd uintptr) bool
 }
 
-func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet time.Duration, clock func() int64) (*busyReader, error) {
+func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet time.Duration, now func() int64) (*busyReader, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errBusyUnsupported
@@ -60,7 +60,8 @@ func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet tim
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc, deadline: deadline, closed: closed, quiet: quiet, clock: clock}
+	b := &busyReader{rc: rc, deadline: deadline, closed: closed, quiet: quiet}
+	b.mark.SetClock(now)
 	b.fn, b.wfn = b.spin, b.send
 	return b, nil
 }
@@ -72,18 +73,16 @@ func (b *busyReader) spin(fd uintptr) bool {
 	if b.err == nil && b.n == 0 {
 		b.err = io.EOF
 	}
-	if b.clock != nil && b.n > 0 {
-		b.at = b.clock()
-	}
+	b.mark.Got(b.n)
 	return true
 }
 
 // setClock gives b the Conn's read clock; on the reader's goroutine.
-func (b *busyReader) setClock(now func() int64) { b.clock = now }
+func (b *busyReader) setClock(now func() int64) { b.mark.SetClock(now) }
 
 // readAt returns the read clock's reading as the last read that got
 // bytes returned (0: none).
-func (b *busyReader) readAt() int64 { return b.at }
+func (b *busyReader) readAt() int64 { return b.mark.At() }
 
 func (b *busyReader) read(p []byte) (int, error) {
 	b.buf = p

@@ -92,13 +92,13 @@ type Taker interface {
 // Handler answers the messages of a listener's connections, each on its
 // connection's goroutine, so it must be safe for concurrent use.
 type Handler interface {
-	// Handle answers msg from the peer at from, which came at at (by
-	// the clock SetReadClock gave the listener, as the read that brought
-	// its last byte returned; 0: no clock): it returns the reply (or
-	// nil), which it may build in msg's memory up to its capacity, how
-	// long to hold it before it is sent (then Send is called as it
+	// Handle answers msg from the peer at from, which came at readAt
+	// (by the clock SetReadClock gave the listener, as the read that
+	// brought its last byte returned; 0: no clock): it returns the reply
+	// (or nil), which it may build in msg's memory up to its capacity,
+	// how long to hold it before it is sent (then Send is called as it
 	// goes), and how far the peer is admitted.
-	Handle(msg []byte, from netip.AddrPort, at int64) (reply []byte, hold time.Duration, admit Admission)
+	Handle(msg []byte, from netip.AddrPort, readAt int64) (reply []byte, hold time.Duration, admit Admission)
 	// Send is called with a held reply (in the listener's memory) just
 	// before it is written, on the connection's writer; Drop with why a
 	// held reply was not kept (ErrSlowReader, ErrNoMemory).

@@ -1,7 +1,10 @@
 package stream
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,10 +77,10 @@ func testReadAt(t *testing.T, mode string, clockFirst bool) {
 		t.Fatalf("a Read that waited: ReadAt %d, want a reading after %d and by %d", at, before, calls.Load())
 	}
 
-	// Two messages queued before the Reads: one read brings both.
+	// Two messages queued before the Reads (loopback queues each within
+	// its write): one read brings both.
 	a.Write([]byte("first"))
 	a.Write([]byte("second"))
-	time.Sleep(20 * time.Millisecond)
 	before = calls.Load()
 	if n, err := b.Read(buf); err != nil || string(buf[:n]) != "first" {
 		t.Fatalf("Read = %q, %v; want first", buf[:n], err)
@@ -91,6 +94,25 @@ func testReadAt(t *testing.T, mode string, clockFirst bool) {
 	}
 	if at := b.ReadAt(); at != first {
 		t.Fatalf("second, read ahead with the first: ReadAt %d, want the first's %d", at, first)
+	}
+
+	// A message whose Read a deadline cut: it came when its rest did.
+	msg := "cut by a deadline"
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(msg)))
+	frame = append(frame, msg...)
+	a.Conn.Write(frame[:10])
+	b.SetReadDeadline(time.Now().Add(-time.Second))
+	if _, err := b.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a Read past its deadline, with part of a message there: %v, want the deadline", err)
+	}
+	before = calls.Load()
+	a.Conn.Write(frame[10:])
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := b.Read(buf); err != nil || string(buf[:n]) != msg {
+		t.Fatalf("Read of the rest = %q, %v; want %q", buf[:n], err, msg)
+	}
+	if at := b.ReadAt(); at <= before || at > calls.Load() {
+		t.Fatalf("a message a deadline cut: ReadAt %d, want a reading after its rest was sent (%d) and by %d", at, before, calls.Load())
 	}
 }
 

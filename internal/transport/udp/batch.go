@@ -37,7 +37,7 @@ func (p *PacketConn) SetReadClock(now func() int64) {
 // returns where Read spins or waits in the kernel, as the poller's Read
 // returns otherwise.
 func (c *Conn) SetReadClock(now func() int64) {
-	c.readClock = now
+	c.mark.SetClock(now)
 	if c.b != nil {
 		c.b.setReadClock(now)
 	}

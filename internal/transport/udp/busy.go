@@ -67,8 +67,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return c.one[0].N, nil
 	}
 	n, err := c.UDPConn.Read(b)
-	if err == nil && c.readClock != nil {
-		c.at = c.readClock()
+	if err == nil {
+		c.mark.Got(max(n, 1)) // an empty datagram came too
+		c.at = c.mark.At()
 	}
 	return n, err
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/volley-net/volley/internal/clock"
 )
 
 // BufferSize is the socket buffer volley asks for on each side, so that
@@ -31,10 +33,10 @@ type Conn struct {
 	busy  bool        // reads spin (SetBusyPoll)
 	block atomic.Bool // reads wait in the kernel (SetBlockingReads)
 	one   [1]Message
-	// readClock: SetReadClock's, or nil; at: its reading as the last
-	// Read returned a datagram (ReadAt).
-	readClock func() int64
-	at        int64
+	// mark: SetReadClock's clock, for reads in the poller; at: when the
+	// last Read's datagram came, whichever way it read (ReadAt).
+	mark clock.ReadMark
+	at   int64
 }
 
 // Dial opens a UDP socket connected to addr ("host:port"). A connected

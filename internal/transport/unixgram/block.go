@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/kwait"
 )
 
@@ -15,10 +16,10 @@ type Conn struct {
 	// block: reads and writes wait in the kernel (SetBlockingReads), or
 	// in the poller.
 	block kwait.Slot
-	// readClock: SetReadClock's, or nil; at: its reading as the last
-	// Read returned a datagram (ReadAt).
-	readClock func() int64
-	at        int64
+	// mark: SetReadClock's clock, for reads in the poller; at: when the
+	// last Read's datagram came, whichever way it read (ReadAt).
+	mark clock.ReadMark
+	at   int64
 }
 
 // SetReadClock has Read note when each datagram came, by now(), read as
@@ -26,7 +27,7 @@ type Conn struct {
 // poller's Read returns otherwise (ReadAt), as udp.Conn.SetReadClock
 // does. Call it before reading, on the reader's goroutine.
 func (c *Conn) SetReadClock(now func() int64) {
-	c.readClock = now
+	c.mark.SetClock(now)
 	c.block.SetReadClock(now)
 }
 
@@ -55,8 +56,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return n, err
 	}
 	n, err := c.UnixConn.Read(p)
-	if err == nil && c.readClock != nil {
-		c.at = c.readClock()
+	if err == nil {
+		c.mark.Got(max(n, 1)) // an empty datagram came too
+		c.at = c.mark.At()
 	}
 	return n, err
 }
