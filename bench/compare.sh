@@ -54,7 +54,9 @@ run udp-busy bench/udp-rr.sh PAIRS="$ROUNDS" BUSY=1
 run gofloor bench/gofloor.sh ROUNDS="$ROUNDS"
 run gofloor-stamped bench/gofloor.sh ROUNDS="$ROUNDS" STAMPED=1
 run tcp bench/tcp-rr.sh ROUNDS="$ROUNDS"
+run gofloor-tcp-block bench/gofloor.sh ROUNDS="$ROUNDS" MODE=block PROTO=tcp
 run tcp-busy bench/tcp-rr.sh ROUNDS="$ROUNDS" BUSY=1
+run gofloor-tcp bench/gofloor.sh ROUNDS="$ROUNDS" PROTO=tcp
 run max-rate bench/max-rate.sh ROUNDS="$ROUNDS"
 # One pacing run is one sample of the machine's stalls (the 1k/s send
 # error's p99 went 16-41 µs over three runs in a row): the rows take the
@@ -123,6 +125,10 @@ sfloor50=$(m gofloor-block-stamped 'median p50 ratio gofloor\/sockperf:')
 sbfloor50=$(m gofloor-stamped 'median p50 ratio gofloor\/sockperf:')
 tbusy50=$(m tcp-busy 'median p50 ratio volley\/sockperf:')
 tbusy999=$(m tcp-busy 'median p99.9 ratio volley\/sockperf:')
+tcp50=$(m tcp 'median p50 ratio volley\/sockperf:')
+tfloor50=$(m gofloor-tcp-block 'median p50 ratio gofloor\/sockperf:')
+tbfloor50=$(m gofloor-tcp 'median p50 ratio gofloor\/sockperf:')
+tbfloor999=$(m gofloor-tcp 'median p99.9 ratio gofloor\/sockperf:')
 
 echo "volley side by side on 127.0.0.1, $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, $(date -u +%Y-%m-%dT%H:%MZ); volley with --timestamps $STAMPS unless said"
 echo "machine floor (bench/stalls.c, before the runs): $stalls"
@@ -134,14 +140,18 @@ printf '%-66s %12s\n' "  Go blocking floor with volley's stamps and marks / floo
 printf '%-66s %12s\n' "  UDP ping-pong p50 / that stamped floor (volley's own part)" "$(over "$udp50" "$sfloor50")"
 printf '%-66s %12s\n' "  UDP ping-pong p50 / sockperf, --timestamps user" "$(m udp-user 'median p50 ratio volley\/sockperf:')"
 printf '%-66s %12s\n' "  UDP ping-pong mean / qperf udp_lat" "$(m udp 'median mean ratio volley\/qperf:')"
-row "TCP ping-pong p50 / sockperf --tcp" "$(m tcp 'median p50 ratio volley\/sockperf:')" "<=" 1.00
+row "TCP ping-pong p50 / sockperf --tcp" "$tcp50" "<=" 1.00
+printf '%-66s %12s\n' "  Go TCP blocking floor p50 / sockperf --tcp" "$tfloor50"
+printf '%-66s %12s\n' "  TCP ping-pong p50 / that floor" "$(over "$tcp50" "$tfloor50")"
 row "TCP ping-pong mean / iperf 2 bounceback" "$(m tcp 'median mean ratio volley\/iperf:')" "<=" 1.00
 row "Unix stream ping-pong p50 / UDP's (${xp50} / ${up50} µs)" "$(over "$xp50" "$up50")" "<=" 1.00
 row "Unix datagram ping-pong p50 / UDP's (${gp50} / ${up50} µs)" "$(over "$gp50" "$up50")" "<=" 1.00
 row "UDP busy-poll p50 / Go busy floor (bench/gofloor)" "$(over "$busy50" "$bfloor50")" "<=" 1.05
 row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<=" 1.5
-row "TCP busy-poll p50 / Go busy floor (UDP's)" "$(over "$tbusy50" "$bfloor50")" "<=" 1.05
-row "TCP busy-poll p99.9 / Go busy floor (UDP's)" "$(over "$tbusy999" "$bfloor999")" "<=" 1.5
+row "TCP busy-poll p50 / Go TCP busy floor (bench/gofloor -tcp)" "$(over "$tbusy50" "$tbfloor50")" "<=" 1.05
+row "TCP busy-poll p99.9 / Go TCP busy floor" "$(over "$tbusy999" "$tbfloor999")" "<=" 1.5
+printf '%-66s %12s\n' "  Go TCP busy floor p50, p99.9 / sockperf --tcp --nonblocked" "$tbfloor50, $tbfloor999"
+printf '%-66s %12s\n' "  TCP busy-poll p50, p99.9 / Go busy floor (UDP's, as before)" "$(over "$tbusy50" "$bfloor50"), $(over "$tbusy999" "$bfloor999")"
 printf '%-66s %12s\n' "  Go busy floor p50, p99.9 / sockperf --nonblocked" "$bfloor50, $bfloor999"
 printf '%-66s %12s\n' "  Go busy floor with volley's stamps and marks / floor" "$(over "$sbfloor50" "$bfloor50")"
 printf '%-66s %12s\n' "  UDP busy-poll p50 / that stamped floor (volley's own part)" "$(over "$busy50" "$sbfloor50")"
@@ -151,7 +161,7 @@ row "1k probes/s open loop: send error p99" "$v1k_p99" "<=" "20µs"
 printf '%-66s %12s\n' "  a spinning C thread's lateness p99 (bench/stalls.c, before the runs)" "$(sed -n 's/.*, p99 \([0-9]*\)us late.*/\1µs/p' <<<"$stalls")"
 printf '%-66s %12s\n' "D-Bus round trips/s / dbus-test-tool spam->echo" "not here: bench/dbus-rr.sh"
 echo
-for f in udp udp-user gofloor-block gofloor-block-stamped udp-busy gofloor gofloor-stamped tcp tcp-busy max-rate $(seq -f 'rate%g' "$ROUNDS") unix; do
+for f in udp udp-user gofloor-block gofloor-block-stamped udp-busy gofloor gofloor-stamped tcp gofloor-tcp-block tcp-busy gofloor-tcp max-rate $(seq -f 'rate%g' "$ROUNDS") unix; do
 	echo "== $f"
 	cat "$out/$f"
 done

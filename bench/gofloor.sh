@@ -10,6 +10,7 @@
 #   bench/gofloor.sh                # 3 rounds of 5 s, 64-byte messages
 #   MODE=block bench/gofloor.sh
 #   STAMPED=1 bench/gofloor.sh      # with volley's kernel stamps and path marks (gofloor -stamps)
+#   PROTO=tcp bench/gofloor.sh      # over TCP, 100-byte messages, against sockperf --tcp
 #
 # Prints each round's p50 and p99.9 in µs and round trips/s, and the median
 # ratios gofloor/sockperf, and the floor's own medians.
@@ -28,13 +29,23 @@ if [ "${STAMPED:-0}" = 1 ]; then
 fi
 SECS=${SECS:-5}
 SIZE=64
+PROTO=${PROTO:-udp}
+case $PROTO in
+udp) ;;
+tcp)
+	SIZE=100
+	spflags+=(--tcp)
+	gfflags+=(-tcp -size "$SIZE")
+	;;
+*) echo "PROTO=$PROTO: want udp or tcp" >&2; exit 2 ;;
+esac
 SP_PORT=${SP_PORT:-11115}
 GF_ADDR=${GF_ADDR:-127.0.0.1:11116}
 
 . bench/common.sh
 go build -o "$tmp/gofloor" ./bench/gofloor
 
-echo "$MODE UDP ping-pong on 127.0.0.1: Go floor (bench/gofloor ${gfflags[*]}) against sockperf ${spflags[*]}, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "$MODE ${PROTO^^} ping-pong on 127.0.0.1: Go floor (bench/gofloor ${gfflags[*]}) against sockperf ${spflags[*]}, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s\n' round "sockperf p50" "gofloor p50" "sock p99.9" "gof p99.9" "sockperf/s" "gofloor/s" "p50 x" "p99.9 x"
 r50s=() r999s=() g50s=() g999s=()
 for i in $(seq "$ROUNDS"); do
