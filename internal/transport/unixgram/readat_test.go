@@ -2,7 +2,6 @@ package unixgram
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,17 +13,7 @@ import (
 // without a clock, 0.
 func TestReadAt(t *testing.T) {
 	for _, blocking := range []bool{false, true} {
-		dir := t.TempDir()
-		l, err := Listen(filepath.Join(dir, "g"))
-		if err != nil {
-			t.Skipf("skipping: %v", err)
-		}
-		defer l.Close()
-		c, err := Dial(filepath.Join(dir, "g"))
-		if err != nil {
-			t.Skipf("skipping: %v", err)
-		}
-		defer c.Close()
+		l, c := pair(t)
 		if blocking {
 			if err := c.SetBlockingReads(true); err != nil {
 				t.Skipf("skipping: %v", err)

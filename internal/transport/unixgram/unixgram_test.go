@@ -82,20 +82,10 @@ func testPeerTableBound(t *testing.T, blocking bool) {
 // TestBlockingEnds: a blocking read on either side ends at its deadline,
 // at a deadline another goroutine moves into the past, and at Close.
 func TestBlockingEnds(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Listen(filepath.Join(dir, "g"))
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	defer l.Close()
+	l, c := pair(t)
 	if err := l.SetBlockingReads(true); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	c, err := Dial(filepath.Join(dir, "g"))
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	defer c.Close()
 	if err := c.SetBlockingReads(true); err != nil {
 		t.Fatal(err)
 	}
@@ -139,17 +129,7 @@ func TestBlockingEnds(t *testing.T) {
 // again (a reflector does at each busy spell) keeps one reader, whose
 // poller entry was read once, and reads in both places.
 func TestBlockingMoves(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Listen(filepath.Join(dir, "g"))
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	defer l.Close()
-	c, err := Dial(filepath.Join(dir, "g"))
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	defer c.Close()
+	l, c := pair(t)
 	buf := make([]byte, 64)
 	var first *blockReader
 	for i := range 4 {
@@ -175,4 +155,23 @@ func TestBlockingMoves(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pair returns a listener in a temporary directory and a client dialled
+// to it, both closed when the test ends; it skips where Unix datagram
+// sockets are not.
+func pair(t *testing.T) (*PacketConn, *Conn) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := Listen(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	c, err := Dial(filepath.Join(dir, "g"))
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return l, c
 }
