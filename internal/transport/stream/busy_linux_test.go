@@ -239,3 +239,62 @@ func spinners(l *Listener) int {
 	}
 	return n
 }
+
+// TestBusyDescriptorCopy: a busy Conn reads and writes through a copy of
+// its descriptor, which goes when the Conn stops spinning, when it spins
+// anew, and when it closes, a read spinning on it then included: none is
+// left open.
+func TestBusyDescriptorCopy(t *testing.T) {
+	open := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("skipping: %v", err)
+		}
+		return len(ents)
+	}
+	a, b := pipe(t)
+	base := open()
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 16)
+	for i, step := range []string{"busy", "busy again", "not busy", "busy"} {
+		if err := b.SetBusyPoll(step != "not busy"); err != nil {
+			t.Fatal(err)
+		}
+		want := base + 1
+		if step == "not busy" {
+			want = base
+		}
+		if n := open(); n != want {
+			t.Fatalf("step %d (%s): %d descriptors open, want %d", i, step, n, want)
+		}
+		a.Write([]byte("ping"))
+		if n, err := b.Read(buf); err != nil || string(buf[:n]) != "ping" {
+			t.Fatalf("step %d (%s): Read = %q, %v", i, step, buf[:n], err)
+		}
+		if _, err := b.Write([]byte("pong")); err != nil {
+			t.Fatalf("step %d (%s): Write: %v", i, step, err)
+		}
+		if n, err := a.Read(buf); err != nil || string(buf[:n]) != "pong" {
+			t.Fatalf("step %d (%s): the peer read %q, %v", i, step, buf[:n], err)
+		}
+	}
+	// A Close while a read spins ends it, and closes the copy with b.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Read(buf)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let it spin
+	b.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a spinning Read returned no error at Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a spinning Read did not end at Close")
+	}
+	if n := open(); n != base-1 {
+		t.Fatalf("after Close: %d descriptors open, want %d (the Conn's and its copy gone)", n, base-1)
+	}
+}

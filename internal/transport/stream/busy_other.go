@@ -23,4 +23,6 @@ func (b *busyReader) readAt() int64 { return 0 }
 
 func (b *busyReader) setClock(func() int64) {}
 
+func (b *busyReader) release() {}
+
 func (b *busyReader) write(p []byte) (int, error) { return 0, errBusyUnsupported }

@@ -105,7 +105,9 @@ var ErrBusyBlocking = errors.New("stream: busy polling and blocking reads at onc
 // latency for a core's worth of CPU.
 func (c *Conn) SetBusyPoll(on bool) error {
 	if !on {
-		c.busy.Store(nil)
+		if b := c.busy.Swap(nil); b != nil {
+			b.release()
+		}
 		return nil
 	}
 	return c.spinFor(0)
@@ -122,7 +124,9 @@ func (c *Conn) spinFor(quiet time.Duration) error {
 	if err != nil {
 		return err
 	}
-	c.busy.Store(b)
+	if old := c.busy.Swap(b); old != nil {
+		old.release()
+	}
 	return nil
 }
 
@@ -151,6 +155,9 @@ func (c *Conn) SetDeadline(t time.Time) error {
 func (c *Conn) Close() error {
 	c.closing.Store(true)
 	c.block.Closing()
+	if b := c.busy.Load(); b != nil {
+		b.release()
+	}
 	return c.Conn.Close()
 }
 
