@@ -362,6 +362,7 @@ type Conn struct {
 	readFn              func(fd uintptr)      // made once: a call does not allocate
 	writeFn             func(fd uintptr) bool // likewise
 	mark                clock.ReadMark        // SetReadClock's
+	cp                  *Copy                 // the calls' descriptor; nil: through rc
 }
 
 // SetReadClock has each read that gets bytes read now() as its system
@@ -385,12 +386,14 @@ func NewConn(rc syscall.RawConn, deadline, wdeadline *atomic.Int64) (*Conn, erro
 	if serr != nil {
 		return nil, serr
 	}
+	c.cp = NewCopy(rc)
 	return c, nil
 }
 
 // Rejoin puts the socket back in the poller; the Conn is not to be used
-// after.
+// after, nor while Rejoin runs.
 func (c *Conn) Rejoin() error {
+	c.cp.Release()
 	var serr error
 	if err := c.rc.Control(func(fd uintptr) { serr = c.ks.Rejoin(int(fd)) }); err != nil {
 		return err
@@ -407,6 +410,7 @@ func (c *Conn) Wake() { c.ks.Wake() }
 func (c *Conn) Closing() {
 	c.closing.Store(true)
 	Shutdown(c.rc)
+	c.cp.Release() // once a waiting read has seen the shutdown; a write, within Cap
 }
 
 func (c *Conn) recv(fd uintptr) {
@@ -429,10 +433,16 @@ func (c *Conn) ReadRest(p []byte) (int, error) { return c.read(p, true) }
 
 func (c *Conn) read(p []byte, rest bool) (int, error) {
 	c.rbuf, c.rest = p, rest
-	// Control, not Read: it holds the socket open as Read does, but
-	// leaves the deadline to Socket.Read, which reads what is there even
-	// past it.
-	err := c.rc.Control(c.readFn)
+	// On the copy, or through Control, not Read: it holds the socket
+	// open as Read does, but leaves the deadline to Socket.Read, which
+	// reads what is there even past it.
+	var err error
+	if fd, ok := c.cp.Enter(&c.closing); ok {
+		c.readFn(fd)
+		c.cp.Leave()
+	} else {
+		err = c.rc.Control(c.readFn)
+	}
 	c.rbuf = nil
 	if err != nil {
 		return 0, err
@@ -469,7 +479,13 @@ func (c *Conn) send(fd uintptr) bool {
 // until the write deadline; it returns what it wrote before an error.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wbuf = p
-	err := c.rc.Write(c.writeFn)
+	var err error
+	if fd, ok := c.cp.Enter(&c.closing); ok {
+		c.writeFn(fd) // it waits in the kernel: it is done when it returns
+		c.cp.Leave()
+	} else {
+		err = c.rc.Write(c.writeFn)
+	}
 	c.wbuf = nil
 	if err != nil {
 		return 0, err

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volley-net/volley/internal/clock"
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/spin"
 )
 
@@ -35,18 +35,12 @@ const busySupported = true
 // poller.
 //
 // Reads and writes go straight to a copy of the connection's descriptor
-// (dup), not through the RawConn: its Read and Write lock and unlock the
-// descriptor around each call, and that took 120-130 ns of the 650-700
-// between a busy TCP reflector's receive and its send (clock reads at
-// each point; A/B of 4 alternating rounds: p50 8.35 -> 8.20 µs, both
-// ends). The copy is the busyReader's own: uses counts the calls on it
-// under way, and release closes it once there are none, after the Conn's
-// Close or on its reader's goroutine.
+// (kwait.Copy), not through the RawConn (A/B of 4 alternating rounds, both
+// ends busy: p50 8.35 -> 8.20 µs), which the busyReader releases at the
+// Conn's Close or when the Conn stops spinning, on its reader's goroutine.
 type busyReader struct {
 	rc       syscall.RawConn
-	fd       int           // the copy; -1: none, calls go through rc
-	uses     atomic.Int32  // calls on fd under way
-	released atomic.Bool   // release was called: fd is closed, or about to be
+	fd       *kwait.Copy   // nil: calls go through rc
 	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
 	closed   *atomic.Bool  // the Conn's: Close was called
 	quiet    time.Duration // how long a read spins with nothing to read (0: no limit), then spin.ErrQuiet
@@ -73,45 +67,16 @@ func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet tim
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc, fd: -1, deadline: deadline, closed: closed, quiet: quiet}
+	b := &busyReader{rc: rc, fd: kwait.NewCopy(rc), deadline: deadline, closed: closed, quiet: quiet}
 	b.mark.SetClock(now)
 	b.fn, b.wfn = b.spin, b.send
-	// Without a copy (out of descriptors), calls go through rc.
-	_ = rc.Control(func(fd uintptr) {
-		if nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			b.fd = nfd
-		}
-	})
 	return b, nil
 }
 
-// enter begins a call on b.fd: false when there is no copy, or it is
-// being released (the call then goes through rc, which says whether the
-// connection is closed).
-func (b *busyReader) enter() bool {
-	if b.fd < 0 {
-		return false
-	}
-	b.uses.Add(1)
-	if b.released.Load() || b.closed.Load() {
-		b.uses.Add(-1)
-		return false
-	}
-	return true
-}
-
-// release closes b's copy of the descriptor once no call is on it; a
-// call under way ends within a spin's turn, the Conn being closed, or is
-// the caller's own goroutine's, which is not in one. Once only.
-func (b *busyReader) release() {
-	if b.fd < 0 || b.released.Swap(true) {
-		return
-	}
-	for b.uses.Load() != 0 {
-		runtime.Gosched()
-	}
-	unix.Close(b.fd)
-}
+// release closes b's copy of the descriptor (kwait.Copy.Release): after
+// the Conn's Close, whose flag ends a spinning read within a turn, or on
+// its reader's goroutine.
+func (b *busyReader) release() { b.fd.Release() }
 
 // spin reads into b.buf until something comes, the deadline passes, the
 // connection closes or b.quiet passes with nothing.
@@ -134,9 +99,9 @@ func (b *busyReader) readAt() int64 { return b.mark.At() }
 func (b *busyReader) read(p []byte) (int, error) {
 	b.buf = p
 	var err error
-	if b.enter() {
-		b.fn(uintptr(b.fd))
-		b.uses.Add(-1)
+	if fd, ok := b.fd.Enter(b.closed); ok {
+		b.fn(fd)
+		b.fd.Leave()
 	} else {
 		err = b.rc.Read(b.fn)
 	}
@@ -175,9 +140,9 @@ func (b *busyReader) write(p []byte) (int, error) {
 	b.wbuf, b.wn, b.werr = p, 0, nil
 	var err error
 	done := false
-	if b.enter() {
-		done = b.wfn(uintptr(b.fd))
-		b.uses.Add(-1)
+	if fd, ok := b.fd.Enter(b.closed); ok {
+		done = b.wfn(fd)
+		b.fd.Leave()
 	}
 	if !done {
 		// A full socket waits in the poller for room (or there is no

@@ -240,11 +240,17 @@ func spinners(l *Listener) int {
 	return n
 }
 
-// TestBusyDescriptorCopy: a busy Conn reads and writes through a copy of
-// its descriptor, which goes when the Conn stops spinning, when it spins
-// anew, and when it closes, a read spinning on it then included: none is
-// left open.
-func TestBusyDescriptorCopy(t *testing.T) {
+// TestDescriptorCopy: a busy or blocking Conn reads and writes through a
+// copy of its descriptor (kwait.Copy), which goes when the Conn goes back
+// to the poller, when it takes the same way anew, and when it closes, a
+// read spinning or waiting in the kernel then included: none is left open.
+func TestDescriptorCopy(t *testing.T) {
+	for _, mode := range []string{"busy", "blocking"} {
+		t.Run(mode, func(t *testing.T) { testDescriptorCopy(t, mode) })
+	}
+}
+
+func testDescriptorCopy(t *testing.T, mode string) {
 	open := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -253,15 +259,19 @@ func TestBusyDescriptorCopy(t *testing.T) {
 		return len(ents)
 	}
 	a, b := pipe(t)
+	set := b.SetBusyPoll
+	if mode == "blocking" {
+		set = b.SetBlockingReads
+	}
 	base := open()
 	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 16)
-	for i, step := range []string{"busy", "busy again", "not busy", "busy"} {
-		if err := b.SetBusyPoll(step != "not busy"); err != nil {
+	for i, step := range []string{"on", "on again", "off", "on"} {
+		if err := set(step != "off"); err != nil {
 			t.Fatal(err)
 		}
 		want := base + 1
-		if step == "not busy" {
+		if step == "off" {
 			want = base
 		}
 		if n := open(); n != want {
@@ -278,21 +288,22 @@ func TestBusyDescriptorCopy(t *testing.T) {
 			t.Fatalf("step %d (%s): the peer read %q, %v", i, step, buf[:n], err)
 		}
 	}
-	// A Close while a read spins ends it, and closes the copy with b.
+	// A Close while a read spins or waits ends it, and closes the copy
+	// with b.
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Read(buf)
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let it spin
+	time.Sleep(20 * time.Millisecond) // let it spin or wait
 	b.Close()
 	select {
 	case err := <-done:
 		if err == nil {
-			t.Fatal("a spinning Read returned no error at Close")
+			t.Fatal("a waiting Read returned no error at Close")
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("a spinning Read did not end at Close")
+		t.Fatal("a waiting Read did not end at Close")
 	}
 	if n := open(); n != base-1 {
 		t.Fatalf("after Close: %d descriptors open, want %d (the Conn's and its copy gone)", n, base-1)
