@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/tstamp"
 )
 
@@ -40,6 +42,10 @@ type batcher struct {
 
 	readClock func() int64 // SetReadClock's, or nil
 	at        int64        // readClock's reading as the last read returned
+
+	// cp: a copy of the descriptor, for calls while the socket is out of
+	// the runtime's poller (busy or blocking); nil: through rc.
+	cp atomic.Pointer[kwait.Copy]
 
 	busyPoll // reads spin instead of sleeping (busy_linux.go)
 	blocking // reads wait in the kernel, on the reader's thread (block_linux.go)
@@ -136,6 +142,49 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 
 func (b *batcher) setReadClock(now func() int64) { b.readClock = now }
 
+// viaRead runs fn, a read's, on the descriptor's copy where there is one
+// (kwait.Copy), or through the RawConn's Read, which also waits in the
+// poller when fn says to.
+func (b *batcher) viaRead(fn func(fd uintptr) bool) error {
+	if cp := b.cp.Load(); cp != nil {
+		if fd, ok := cp.Enter(&b.closing); ok {
+			done := fn(fd)
+			cp.Leave()
+			if done {
+				return nil
+			}
+		}
+	}
+	return b.rc.Read(fn)
+}
+
+// viaWrite is viaRead for a write: through the RawConn's Write.
+func (b *batcher) viaWrite(fn func(fd uintptr) bool) error {
+	if cp := b.cp.Load(); cp != nil {
+		if fd, ok := cp.Enter(&b.closing); ok {
+			done := fn(fd)
+			cp.Leave()
+			if done {
+				return nil
+			}
+		}
+	}
+	return b.rc.Write(fn)
+}
+
+// viaControl is viaRead for a call that does not wait in the poller:
+// through the RawConn's Control.
+func (b *batcher) viaControl(fn func(fd uintptr)) error {
+	if cp := b.cp.Load(); cp != nil {
+		if fd, ok := cp.Enter(&b.closing); ok {
+			fn(fd)
+			cp.Leave()
+			return nil
+		}
+	}
+	return b.rc.Control(fn)
+}
+
 // readAt returns the read clock's reading as the last read returned.
 func (b *batcher) readAt() int64 { return b.at }
 
@@ -165,9 +214,9 @@ func (b *batcher) read(ms []Message) (int, error) {
 		// Control, not Read: it holds the socket open as Read does,
 		// but leaves the deadline to recvBlock, which reads what is
 		// queued even past it.
-		err = b.rc.Control(b.blockFn)
+		err = b.viaControl(b.blockFn)
 	} else {
-		err = b.rc.Read(b.readFn)
+		err = b.viaRead(b.readFn)
 	}
 	if err != nil {
 		return 0, err // a deadline, or the socket closed
@@ -262,7 +311,7 @@ func (b *batcher) write(ms []Message) (int, error) {
 		}
 		b.wn = n
 		b.askSched(b.txSent.Load(), n)
-		if err := b.rc.Write(b.writeFn); err != nil {
+		if err := b.viaWrite(b.writeFn); err != nil {
 			return done, err
 		}
 		if b.werr == os.ErrDeadlineExceeded || b.werr == net.ErrClosed {

@@ -43,6 +43,9 @@ const sleptAfter = 3000 // ns
 // leavePoller takes the socket out of the runtime's poller, blocking (on:
 // kwait.Socket.Leave), or puts it back as it was (a socket in it stays).
 func (b *batcher) leavePoller(on bool) error {
+	if !on {
+		b.cp.Swap(nil).Release() // no call is under way: the caller's
+	}
 	var serr error
 	if err := b.rc.Control(func(fd uintptr) {
 		if on {
@@ -52,6 +55,9 @@ func (b *batcher) leavePoller(on bool) error {
 		serr = b.ks.Rejoin(int(fd))
 	}); err != nil {
 		return err
+	}
+	if on && serr == nil && b.cp.Load() == nil {
+		b.cp.Store(kwait.NewCopy(b.rc)) // calls out of the poller go straight to it
 	}
 	return serr
 }
@@ -241,7 +247,7 @@ func (b *batcher) writeTo(p []byte, addr netip.AddrPort) (int, error) {
 		t.fn, t.b = t.sendto, b
 	}
 	t.namelen, t.buf = namelen, p
-	err := b.rc.Write(t.fn)
+	err := b.viaWrite(t.fn)
 	t.buf = nil
 	if err != nil {
 		return 0, err
@@ -263,4 +269,5 @@ func (b *batcher) markClosing() {
 	if b.block.Load() {
 		kwait.Shutdown(b.rc)
 	}
+	b.cp.Load().Release() // once a read has seen the closing (a send, within kwait.Cap)
 }

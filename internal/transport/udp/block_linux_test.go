@@ -217,3 +217,76 @@ func TestBlockingPastDeadline(t *testing.T) {
 		t.Fatalf("ReadBatch past its deadline with nothing queued = %d, %v; want the deadline", n, err)
 	}
 }
+
+// TestDescriptorCopy: out of the poller, busy or blocking, a socket reads
+// and writes through a copy of its descriptor (kwait.Copy), which goes
+// when it rejoins the poller, not again when it leaves it twice, and when
+// it closes, a read spinning or waiting in the kernel then included: none
+// is left open.
+func TestDescriptorCopy(t *testing.T) {
+	for _, mode := range []string{"busy", "blocking"} {
+		t.Run(mode, func(t *testing.T) {
+			open := func() int {
+				ents, err := os.ReadDir("/proc/self/fd")
+				if err != nil {
+					t.Skipf("skipping: %v", err)
+				}
+				return len(ents)
+			}
+			p, c := pair(t)
+			set := c.SetBusyPoll
+			if mode == "blocking" {
+				set = c.SetBlockingReads
+			}
+			base := open()
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 64)
+			ms := []Message{{Buf: make([]byte, 64)}}
+			p.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for i, step := range []string{"on", "on again", "off", "on"} {
+				if err := set(step != "off"); err != nil {
+					t.Fatal(err)
+				}
+				want := base + 1
+				if step == "off" {
+					want = base
+				}
+				if n := open(); n != want {
+					t.Fatalf("step %d (%s): %d descriptors open, want %d", i, step, n, want)
+				}
+				if _, err := c.Write([]byte{byte(i)}); err != nil {
+					t.Fatalf("step %d (%s): Write: %v", i, step, err)
+				}
+				if n, err := p.ReadBatch(ms); n != 1 || err != nil {
+					t.Fatalf("step %d (%s): the peer's ReadBatch = %d, %v", i, step, n, err)
+				}
+				if _, err := p.WriteTo([]byte{byte(i)}, ms[0].Addr); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != byte(i) {
+					t.Fatalf("step %d (%s): Read = %d, %v", i, step, n, err)
+				}
+			}
+			// A Close while a read spins or waits ends it, and closes the
+			// copy with the socket.
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Read(buf)
+				done <- err
+			}()
+			time.Sleep(20 * time.Millisecond) // let it spin or wait
+			c.Close()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a waiting Read returned no error at Close")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a waiting Read did not end at Close")
+			}
+			if n := open(); n != base-1 {
+				t.Fatalf("after Close: %d descriptors open, want %d (the socket's and its copy gone)", n, base-1)
+			}
+		})
+	}
+}

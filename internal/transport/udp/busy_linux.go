@@ -76,7 +76,7 @@ func (b *batcher) send1(fd uintptr) bool {
 // write1 sends one datagram on a connected socket, as send1 does.
 func (b *batcher) write1(p []byte) (int, error) {
 	b.wb = p
-	err := b.rc.Write(b.writeFn1)
+	err := b.viaWrite(b.writeFn1)
 	b.wb = nil
 	if err != nil {
 		return 0, err
@@ -136,7 +136,7 @@ func (c *Conn) write(b []byte) (int, error) {
 // read deadline passes or Close is called.
 func (b *batcher) read1(p []byte) (int, error) {
 	b.rb = p
-	err := b.rc.Read(b.readFn1)
+	err := b.viaRead(b.readFn1)
 	b.rb = nil
 	if err != nil {
 		return 0, err

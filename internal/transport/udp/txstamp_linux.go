@@ -180,7 +180,7 @@ func (b *batcher) readTxStamps(st []tstamp.TxStamp) (int, error) {
 			h.Flags = 0
 		}
 		b.en = n
-		if err := b.rc.Control(b.errFn); err != nil {
+		if err := b.viaControl(b.errFn); err != nil {
 			return got, err
 		}
 		if b.eerr != nil {
