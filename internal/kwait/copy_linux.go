@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,12 +15,18 @@ import (
 // Write and Control lock and unlock the descriptor around each call (on a
 // busy TCP reflector 120-130 ns of the 650-700 between its receive and
 // its send). The copy is its owner's: Enter and Leave count the calls on
-// it under way, and Release closes it once there are none. A nil *Copy
-// has no descriptor: Enter says to go through the RawConn.
+// it under way, and Release closes it once there are none. A Copy its
+// owner drops without Release is closed when it is collected, as the
+// runtime closes a dropped socket. A call on the copy is made whatever
+// its deadline: a deadline ends a wait, as blocking reads' always did; it
+// does not refuse data or room that is there, as the RawConn's calls do.
+// A nil *Copy has no descriptor: Enter says to go through the RawConn.
 type Copy struct {
 	fd       int
 	uses     atomic.Int32 // calls on fd under way
 	released atomic.Bool  // Release was called: fd is closed, or about to be
+	closed   atomic.Bool  // fd is closed
+	cleanup  runtime.Cleanup
 }
 
 // NewCopy returns a copy of rc's descriptor, or nil where none can be had
@@ -34,6 +41,7 @@ func NewCopy(rc syscall.RawConn) *Copy {
 	if c.fd < 0 {
 		return nil
 	}
+	c.cleanup = runtime.AddCleanup(c, func(fd int) { unix.Close(fd) }, c.fd)
 	return c
 }
 
@@ -56,16 +64,35 @@ func (c *Copy) Enter(closing *atomic.Bool) (fd uintptr, ok bool) {
 // Leave ends a call Enter began.
 func (c *Copy) Leave() { c.uses.Add(-1) }
 
-// Release closes the copy once no call is on it, once only. Its owner
-// calls it after setting the closing flag its calls look at (a spin ends
-// within a turn; a call waiting in the kernel, once the socket is shut
-// down), or on the goroutine that makes the calls, between them.
+// Release closes the copy once no call is on it, and returns when it is
+// closed, whichever call closed it. Its owner calls it after setting the
+// closing flag its calls look at (a spin ends within a turn; a call
+// waiting in the kernel, once the socket is shut down; a send waiting for
+// room, within Cap), or on the goroutine that makes the calls, between
+// them: a call on another goroutine that nothing ends would keep it
+// waiting.
 func (c *Copy) Release() {
-	if c == nil || c.released.Swap(true) {
+	if c == nil {
 		return
 	}
-	for c.uses.Load() != 0 {
-		runtime.Gosched()
+	if !c.released.Swap(true) {
+		waitFor(func() bool { return c.uses.Load() == 0 })
+		c.cleanup.Stop()
+		unix.Close(c.fd)
+		c.closed.Store(true)
+		return
 	}
-	unix.Close(c.fd)
+	waitFor(c.closed.Load)
+}
+
+// waitFor returns once done says so: yielding at first, then sleeping a
+// little between looks, for a wait that may last a send's Cap.
+func waitFor(done func() bool) {
+	for i := 0; !done(); i++ {
+		if i < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
 }

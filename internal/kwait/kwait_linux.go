@@ -463,6 +463,10 @@ func (c *Conn) send(fd uintptr) bool {
 			if c.wn += int(n); c.wn >= len(c.wbuf) {
 				return true // all of it (or an empty datagram)
 			}
+			if c.closing.Load() {
+				c.werr = net.ErrClosed // a slow reader does not hold Close up for the rest
+				return true
+			}
 		case unix.EAGAIN:
 			if c.werr = SendAgain(c.wdeadline.Load(), &c.closing); c.werr != nil {
 				return true

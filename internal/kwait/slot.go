@@ -14,6 +14,7 @@ import (
 // Its zero value is off. A connection's Close calls Closing first.
 type Slot struct {
 	c                    atomic.Pointer[Conn]
+	closed               atomic.Bool // Closing was called: a Conn Set makes after is closing too
 	rdeadline, wdeadline atomic.Int64
 	readClock            func() int64 // SetReadClock's, for each Conn
 }
@@ -48,6 +49,11 @@ func (s *Slot) Set(rc syscall.RawConn, on bool) error {
 	}
 	c.SetReadClock(s.readClock)
 	s.c.Store(c)
+	if s.closed.Load() {
+		// Closing looked before the store: this Conn must not outlive
+		// the connection on its copy of the descriptor.
+		c.Closing()
+	}
 	return nil
 }
 
@@ -66,6 +72,7 @@ func (s *Slot) SetWriteDeadline(t time.Time) { s.wdeadline.Store(clock.Deadline(
 // Closing tells a call waiting in the kernel that the connection is
 // closing (see Conn.Closing).
 func (s *Slot) Closing() {
+	s.closed.Store(true)
 	if c := s.c.Load(); c != nil {
 		c.Closing()
 	}

@@ -244,14 +244,15 @@ type ReadDeadliner interface {
 
 // InterruptReads makes c's reads return at once with a timeout once ctx is
 // done, the one that waits then and every later one, by moving c's read
-// deadline into the past. stop undoes it if ctx is not done yet, as
+// deadline into the past; a read out of the poller (busy or blocking)
+// takes what is queued first. stop undoes it if ctx is not done yet, as
 // context.AfterFunc's stop does.
 func InterruptReads(ctx context.Context, c ReadDeadliner) (stop func() bool) {
 	return context.AfterFunc(ctx, func() { _ = Interrupt(c) })
 }
 
 // Interrupt makes c's waiting and later reads return at once with a
-// timeout.
+// timeout (out of the poller, once nothing is queued).
 func Interrupt(c ReadDeadliner) error { return c.SetReadDeadline(time.Unix(1, 0)) }
 
 // Granted returns the socket options the kernel applied to conn's socket,

@@ -15,7 +15,8 @@ import (
 // still hold (to the kernel's tick; on a Unix stream, a wait for a
 // message's start, in ppoll, to the timer's), interrupts and Close
 // included (seen within kwait.Cap). Not with busy polling, and for TCP
-// and Unix sockets on Linux only.
+// and Unix sockets on Linux only. Turning it off is the reader's to do,
+// between its reads (see kwait.Copy.Release).
 func (c *Conn) SetBlockingReads(on bool) error {
 	if on && c.busy.Load() != nil {
 		return ErrBusyBlocking

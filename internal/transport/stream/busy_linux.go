@@ -40,7 +40,7 @@ const busySupported = true
 // Conn's Close or when the Conn stops spinning, on its reader's goroutine.
 type busyReader struct {
 	rc       syscall.RawConn
-	fd       *kwait.Copy   // nil: calls go through rc
+	cp       *kwait.Copy   // nil: calls go through rc
 	deadline *atomic.Int64 // the Conn's read deadline: clock.Deadline; 0: none
 	closed   *atomic.Bool  // the Conn's: Close was called
 	quiet    time.Duration // how long a read spins with nothing to read (0: no limit), then spin.ErrQuiet
@@ -67,7 +67,7 @@ func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet tim
 	if err != nil {
 		return nil, err
 	}
-	b := &busyReader{rc: rc, fd: kwait.NewCopy(rc), deadline: deadline, closed: closed, quiet: quiet}
+	b := &busyReader{rc: rc, cp: kwait.NewCopy(rc), deadline: deadline, closed: closed, quiet: quiet}
 	b.mark.SetClock(now)
 	b.fn, b.wfn = b.spin, b.send
 	return b, nil
@@ -76,7 +76,7 @@ func newBusyReader(c any, deadline *atomic.Int64, closed *atomic.Bool, quiet tim
 // release closes b's copy of the descriptor (kwait.Copy.Release): after
 // the Conn's Close, whose flag ends a spinning read within a turn, or on
 // its reader's goroutine.
-func (b *busyReader) release() { b.fd.Release() }
+func (b *busyReader) release() { b.cp.Release() }
 
 // spin reads into b.buf until something comes, the deadline passes, the
 // connection closes or b.quiet passes with nothing.
@@ -99,9 +99,9 @@ func (b *busyReader) readAt() int64 { return b.mark.At() }
 func (b *busyReader) read(p []byte) (int, error) {
 	b.buf = p
 	var err error
-	if fd, ok := b.fd.Enter(b.closed); ok {
+	if fd, ok := b.cp.Enter(b.closed); ok {
 		b.fn(fd)
-		b.fd.Leave()
+		b.cp.Leave()
 	} else {
 		err = b.rc.Read(b.fn)
 	}
@@ -140,9 +140,9 @@ func (b *busyReader) write(p []byte) (int, error) {
 	b.wbuf, b.wn, b.werr = p, 0, nil
 	var err error
 	done := false
-	if fd, ok := b.fd.Enter(b.closed); ok {
+	if fd, ok := b.cp.Enter(b.closed); ok {
 		done = b.wfn(fd)
-		b.fd.Leave()
+		b.cp.Leave()
 	}
 	if !done {
 		// A full socket waits in the poller for room (or there is no

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -307,5 +308,10 @@ func testDescriptorCopy(t *testing.T, mode string) {
 	}
 	if n := open(); n != base-1 {
 		t.Fatalf("after Close: %d descriptors open, want %d (the Conn's and its copy gone)", n, base-1)
+	}
+	// The peer sees the end at once: no copy holds the socket open.
+	a.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := a.Read(buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("the peer's Read after Close: %v, want io.EOF", err)
 	}
 }

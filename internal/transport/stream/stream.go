@@ -102,7 +102,8 @@ var ErrBusyBlocking = errors.New("stream: busy polling and blocking reads at onc
 
 // SetBusyPoll makes reads spin on the socket until data comes or the read
 // deadline passes, instead of sleeping in the kernel: lower and steadier
-// latency for a core's worth of CPU.
+// latency for a core's worth of CPU. Turning it off is the reader's to
+// do, between its reads (see kwait.Copy.Release).
 func (c *Conn) SetBusyPoll(on bool) error {
 	if !on {
 		if b := c.busy.Swap(nil); b != nil {
@@ -126,6 +127,9 @@ func (c *Conn) spinFor(quiet time.Duration) error {
 	}
 	if old := c.busy.Swap(b); old != nil {
 		old.release()
+	}
+	if c.closing.Load() {
+		b.release() // Close looked before the swap
 	}
 	return nil
 }

@@ -19,7 +19,9 @@ var ErrBusyBlocking = errors.New("udp: busy polling and blocking reads at once")
 // blocked read at once. It needs batched I/O (Linux); it is not for a
 // socket that busy-polls. While it is on, the *net.UDPConn's own methods
 // (ReadFromUDP, ReadMsgUDP, WriteMsgUDP, ...) are not to be called: they
-// would wait in a poller the socket has left.
+// would wait in a poller the socket has left. Turning it off is the
+// reader's side's to do, with no read under way on another goroutine: it
+// waits for the calls on the socket's descriptor copy (kwait.Copy) to end.
 func (p *PacketConn) SetBlockingReads(on bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported

@@ -44,7 +44,9 @@ const sleptAfter = 3000 // ns
 // kwait.Socket.Leave), or puts it back as it was (a socket in it stays).
 func (b *batcher) leavePoller(on bool) error {
 	if !on {
-		b.cp.Swap(nil).Release() // no call is under way: the caller's
+		// The caller is the reader's side: no call is under way on
+		// another goroutine (see SetBusyPoll, SetBlockingReads).
+		b.cp.Swap(nil).Release()
 	}
 	var serr error
 	if err := b.rc.Control(func(fd uintptr) {
@@ -58,6 +60,9 @@ func (b *batcher) leavePoller(on bool) error {
 	}
 	if on && serr == nil && b.cp.Load() == nil {
 		b.cp.Store(kwait.NewCopy(b.rc)) // calls out of the poller go straight to it
+		if b.closing.Load() {
+			b.cp.Load().Release() // Close looked before the store
+		}
 	}
 	return serr
 }

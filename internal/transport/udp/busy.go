@@ -10,8 +10,8 @@ import (
 // kernel: lower and steadier latency for a core's worth of CPU (use it on
 // both ends, each on its own core). It needs batched I/O (Linux). The
 // socket leaves the runtime's poller meanwhile (see busyPoll), so the
-// *net.UDPConn's own methods are not to be called, as with
-// SetBlockingReads.
+// *net.UDPConn's own methods are not to be called, and turning it off is
+// the reader's side's to do, as with SetBlockingReads.
 func (p *PacketConn) SetBusyPoll(on bool) error {
 	if p.b == nil {
 		return errors.ErrUnsupported

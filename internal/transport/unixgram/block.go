@@ -37,7 +37,7 @@ func (c *Conn) ReadAt() int64 { return c.at }
 
 // SetBlockingReads makes reads (and writes) wait inside the kernel on the
 // caller's thread, out of the runtime's poller (see package kwait), as
-// udp.Conn.SetBlockingReads does. Linux only.
+// udp.Conn.SetBlockingReads does, off between reads. Linux only.
 func (c *Conn) SetBlockingReads(on bool) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
