@@ -15,15 +15,7 @@ import (
 // waits for a call under way to Leave, closes the copy, and is harmless a
 // second time, and on a nil Copy.
 func TestCopy(t *testing.T) {
-	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	rc, err := ln.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, rc := udpRaw(t)
 	var orig uintptr
 	rc.Control(func(fd uintptr) { orig = fd })
 	c := NewCopy(rc)
@@ -81,15 +73,7 @@ func TestCopy(t *testing.T) {
 // (a Close that looked before the Conn was stored) is closing at once,
 // its copy released: it does not go on with a closed connection.
 func TestSlotClosingFirst(t *testing.T) {
-	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	rc, err := ln.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rc := udpRaw(t)
 	var s Slot
 	s.Closing()
 	if err := s.Set(rc, true); err != nil {
@@ -106,4 +90,20 @@ func TestSlotClosingFirst(t *testing.T) {
 	if err := s.Set(rc, false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// udpRaw returns a UDP socket on loopback, closed when the test ends, and
+// its RawConn.
+func udpRaw(t *testing.T) (net.PacketConn, syscall.RawConn) {
+	t.Helper()
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	rc, err := ln.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, rc
 }

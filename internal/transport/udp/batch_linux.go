@@ -145,21 +145,12 @@ func (b *batcher) setReadClock(now func() int64) { b.readClock = now }
 // viaRead runs fn, a read's, on the descriptor's copy where there is one
 // (kwait.Copy), or through the RawConn's Read, which also waits in the
 // poller when fn says to.
-func (b *batcher) viaRead(fn func(fd uintptr) bool) error {
-	if cp := b.cp.Load(); cp != nil {
-		if fd, ok := cp.Enter(&b.closing); ok {
-			done := fn(fd)
-			cp.Leave()
-			if done {
-				return nil
-			}
-		}
-	}
-	return b.rc.Read(fn)
-}
+func (b *batcher) viaRead(fn func(fd uintptr) bool) error { return b.via(fn, false) }
 
 // viaWrite is viaRead for a write: through the RawConn's Write.
-func (b *batcher) viaWrite(fn func(fd uintptr) bool) error {
+func (b *batcher) viaWrite(fn func(fd uintptr) bool) error { return b.via(fn, true) }
+
+func (b *batcher) via(fn func(fd uintptr) bool, write bool) error {
 	if cp := b.cp.Load(); cp != nil {
 		if fd, ok := cp.Enter(&b.closing); ok {
 			done := fn(fd)
@@ -169,7 +160,10 @@ func (b *batcher) viaWrite(fn func(fd uintptr) bool) error {
 			}
 		}
 	}
-	return b.rc.Write(fn)
+	if write {
+		return b.rc.Write(fn)
+	}
+	return b.rc.Read(fn)
 }
 
 // viaControl is viaRead for a call that does not wait in the poller:
