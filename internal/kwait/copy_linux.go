@@ -64,6 +64,47 @@ func (c *Copy) Enter(closing *atomic.Bool) (fd uintptr, ok bool) {
 // Leave ends a call Enter began.
 func (c *Copy) Leave() { c.uses.Add(-1) }
 
+// Read runs fn, a read's, on the copy where Enter lets it, and through
+// rc's Read otherwise, or when fn says to wait in the poller (false): it
+// goes on from where fn left off.
+func (c *Copy) Read(rc syscall.RawConn, closing *atomic.Bool, fn func(fd uintptr) bool) error {
+	if c.call(closing, fn) {
+		return nil
+	}
+	return rc.Read(fn)
+}
+
+// Write is Read for a write: through rc's Write.
+func (c *Copy) Write(rc syscall.RawConn, closing *atomic.Bool, fn func(fd uintptr) bool) error {
+	if c.call(closing, fn) {
+		return nil
+	}
+	return rc.Write(fn)
+}
+
+// Control is Read for a call that does not wait in the poller: through
+// rc's Control.
+func (c *Copy) Control(rc syscall.RawConn, closing *atomic.Bool, fn func(fd uintptr)) error {
+	if fd, ok := c.Enter(closing); ok {
+		fn(fd)
+		c.Leave()
+		return nil
+	}
+	return rc.Control(fn)
+}
+
+// call runs fn on the copy where Enter lets it, and reports whether it
+// did and fn said it was done.
+func (c *Copy) call(closing *atomic.Bool, fn func(fd uintptr) bool) bool {
+	fd, ok := c.Enter(closing)
+	if !ok {
+		return false
+	}
+	done := fn(fd)
+	c.Leave()
+	return done
+}
+
 // Release closes the copy once no call is on it, and returns when it is
 // closed, whichever call closed it. Its owner calls it after setting the
 // closing flag its calls look at (a spin ends within a turn; a call

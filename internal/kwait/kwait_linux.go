@@ -436,13 +436,7 @@ func (c *Conn) read(p []byte, rest bool) (int, error) {
 	// On the copy, or through Control, not Read: it holds the socket
 	// open as Read does, but leaves the deadline to Socket.Read, which
 	// reads what is there even past it.
-	var err error
-	if fd, ok := c.cp.Enter(&c.closing); ok {
-		c.readFn(fd)
-		c.cp.Leave()
-	} else {
-		err = c.rc.Control(c.readFn)
-	}
+	err := c.cp.Control(c.rc, &c.closing, c.readFn)
 	c.rbuf = nil
 	if err != nil {
 		return 0, err
@@ -483,13 +477,7 @@ func (c *Conn) send(fd uintptr) bool {
 // until the write deadline; it returns what it wrote before an error.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wbuf = p
-	var err error
-	if fd, ok := c.cp.Enter(&c.closing); ok {
-		c.writeFn(fd) // it waits in the kernel: it is done when it returns
-		c.cp.Leave()
-	} else {
-		err = c.rc.Write(c.writeFn)
-	}
+	err := c.cp.Write(c.rc, &c.closing, c.writeFn) // it waits in the kernel: done when it returns
 	c.wbuf = nil
 	if err != nil {
 		return 0, err

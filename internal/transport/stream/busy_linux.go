@@ -98,13 +98,7 @@ func (b *busyReader) readAt() int64 { return b.mark.At() }
 
 func (b *busyReader) read(p []byte) (int, error) {
 	b.buf = p
-	var err error
-	if fd, ok := b.cp.Enter(b.closed); ok {
-		b.fn(fd)
-		b.cp.Leave()
-	} else {
-		err = b.rc.Read(b.fn)
-	}
+	err := b.cp.Read(b.rc, b.closed, b.fn)
 	b.buf = nil
 	if err != nil {
 		return 0, err
@@ -138,17 +132,9 @@ func (b *busyReader) send(fd uintptr) bool {
 // time.
 func (b *busyReader) write(p []byte) (int, error) {
 	b.wbuf, b.wn, b.werr = p, 0, nil
-	var err error
-	done := false
-	if fd, ok := b.cp.Enter(b.closed); ok {
-		done = b.wfn(fd)
-		b.cp.Leave()
-	}
-	if !done {
-		// A full socket waits in the poller for room (or there is no
-		// copy): what was sent is in b.wn, the rest in b.wbuf.
-		err = b.rc.Write(b.wfn)
-	}
+	// A full socket waits in the poller for room: what was sent is in
+	// b.wn, the rest in b.wbuf.
+	err := b.cp.Write(b.rc, b.closed, b.wfn)
 	b.wbuf = nil
 	if err != nil {
 		renameRawWrite(err)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volley-net/volley/internal/clock"
 	"github.com/volley-net/volley/internal/kwait"
 	"github.com/volley-net/volley/internal/tstamp"
 )
@@ -40,8 +41,7 @@ type batcher struct {
 
 	zones map[uint32]string // IPv6 scope IDs seen, as zone names
 
-	readClock func() int64 // SetReadClock's, or nil
-	at        int64        // readClock's reading as the last read returned
+	mark clock.ReadMark // SetReadClock's, and its reading as the last read returned
 
 	// cp: a copy of the descriptor, for calls while the socket is out of
 	// the runtime's poller (busy or blocking); nil: through rc.
@@ -140,54 +140,30 @@ func (b *batcher) sendmmsg(fd uintptr) bool {
 	}
 }
 
-func (b *batcher) setReadClock(now func() int64) { b.readClock = now }
+func (b *batcher) setReadClock(now func() int64) { b.mark.SetClock(now) }
 
-// viaRead runs fn, a read's, on the descriptor's copy where there is one
-// (kwait.Copy), or through the RawConn's Read, which also waits in the
-// poller when fn says to.
-func (b *batcher) viaRead(fn func(fd uintptr) bool) error { return b.via(fn, false) }
-
-// viaWrite is viaRead for a write: through the RawConn's Write.
-func (b *batcher) viaWrite(fn func(fd uintptr) bool) error { return b.via(fn, true) }
-
-func (b *batcher) via(fn func(fd uintptr) bool, write bool) error {
-	if cp := b.cp.Load(); cp != nil {
-		if fd, ok := cp.Enter(&b.closing); ok {
-			done := fn(fd)
-			cp.Leave()
-			if done {
-				return nil
-			}
-		}
-	}
-	if write {
-		return b.rc.Write(fn)
-	}
-	return b.rc.Read(fn)
+// viaRead runs fn, a read's, on the descriptor's copy where there is one,
+// or through the RawConn's Read (kwait.Copy.Read).
+func (b *batcher) viaRead(fn func(fd uintptr) bool) error {
+	return b.cp.Load().Read(b.rc, &b.closing, fn)
 }
 
-// viaControl is viaRead for a call that does not wait in the poller:
-// through the RawConn's Control.
+// viaWrite is viaRead for a write (kwait.Copy.Write).
+func (b *batcher) viaWrite(fn func(fd uintptr) bool) error {
+	return b.cp.Load().Write(b.rc, &b.closing, fn)
+}
+
+// viaControl is viaRead for a call that does not wait in the poller
+// (kwait.Copy.Control).
 func (b *batcher) viaControl(fn func(fd uintptr)) error {
-	if cp := b.cp.Load(); cp != nil {
-		if fd, ok := cp.Enter(&b.closing); ok {
-			fn(fd)
-			cp.Leave()
-			return nil
-		}
-	}
-	return b.rc.Control(fn)
+	return b.cp.Load().Control(b.rc, &b.closing, fn)
 }
 
 // readAt returns the read clock's reading as the last read returned.
-func (b *batcher) readAt() int64 { return b.at }
+func (b *batcher) readAt() int64 { return b.mark.At() }
 
 // markRead reads the read clock, as a read's system call returns.
-func (b *batcher) markRead() {
-	if b.readClock != nil {
-		b.at = b.readClock()
-	}
-}
+func (b *batcher) markRead() { b.mark.Got(1) }
 
 func (b *batcher) read(ms []Message) (int, error) {
 	n := min(len(ms), MaxBatch)
@@ -222,7 +198,7 @@ func (b *batcher) read(ms []Message) (int, error) {
 		return 0, wrapErrno("recvmmsg", b.rerr)
 	}
 	for i := range b.rn {
-		ms[i].At = b.at
+		ms[i].At = b.mark.At()
 		ms[i].N = int(b.rhdrs[i].Len)
 		ms[i].Addr = b.addr(&b.rnames[i])
 		if b.stamping {
