@@ -1,6 +1,6 @@
-// Package testsock holds what tests of Unix socket files share: short
-// temporary paths, sockets in odd states, and checks that a socket still
-// works. Only tests import it.
+// Package testsock holds what tests of sockets share: short temporary
+// paths for Unix socket files, sockets in odd states, checks that a socket
+// still works, and the process's open descriptors. Only tests import it.
 package testsock
 
 import (

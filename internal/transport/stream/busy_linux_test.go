@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 // TestBusyWrites: a busy connection's raw writes carry whole messages,
@@ -252,13 +254,7 @@ func TestDescriptorCopy(t *testing.T) {
 }
 
 func testDescriptorCopy(t *testing.T, mode string) {
-	open := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skipf("skipping: %v", err)
-		}
-		return len(ents)
-	}
+	open := func() int { return testsock.OpenFDs(t) }
 	a, b := pipe(t)
 	set := b.SetBusyPoll
 	if mode == "blocking" {
@@ -291,21 +287,7 @@ func testDescriptorCopy(t *testing.T, mode string) {
 	}
 	// A Close while a read spins or waits ends it, and closes the copy
 	// with b.
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Read(buf)
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // let it spin or wait
-	b.Close()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a waiting Read returned no error at Close")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a waiting Read did not end at Close")
-	}
+	testsock.CloseEndsRead(t, func() error { _, err := b.Read(buf); return err }, func() { b.Close() })
 	if n := open(); n != base-1 {
 		t.Fatalf("after Close: %d descriptors open, want %d (the Conn's and its copy gone)", n, base-1)
 	}

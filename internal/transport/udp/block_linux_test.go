@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/volley-net/volley/internal/kwait"
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 // blockingPair is pair with both sockets' reads blocking.
@@ -226,13 +227,7 @@ func TestBlockingPastDeadline(t *testing.T) {
 func TestDescriptorCopy(t *testing.T) {
 	for _, mode := range []string{"busy", "blocking"} {
 		t.Run(mode, func(t *testing.T) {
-			open := func() int {
-				ents, err := os.ReadDir("/proc/self/fd")
-				if err != nil {
-					t.Skipf("skipping: %v", err)
-				}
-				return len(ents)
-			}
+			open := func() int { return testsock.OpenFDs(t) }
 			p, c := pair(t)
 			set := c.SetBusyPoll
 			if mode == "blocking" {
@@ -269,21 +264,7 @@ func TestDescriptorCopy(t *testing.T) {
 			}
 			// A Close while a read spins or waits ends it, and closes the
 			// copy with the socket.
-			done := make(chan error, 1)
-			go func() {
-				_, err := c.Read(buf)
-				done <- err
-			}()
-			time.Sleep(20 * time.Millisecond) // let it spin or wait
-			c.Close()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Fatal("a waiting Read returned no error at Close")
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("a waiting Read did not end at Close")
-			}
+			testsock.CloseEndsRead(t, func() error { _, err := c.Read(buf); return err }, func() { c.Close() })
 			if n := open(); n != base-1 {
 				t.Fatalf("after Close: %d descriptors open, want %d (the socket's and its copy gone)", n, base-1)
 			}
