@@ -68,6 +68,23 @@ start_iperf_server() {
 	pids+=($!)
 }
 
+# gofloor_pingpong ADDR [FLAGS...]: one bench/gofloor ping-pong run ($SECS
+# s; the binary built at $tmp/gofloor), its server at ADDR (a UDP or TCP
+# address, or with -unix a path) with the same FLAGS; prints its p50, p99
+# and p99.9 in µs and its round trips/s. What the client says besides
+# (probes that got no answer) goes to $tmp/gofloor.log.
+gofloor_pingpong() {
+	local addr=$1 gp
+	shift
+	"$tmp/gofloor" "$@" -server "$addr" &
+	gp=$!
+	pids+=("$gp")
+	sleep 0.3
+	"$tmp/gofloor" "$@" -client "$addr" -t "${SECS}s" 2>>"$tmp/gofloor.log"
+	kill "$gp"
+	wait "$gp" 2>/dev/null || true
+}
+
 # median VALUES...: the median of the values.
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

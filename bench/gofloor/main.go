@@ -20,7 +20,8 @@
 // With -stamps at both ends, each datagram also carries the kernel's work
 // that volley's default kernel stamps and path marks ask for (stamped.go).
 // With -tcp at both ends, the two modes run over a TCP connection, with
-// messages of -size bytes (tcp.go).
+// messages of -size bytes (tcp.go); with -unix, over a Unix stream socket
+// at the path -server and -client name.
 //
 // It is a measuring stick, not part of volley.
 package main
@@ -44,19 +45,33 @@ func main() {
 	dur := flag.Duration("t", 3*time.Second, "client: how long to run")
 	mode := flag.String("mode", "busy", "busy: spin on non-blocking calls; block: blocking calls on locked threads")
 	flag.BoolVar(&stamps, "stamps", false, "ask for the kernel's work a default volley run asks for: stamps and path marks (stamped.go); both ends")
+	partList := flag.String("parts", "rx,tx,marks", "-stamps: which of that work, a list of rx, tx and marks, or none (stamped.go)")
 	tcp := flag.Bool("tcp", false, "ping-pong over TCP (tcp.go); both ends")
-	size := flag.Int("size", 100, "-tcp: bytes in a message")
+	unixStream := flag.Bool("unix", false, "ping-pong over a Unix stream socket at the path -server and -client name, as -tcp's; both ends")
+	size := flag.Int("size", 100, "-tcp, -unix: bytes in a message")
 	flag.Parse()
-	var err error
+	network := ""
 	switch {
+	case *tcp && *unixStream:
+		network = "both"
+	case *tcp:
+		network = "tcp"
+	case *unixStream:
+		network = "unix"
+	}
+	err := setParts(*partList)
+	switch {
+	case err != nil:
 	case *mode != "busy" && *mode != "block":
 		err = fmt.Errorf("-mode %q: want busy or block", *mode)
-	case *tcp && (stamps || *size < 1):
-		err = fmt.Errorf("-tcp: no -stamps, and a -size of 1 byte or more")
-	case *tcp && *server != "":
-		err = serveTCP(*server, *mode == "busy", *size)
-	case *tcp && *client != "":
-		err = runTCP(*client, *dur, *mode == "busy", *size)
+	case network == "both":
+		err = fmt.Errorf("-tcp or -unix, not both")
+	case network != "" && (stamps || *size < 1):
+		err = fmt.Errorf("-%s: no -stamps, and a -size of 1 byte or more", network)
+	case network != "" && *server != "":
+		err = serveStream(network, *server, *mode == "busy", *size)
+	case network != "" && *client != "":
+		err = runStream(network, *client, *dur, *mode == "busy", *size)
 	case *server != "" && *mode == "block":
 		err = serveBlocking(*server)
 	case *client != "" && *mode == "block":

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -18,12 +19,42 @@ import (
 // one datagram, with a control buffer), and each transmit stamp read
 // from the error queue once the answer is handled. Its gap to the plain
 // floor is what that kernel work costs on this machine; volley's gap to
-// it is volley's own.
+// it is volley's own. -parts turns on only some of that work, so that
+// bench/stampcost.sh can tell what each part costs: rx (receive stamps),
+// tx (transmit stamps), marks (TTL and traffic class); with none of them
+// ("none"), the calls alone (recvmmsg with a control buffer, and the
+// error queue's read that finds nothing).
 
-// stampFlags are volley's (internal/tstamp): software stamps both ways,
-// transmit stamps numbered and without the datagram.
-const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
-	unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+// The parts of volley's stamp flags (internal/tstamp): software stamps
+// each way, transmit stamps numbered and without the datagram.
+const (
+	rxFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
+	txFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
+		unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+)
+
+// parts is -parts: which of the stamped floor's kernel work to ask for.
+var parts = struct{ rx, tx, marks bool }{true, true, true}
+
+// setParts reads -parts: a comma-separated list of rx, tx and marks, or
+// none.
+func setParts(list string) error {
+	parts.rx, parts.tx, parts.marks = false, false, false
+	for _, p := range strings.Split(list, ",") {
+		switch p {
+		case "rx":
+			parts.rx = true
+		case "tx":
+			parts.tx = true
+		case "marks":
+			parts.marks = true
+		case "none":
+		default:
+			return fmt.Errorf("-parts %q: want a comma-separated list of rx, tx and marks, or none", list)
+		}
+	}
+	return nil
+}
 
 // stamper receives on fd with the stamps and the path's marks, and drains
 // its transmit stamps.
@@ -41,18 +72,25 @@ type stamper struct {
 
 // newStamper turns fd's stamps and marks on.
 func newStamper(fd int, v4 bool) (*stamper, error) {
-	opts := [][2]int{{unix.SOL_SOCKET, unix.SO_TIMESTAMPING}}
-	if v4 {
-		opts = append(opts, [2]int{unix.IPPROTO_IP, unix.IP_RECVTTL}, [2]int{unix.IPPROTO_IP, unix.IP_RECVTOS})
-	} else {
-		opts = append(opts, [2]int{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT}, [2]int{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS})
+	var opts [][3]int // level, option, value
+	flags := 0
+	if parts.rx {
+		flags |= rxFlags
 	}
-	for i, o := range opts {
-		v := 1
-		if i == 0 {
-			v = stampFlags
-		}
-		if err := unix.SetsockoptInt(fd, o[0], o[1], v); err != nil {
+	if parts.tx {
+		flags |= txFlags
+	}
+	if flags != 0 {
+		opts = append(opts, [3]int{unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags})
+	}
+	switch {
+	case parts.marks && v4:
+		opts = append(opts, [3]int{unix.IPPROTO_IP, unix.IP_RECVTTL, 1}, [3]int{unix.IPPROTO_IP, unix.IP_RECVTOS, 1})
+	case parts.marks:
+		opts = append(opts, [3]int{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1}, [3]int{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1})
+	}
+	for _, o := range opts {
+		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
 			return nil, fmt.Errorf("setsockopt %d/%d: %w", o[0], o[1], err)
 		}
 	}

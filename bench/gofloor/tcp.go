@@ -20,10 +20,16 @@ import (
 // the runtime's poller, as the blocking UDP floor's are; busy calls ask
 // not to wait (MSG_DONTWAIT). The server takes one connection at a time.
 
-// tcpFile takes c out of the net package: the descriptor of a copy, in
+// With -unix, the same over a Unix stream socket at a path, except that
+// a blocking read waits in ppoll for the socket to be readable, and then
+// reads without waiting, as volley's do: a Unix stream socket's blocking
+// read is also woken each time the peer reads what this end sent
+// (docs/benchmarks.md, part 7), which a wait for POLLIN alone is not.
+
+// streamFile takes c out of the net package: the descriptor of a copy, in
 // blocking mode, and the file that owns it.
-func tcpFile(c net.Conn) (*os.File, uintptr, error) {
-	f, err := c.(*net.TCPConn).File()
+func streamFile(c net.Conn) (*os.File, uintptr, error) {
+	f, err := c.(interface{ File() (*os.File, error) }).File()
 	c.Close()
 	if err != nil {
 		return nil, 0, err
@@ -37,14 +43,20 @@ func tcpFile(c net.Conn) (*os.File, uintptr, error) {
 // os.ErrDeadlineExceeded, the peer's end with io.EOF.
 func tcpIO(fd uintptr, p []byte, busy, write bool, limit time.Time) error {
 	call, flags := unix.Syscall6, uintptr(0)
-	if busy {
+	pollFirst := pollReads && !busy && !write
+	if busy || pollFirst {
 		call, flags = unix.RawSyscall6, unix.MSG_DONTWAIT
 	}
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	ts := unix.NsecToTimespec(int64(time.Second)) // as the blocking reads' SO_RCVTIMEO
 	nr := uintptr(unix.SYS_RECVFROM)
 	if write {
 		nr, flags = unix.SYS_SENDTO, flags|unix.MSG_NOSIGNAL
 	}
 	for len(p) > 0 {
+		if pollFirst {
+			unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		}
 		n, _, e := call(nr, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), flags, 0, 0)
 		switch {
 		case e == 0 && n == 0:
@@ -62,11 +74,16 @@ func tcpIO(fd uintptr, p []byte, busy, write bool, limit time.Time) error {
 	return nil
 }
 
-func serveTCP(addr string, busy bool, size int) error {
+// pollReads: blocking reads wait in ppoll (-unix).
+var pollReads bool
+
+// serveStream answers on network ("tcp" or "unix") at addr.
+func serveStream(network, addr string, busy bool, size int) error {
+	pollReads = network == "unix"
 	if !busy {
 		runtime.LockOSThread() // as the blocking UDP floor's; the busy ones spin unlocked
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return err
 	}
@@ -77,7 +94,7 @@ func serveTCP(addr string, busy bool, size int) error {
 		if err != nil {
 			return err
 		}
-		f, fd, err := tcpFile(c)
+		f, fd, err := streamFile(c)
 		if err != nil {
 			return err
 		}
@@ -93,15 +110,17 @@ func serveTCP(addr string, busy bool, size int) error {
 	}
 }
 
-func runTCP(addr string, dur time.Duration, busy bool, size int) error {
+// runStream pings the server at addr on network ("tcp" or "unix").
+func runStream(network, addr string, dur time.Duration, busy bool, size int) error {
+	pollReads = network == "unix"
 	if !busy {
 		runtime.LockOSThread()
 	}
-	c, err := net.Dial("tcp", addr)
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		return err
 	}
-	f, fd, err := tcpFile(c)
+	f, fd, err := streamFile(c)
 	if err != nil {
 		return err
 	}
