@@ -68,21 +68,37 @@ start_iperf_server() {
 	pids+=($!)
 }
 
-# gofloor_pingpong ADDR [FLAGS...]: one bench/gofloor ping-pong run ($SECS
-# s; the binary built at $tmp/gofloor), its server at ADDR (a UDP or TCP
-# address, or with -unix a path) with the same FLAGS; prints its p50, p99
-# and p99.9 in µs and its round trips/s. What the client says besides
-# (probes that got no answer) goes to $tmp/gofloor.log.
+# gofloor_pingpong OUT ADDR [FLAGS...]: one bench/gofloor ping-pong run
+# ($SECS s; the binary built at $tmp/gofloor), its server at ADDR (a UDP
+# or TCP address, or with -unix a path) with the same FLAGS; writes its
+# p50, p99 and p99.9 in µs and its round trips/s to OUT. Call it in this
+# shell, not in a subshell: its server is in $pids until it is stopped.
+# What the client says besides (probes that got no answer) goes to
+# $tmp/gofloor.log (gofloor_said), and to stderr too when it fails.
 gofloor_pingpong() {
-	local addr=$1 gp
-	shift
+	local out=$1 addr=$2 gp rc=0
+	shift 2
 	"$tmp/gofloor" "$@" -server "$addr" &
 	gp=$!
 	pids+=("$gp")
 	sleep 0.3
-	"$tmp/gofloor" "$@" -client "$addr" -t "${SECS}s" 2>>"$tmp/gofloor.log"
-	kill "$gp"
+	"$tmp/gofloor" "$@" -client "$addr" -t "${SECS}s" >"$out" 2>>"$tmp/gofloor.log" || rc=$?
+	kill "$gp" 2>/dev/null || true
 	wait "$gp" 2>/dev/null || true
+	if [ "$rc" != 0 ]; then
+		echo "gofloor $* -client $addr failed (exit $rc):" >&2
+		tail -3 "$tmp/gofloor.log" >&2
+	fi
+	return "$rc"
+}
+
+# gofloor_said: what the gofloor clients said besides their figures, if
+# anything, counted.
+gofloor_said() {
+	if [ -s "$tmp/gofloor.log" ]; then
+		echo "gofloor said:"
+		sort "$tmp/gofloor.log" | uniq -c
+	fi
 }
 
 # median VALUES...: the median of the values.

@@ -68,7 +68,8 @@ done
 # Unix stream and datagram ping-pong have no peer here: their p50 beside
 # UDP's, alternating, against one reflector; and the same for the Go
 # floors (bench/gofloor -mode block), a Unix stream against UDP with
-# volley's stamps, which tell what the kernel alone gives each.
+# volley's stamps (unless STAMPS=user), which tell what the kernel alone
+# gives each.
 . bench/common.sh
 if [ -z "${OUT:-}" ]; then
 	trap 'cleanup; rm -rf "$out"' EXIT
@@ -78,17 +79,24 @@ go build -o "$tmp/gofloor" ./bench/gofloor
 rm -f "$tmp/v.sock" "$tmp/g.sock"
 start_volley_server -q --unix "$tmp/v.sock" --unixgram "$tmp/g.sock"
 ups=() xps=() gps=() fups=() fxps=()
-for i in $(seq "$ROUNDS"); do
+fstamps=(-stamps)
+if [ "$STAMPS" = user ]; then
+	fstamps=()
+fi
+for _ in $(seq "$ROUNDS"); do
 	read -r p _ < <(volley_pingpong "$vaddr") && ups+=("$p")
 	read -r p _ < <(volley_pingpong "unix://$tmp/v.sock") && xps+=("$p")
 	read -r p _ < <(volley_pingpong "unixgram://$tmp/g.sock") && gps+=("$p")
-	read -r p _ < <(gofloor_pingpong 127.0.0.1:11118 -mode block -stamps) && fups+=("$p")
-	read -r p _ < <(gofloor_pingpong "$tmp/f$i.sock" -mode block -unix -size "$SIZE") && fxps+=("$p")
+	gofloor_pingpong "$tmp/gofloor.out" 127.0.0.1:11118 -mode block "${fstamps[@]}" &&
+		read -r p _ <"$tmp/gofloor.out" && fups+=("$p")
+	gofloor_pingpong "$tmp/gofloor.out" "$tmp/f.sock" -mode block -unix -size "$SIZE" &&
+		read -r p _ <"$tmp/gofloor.out" && fxps+=("$p")
 done
 up50=$(median "${ups[@]}") xp50=$(median "${xps[@]}") gp50=$(median "${gps[@]}")
 fup50=$(median "${fups[@]}") fxp50=$(median "${fxps[@]}")
-printf 'udp %s\nunix %s\nunixgram %s\nfloor udp stamped %s\nfloor unix %s\n' "${ups[*]}" "${xps[*]}" "${gps[*]}" \
+printf 'udp %s\nunix %s\nunixgram %s\nfloor udp %s\nfloor unix %s\n' "${ups[*]}" "${xps[*]}" "${gps[*]}" \
 	"${fups[*]}" "${fxps[*]}" >"$out/unix"
+gofloor_said >>"$out/unix"
 
 rate_median() { # RATE TOOL FIELD: the median over the rounds of a rate.sh column (4: achieved-rate error, 8: send error p99)
 	awk -v r="$1" -v t="$2" -v f="$3" '$1 == r && $2 == t {print $f}' "$out"/rate[0-9]* |
@@ -116,7 +124,13 @@ PY
 }
 # over A B: A/B to 3 places (a ratio of ratios: volley/sockperf over
 # floor/sockperf is volley over the floor, both measured beside sockperf).
-over() { python3 -c "print('%.3f' % ($1 / $2))"; }
+over() {
+	if [ -z "$1" ] || [ -z "$2" ]; then
+		echo "?"
+		return
+	fi
+	python3 -c "print('%.3f' % ($1 / $2))"
+}
 
 row() { # CHECK VALUE OP TARGET
 	printf '%-66s %12s %-10s %s\n' "$1" "$2" "$3 $4" "$(verdict "$2" "$3" "$4")"
@@ -152,7 +166,7 @@ printf '%-66s %12s\n' "  Go TCP blocking floor p50 / sockperf --tcp" "$tfloor50"
 printf '%-66s %12s\n' "  TCP ping-pong p50 / that floor" "$(over "$tcp50" "$tfloor50")"
 row "TCP ping-pong mean / iperf 2 bounceback" "$(m tcp 'median mean ratio volley\/iperf:')" "<=" 1.00
 row "Unix stream ping-pong p50 / UDP's (${xp50} / ${up50} µs)" "$(over "$xp50" "$up50")" "<=" 1.00
-printf '%-66s %12s\n' "  Go Unix stream blocking floor / stamped UDP one (${fxp50} / ${fup50} µs)" "$(over "$fxp50" "$fup50")"
+printf '%-66s %12s\n' "  Go Unix stream floor / Go UDP floor (${fxp50} / ${fup50} µs)" "$(over "$fxp50" "$fup50")"
 row "Unix datagram ping-pong p50 / UDP's (${gp50} / ${up50} µs)" "$(over "$gp50" "$up50")" "<=" 1.00
 row "UDP busy-poll p50 / Go busy floor (bench/gofloor)" "$(over "$busy50" "$bfloor50")" "<=" 1.05
 row "UDP busy-poll p99.9 / Go busy floor" "$(over "$busy999" "$bfloor999")" "<=" 1.5

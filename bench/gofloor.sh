@@ -56,7 +56,8 @@ for i in $(seq "$ROUNDS"); do
 	read -r sp50 _ sp999 srate < <(sockperf_pingpong "${spflags[@]}")
 	kill "$sp"
 	wait "$sp" 2>/dev/null || true
-	read -r gp50 _ gp999 grate < <(gofloor_pingpong "$GF_ADDR" "${gfflags[@]}")
+	gofloor_pingpong "$tmp/gofloor.out" "$GF_ADDR" "${gfflags[@]}"
+	read -r gp50 _ gp999 grate <"$tmp/gofloor.out"
 	read -r r50 r999 < <(python3 -c "print('%.3f %.3f' % ($gp50 / $sp50, $gp999 / $sp999))")
 	r50s+=("$r50") r999s+=("$r999") g50s+=("$gp50") g999s+=("$gp999")
 	printf '%-5s %10sµs %10sµs %10sµs %10sµs %12s %12s %8s %8s\n' "$i" "$sp50" "$gp50" "$sp999" "$gp999" "$srate" "$grate" "$r50" "$r999"
@@ -65,7 +66,4 @@ echo "median p50 ratio gofloor/sockperf: $(median "${r50s[@]}")"
 echo "median p99.9 ratio gofloor/sockperf: $(median "${r999s[@]}")"
 echo "median gofloor p50: $(median "${g50s[@]}")"
 echo "median gofloor p99.9: $(median "${g999s[@]}")"
-if [ -s "$tmp/gofloor.log" ]; then
-	echo "gofloor said:"
-	sort "$tmp/gofloor.log" | uniq -c
-fi
+gofloor_said

@@ -40,8 +40,8 @@ import (
 )
 
 func main() {
-	server := flag.String("server", "", "answer on this UDP address")
-	client := flag.String("client", "", "send to this UDP address")
+	server := flag.String("server", "", "answer on this address (UDP, -tcp's, or -unix's path)")
+	client := flag.String("client", "", "send to this address (UDP, -tcp's, or -unix's path)")
 	dur := flag.Duration("t", 3*time.Second, "client: how long to run")
 	mode := flag.String("mode", "busy", "busy: spin on non-blocking calls; block: blocking calls on locked threads")
 	flag.BoolVar(&stamps, "stamps", false, "ask for the kernel's work a default volley run asks for: stamps and path marks (stamped.go); both ends")
@@ -50,38 +50,29 @@ func main() {
 	unixStream := flag.Bool("unix", false, "ping-pong over a Unix stream socket at the path -server and -client name, as -tcp's; both ends")
 	size := flag.Int("size", 100, "-tcp, -unix: bytes in a message")
 	flag.Parse()
-	network := ""
-	switch {
-	case *tcp && *unixStream:
-		network = "both"
-	case *tcp:
-		network = "tcp"
-	case *unixStream:
-		network = "unix"
+	partsSet := false
+	flag.Visit(func(f *flag.Flag) { partsSet = partsSet || f.Name == "parts" })
+	network, w, err := settings(*mode, *tcp, *unixStream, partsSet, *partList, *size)
+	if err == nil && *server == "" && *client == "" {
+		err = fmt.Errorf("want -server ADDR or -client ADDR")
 	}
-	err := setParts(*partList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gofloor:", err)
+		os.Exit(2)
+	}
 	switch {
-	case err != nil:
-	case *mode != "busy" && *mode != "block":
-		err = fmt.Errorf("-mode %q: want busy or block", *mode)
-	case network == "both":
-		err = fmt.Errorf("-tcp or -unix, not both")
-	case network != "" && (stamps || *size < 1):
-		err = fmt.Errorf("-%s: no -stamps, and a -size of 1 byte or more", network)
 	case network != "" && *server != "":
-		err = serveStream(network, *server, *mode == "busy", *size)
+		err = serveStream(network, *server, w, *size)
 	case network != "" && *client != "":
-		err = runStream(network, *client, *dur, *mode == "busy", *size)
+		err = runStream(network, *client, *dur, w, *size)
 	case *server != "" && *mode == "block":
 		err = serveBlocking(*server)
 	case *client != "" && *mode == "block":
 		err = runBlocking(*client, *dur)
 	case *server != "":
 		err = serve(*server)
-	case *client != "":
-		err = run(*client, *dur)
 	default:
-		err = fmt.Errorf("want -server ADDR or -client ADDR")
+		err = run(*client, *dur)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gofloor:", err)
@@ -91,6 +82,32 @@ func main() {
 
 // stamps: -stamps.
 var stamps bool
+
+// settings checks the flags: it returns the stream floor's network ("tcp"
+// or "unix"; "": the UDP floor) and how its calls wait, and sets parts.
+func settings(mode string, tcp, unixStream, partsSet bool, partList string, size int) (network string, w wait, err error) {
+	switch {
+	case mode != "busy" && mode != "block":
+		return "", 0, fmt.Errorf("-mode %q: want busy or block", mode)
+	case tcp && unixStream:
+		return "", 0, fmt.Errorf("-tcp or -unix, not both")
+	case tcp:
+		network = "tcp"
+	case unixStream:
+		network = "unix"
+	}
+	switch {
+	case partsSet && (!stamps || network != ""):
+		return "", 0, fmt.Errorf("-parts goes with -stamps, over UDP")
+	case network != "" && (stamps || size < 1):
+		return "", 0, fmt.Errorf("-%s: no -stamps, and a -size of 1 byte or more", network)
+	case mode == "busy":
+		w = busyWait
+	case network == "unix":
+		w = polling
+	}
+	return network, w, setParts(partList)
+}
 
 // fdOf returns c's descriptor; the caller keeps c alive (runtime.KeepAlive)
 // while it uses it, or c's finalizer closes it.

@@ -23,7 +23,9 @@ import (
 // bench/stampcost.sh can tell what each part costs: rx (receive stamps),
 // tx (transmit stamps), marks (TTL and traffic class); with none of them
 // ("none"), the calls alone (recvmmsg with a control buffer, and the
-// error queue's read that finds nothing).
+// error queue's read that finds nothing). rx and tx each carry
+// SOF_TIMESTAMPING_SOFTWARE, the flag that reports software stamps, so
+// their work overlaps.
 
 // The parts of volley's stamp flags (internal/tstamp): software stamps
 // each way, transmit stamps numbered and without the datagram.

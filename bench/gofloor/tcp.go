@@ -26,6 +26,15 @@ import (
 // read is also woken each time the peer reads what this end sent
 // (docs/benchmarks.md, part 7), which a wait for POLLIN alone is not.
 
+// A wait is how a stream floor's calls wait for their socket.
+type wait int
+
+const (
+	blocking wait = iota // blocking calls the scheduler hears of
+	busyWait             // raw calls that never wait
+	polling              // reads wait in ppoll, then read without waiting (-unix); writes block
+)
+
 // streamFile takes c out of the net package: the descriptor of a copy, in
 // blocking mode, and the file that owns it.
 func streamFile(c net.Conn) (*os.File, uintptr, error) {
@@ -37,24 +46,26 @@ func streamFile(c net.Conn) (*os.File, uintptr, error) {
 	return f, f.Fd(), nil
 }
 
-// tcpIO reads (or writes) all of p on fd: with blocking calls the
-// scheduler hears of, or busy, with raw calls that do not wait. A read
+// streamIO reads (or writes) all of p on fd, waiting as w says. A read
 // that has not finished by limit (zero: none) ends with
 // os.ErrDeadlineExceeded, the peer's end with io.EOF.
-func tcpIO(fd uintptr, p []byte, busy, write bool, limit time.Time) error {
+func streamIO(fd uintptr, p []byte, w wait, write bool, limit time.Time) error {
 	call, flags := unix.Syscall6, uintptr(0)
-	pollFirst := pollReads && !busy && !write
-	if busy || pollFirst {
+	pollFirst := w == polling && !write
+	if w == busyWait || pollFirst {
 		call, flags = unix.RawSyscall6, unix.MSG_DONTWAIT
 	}
 	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	ts := unix.NsecToTimespec(int64(time.Second)) // as the blocking reads' SO_RCVTIMEO
+	var ts unix.Timespec
 	nr := uintptr(unix.SYS_RECVFROM)
 	if write {
 		nr, flags = unix.SYS_SENDTO, flags|unix.MSG_NOSIGNAL
 	}
 	for len(p) > 0 {
 		if pollFirst {
+			// A second at most, as the client's blocking reads (SO_RCVTIMEO);
+			// ppoll writes back what is left of it.
+			ts = unix.NsecToTimespec(int64(time.Second))
 			unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		}
 		n, _, e := call(nr, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), flags, 0, 0)
@@ -74,14 +85,15 @@ func tcpIO(fd uintptr, p []byte, busy, write bool, limit time.Time) error {
 	return nil
 }
 
-// pollReads: blocking reads wait in ppoll (-unix).
-var pollReads bool
-
-// serveStream answers on network ("tcp" or "unix") at addr.
-func serveStream(network, addr string, busy bool, size int) error {
-	pollReads = network == "unix"
-	if !busy {
+// serveStream answers on network ("tcp" or "unix") at addr. A Unix
+// socket left there by a server before it (killed, so its listener did
+// not remove it) is removed first.
+func serveStream(network, addr string, w wait, size int) error {
+	if w != busyWait {
 		runtime.LockOSThread() // as the blocking UDP floor's; the busy ones spin unlocked
+	}
+	if fi, err := os.Lstat(addr); network == "unix" && err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(addr)
 	}
 	ln, err := net.Listen(network, addr)
 	if err != nil {
@@ -99,10 +111,10 @@ func serveStream(network, addr string, busy bool, size int) error {
 			return err
 		}
 		for i := 0; ; i++ {
-			if !busy && i%yieldEvery == 0 {
+			if w != busyWait && i%yieldEvery == 0 {
 				runtime.Gosched()
 			}
-			if tcpIO(fd, buf, busy, false, time.Time{}) != nil || tcpIO(fd, buf, busy, true, time.Time{}) != nil {
+			if streamIO(fd, buf, w, false, time.Time{}) != nil || streamIO(fd, buf, w, true, time.Time{}) != nil {
 				break // the client is done
 			}
 		}
@@ -111,9 +123,8 @@ func serveStream(network, addr string, busy bool, size int) error {
 }
 
 // runStream pings the server at addr on network ("tcp" or "unix").
-func runStream(network, addr string, dur time.Duration, busy bool, size int) error {
-	pollReads = network == "unix"
-	if !busy {
+func runStream(network, addr string, dur time.Duration, w wait, size int) error {
+	if w != busyWait {
 		runtime.LockOSThread()
 	}
 	c, err := net.Dial(network, addr)
@@ -134,14 +145,14 @@ func runStream(network, addr string, dur time.Duration, busy bool, size int) err
 	rtts := make([]time.Duration, 0, 1<<20)
 	start := time.Now()
 	for i := 0; time.Since(start) < dur; i++ {
-		if !busy && i%yieldEvery == 0 {
+		if w != busyWait && i%yieldEvery == 0 {
 			runtime.Gosched()
 		}
 		t1 := time.Now()
-		if err := tcpIO(fd, buf, busy, true, time.Time{}); err != nil {
+		if err := streamIO(fd, buf, w, true, time.Time{}); err != nil {
 			return err
 		}
-		if err := tcpIO(fd, buf, busy, false, t1.Add(time.Second)); err != nil {
+		if err := streamIO(fd, buf, w, false, t1.Add(time.Second)); err != nil {
 			return err
 		}
 		rtts = append(rtts, time.Since(t1))
