@@ -108,25 +108,47 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1
 # (prints p50 p99 p99.9 in µs and round trips/s), PEER_FN (prints PEER's
 # mean in µs) and volley_run (prints p50 p99 p99.9 mean in µs and round
 # trips/s), and prints a row of figures and volley/peer ratios per round,
-# then the median ratios.
+# then the median ratios. Where a floor_run is defined (it writes
+# gofloor's p50 p99 p99.9 and round trips/s to the file it is given, in
+# this shell: see gofloor_pingpong), each round runs it too, and its rows
+# and medians add volley/floor, measured beside volley rather than
+# through sockperf.
 rr_rounds() {
-	local rounds=$1 peer=$2 peer_fn=$3
-	printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s %8s %8s %12s %12s %8s\n' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" \
+	local rounds=$1 peer=$2 peer_fn=$3 floor=0
+	if declare -F floor_run >/dev/null; then
+		floor=1
+	fi
+	printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s %8s %8s %12s %12s %8s' round "sockperf p50" "volley p50" "sockperf p99" "volley p99" \
 		"sock p99.9" "volley p99.9" "p50 x" "p99 x" "p99.9 x" "rate x" "$peer mean" "volley mean" "mean x"
-	local ratios=() r999s=() rates=() pratios=() i sp50 sp99 sp999 srate pmean vp50 vp99 vp999 vmean vrate r50 r99 r999 rr rp
+	[ "$floor" = 0 ] || printf ' %12s %12s %10s %10s' "floor p50" "floor p99.9" "p50 x fl" "p99.9 x fl"
+	echo
+	local ratios=() r999s=() rates=() pratios=() fratios=() f999s=() i sp50 sp99 sp999 srate pmean vp50 vp99 vp999 vmean vrate r50 r99 r999 rr rp
+	local fp50 fp999 f50 f999
 	for i in $(seq "$rounds"); do
 		read -r sp50 sp99 sp999 srate < <(sockperf_run)
 		read -r pmean < <("$peer_fn")
 		read -r vp50 vp99 vp999 vmean vrate < <(volley_run)
 		read -r r50 r99 r999 rr rp < <(python3 -c "print('%.3f %.3f %.3f %.3f %.3f' % ($vp50 / $sp50, $vp99 / $sp99, $vp999 / $sp999, $vrate / $srate, $vmean / $pmean))")
 		ratios+=("$r50") r999s+=("$r999") rates+=("$rr") pratios+=("$rp")
-		printf '%-5s %10sµs %10sµs %10sµs %10sµs %10sµs %10sµs %8s %8s %8s %8s %10sµs %10sµs %8s\n' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$sp999" "$vp999" \
+		printf '%-5s %10sµs %10sµs %10sµs %10sµs %10sµs %10sµs %8s %8s %8s %8s %10sµs %10sµs %8s' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$sp999" "$vp999" \
 			"$r50" "$r99" "$r999" "$rr" "$pmean" "$vmean" "$rp"
+		if [ "$floor" = 1 ]; then
+			floor_run "$tmp/floor.out"
+			read -r fp50 _ fp999 _ <"$tmp/floor.out"
+			read -r f50 f999 < <(python3 -c "print('%.3f %.3f' % ($vp50 / $fp50, $vp999 / $fp999))")
+			fratios+=("$f50") f999s+=("$f999")
+			printf ' %10sµs %10sµs %10s %10s' "$fp50" "$fp999" "$f50" "$f999"
+		fi
+		echo
 	done
 	echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
 	echo "median p99.9 ratio volley/sockperf: $(median "${r999s[@]}")"
 	echo "median round-trip rate ratio volley/sockperf: $(median "${rates[@]}")"
 	echo "median mean ratio volley/$peer: $(median "${pratios[@]}")"
+	if [ "$floor" = 1 ]; then
+		echo "median p50 ratio volley/floor: $(median "${fratios[@]}")"
+		echo "median p99.9 ratio volley/floor: $(median "${f999s[@]}")"
+	fi
 }
 
 # sockperf_pingpong [ARGS...]: one sockperf ping-pong run against the

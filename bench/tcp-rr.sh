@@ -7,6 +7,8 @@
 #   ROUNDS=5 SECS=10 bench/tcp-rr.sh
 #   BUSY=1 bench/tcp-rr.sh           # both ends busy-poll (sockperf --nonblocked);
 #                                    # iperf 2 has no such mode and stays as it is
+#   BUSY=1 FLOOR=1 bench/tcp-rr.sh   # and the Go TCP busy floor (bench/gofloor -tcp)
+#                                    # each round, volley read against it
 #
 # Prints RTT p50, p99, p99.9 and round trips/s for sockperf (--full-rtt)
 # and volley, and the mean for iperf 2 (its bounceback reports
@@ -42,6 +44,10 @@ if [ "${BUSY:-0}" = 1 ]; then
 		kill "$vpid"
 		wait "$vpid" 2>/dev/null || true
 	}
+	if [ "${FLOOR:-0}" = 1 ]; then
+		go build -o "$tmp/gofloor" ./bench/gofloor
+		floor_run() { gofloor_pingpong "$1" 127.0.0.1:11119 -mode busy -tcp -size "$SIZE"; }
+	fi
 else
 	start_sockperf_server --tcp
 	start_volley_server -q

@@ -5,6 +5,8 @@
 #   bench/udp-rr.sh                 # 3 pairs of 5 s runs, 64-byte messages
 #   PAIRS=5 SECS=10 SIZE=256 bench/udp-rr.sh
 #   BUSY=1 bench/udp-rr.sh          # both ends busy-poll (sockperf --nonblocked)
+#   BUSY=1 FLOOR=1 bench/udp-rr.sh  # and the Go busy floor (bench/gofloor) each
+#                                   # round, volley read against it
 #
 # Each round runs sockperf ping-pong, qperf udp_lat and volley ping-pong,
 # with the same message size and duration, against servers started here
@@ -42,6 +44,10 @@ if [ "${BUSY:-0}" = 1 ]; then
 		kill "$vpid"
 		wait "$vpid" 2>/dev/null || true
 	}
+	if [ "${FLOOR:-0}" = 1 ]; then
+		go build -o "$tmp/gofloor" ./bench/gofloor
+		floor_run() { gofloor_pingpong "$1" 127.0.0.1:11119 -mode busy; }
+	fi
 else
 	start_sockperf_server
 	start_volley_server -q
