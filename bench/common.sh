@@ -69,7 +69,7 @@ start_iperf_server() {
 }
 
 # gofloor_pingpong OUT ADDR [FLAGS...]: one bench/gofloor ping-pong run
-# ($SECS s; the binary built at $tmp/gofloor), its server at ADDR (a UDP
+# ($SECS s; built at $tmp/gofloor on the first call), its server at ADDR (a UDP
 # or TCP address, or with -unix a path) with the same FLAGS; writes its
 # p50, p99 and p99.9 in µs and its round trips/s to OUT. Call it in this
 # shell, not in a subshell: its server is in $pids until it is stopped.
@@ -78,6 +78,9 @@ start_iperf_server() {
 gofloor_pingpong() {
 	local out=$1 addr=$2 gp rc=0
 	shift 2
+	if [ ! -x "$tmp/gofloor" ]; then
+		go build -o "$tmp/gofloor" ./bench/gofloor
+	fi
 	"$tmp/gofloor" "$@" -server "$addr" &
 	gp=$!
 	pids+=("$gp")
@@ -128,17 +131,17 @@ rr_rounds() {
 		read -r sp50 sp99 sp999 srate < <(sockperf_run)
 		read -r pmean < <("$peer_fn")
 		read -r vp50 vp99 vp999 vmean vrate < <(volley_run)
-		read -r r50 r99 r999 rr rp < <(python3 -c "print('%.3f %.3f %.3f %.3f %.3f' % ($vp50 / $sp50, $vp99 / $sp99, $vp999 / $sp999, $vrate / $srate, $vmean / $pmean))")
-		ratios+=("$r50") r999s+=("$r999") rates+=("$rr") pratios+=("$rp")
-		printf '%-5s %10sµs %10sµs %10sµs %10sµs %10sµs %10sµs %8s %8s %8s %8s %10sµs %10sµs %8s' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$sp999" "$vp999" \
-			"$r50" "$r99" "$r999" "$rr" "$pmean" "$vmean" "$rp"
 		if [ "$floor" = 1 ]; then
 			floor_run "$tmp/floor.out"
 			read -r fp50 _ fp999 _ <"$tmp/floor.out"
 			read -r f50 f999 < <(python3 -c "print('%.3f %.3f' % ($vp50 / $fp50, $vp999 / $fp999))")
 			fratios+=("$f50") f999s+=("$f999")
-			printf ' %10sµs %10sµs %10s %10s' "$fp50" "$fp999" "$f50" "$f999"
 		fi
+		read -r r50 r99 r999 rr rp < <(python3 -c "print('%.3f %.3f %.3f %.3f %.3f' % ($vp50 / $sp50, $vp99 / $sp99, $vp999 / $sp999, $vrate / $srate, $vmean / $pmean))")
+		ratios+=("$r50") r999s+=("$r999") rates+=("$rr") pratios+=("$rp")
+		printf '%-5s %10sµs %10sµs %10sµs %10sµs %10sµs %10sµs %8s %8s %8s %8s %10sµs %10sµs %8s' "$i" "$sp50" "$vp50" "$sp99" "$vp99" "$sp999" "$vp999" \
+			"$r50" "$r99" "$r999" "$rr" "$pmean" "$vmean" "$rp"
+		[ "$floor" = 0 ] || printf ' %10sµs %10sµs %10s %10s' "$fp50" "$fp999" "$f50" "$f999"
 		echo
 	done
 	echo "median p50 ratio volley/sockperf: $(median "${ratios[@]}")"
@@ -148,6 +151,7 @@ rr_rounds() {
 	if [ "$floor" = 1 ]; then
 		echo "median p50 ratio volley/floor: $(median "${fratios[@]}")"
 		echo "median p99.9 ratio volley/floor: $(median "${f999s[@]}")"
+		gofloor_said
 	fi
 }
 

@@ -75,7 +75,6 @@ if [ -z "${OUT:-}" ]; then
 	trap 'cleanup; rm -rf "$out"' EXIT
 fi
 SIZE=64
-go build -o "$tmp/gofloor" ./bench/gofloor
 rm -f "$tmp/v.sock" "$tmp/g.sock"
 start_volley_server -q --unix "$tmp/v.sock" --unixgram "$tmp/g.sock"
 ups=() xps=() gps=() fups=() fxps=()

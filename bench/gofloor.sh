@@ -43,7 +43,6 @@ SP_PORT=${SP_PORT:-11115}
 GF_ADDR=${GF_ADDR:-127.0.0.1:11116}
 
 . bench/common.sh
-go build -o "$tmp/gofloor" ./bench/gofloor
 
 echo "$MODE ${PROTO^^} ping-pong on 127.0.0.1: Go floor (bench/gofloor ${gfflags[*]}) against sockperf ${spflags[*]}, ${SECS}s per run, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-5s %12s %12s %12s %12s %12s %12s %8s %8s\n' round "sockperf p50" "gofloor p50" "sock p99.9" "gof p99.9" "sockperf/s" "gofloor/s" "p50 x" "p99.9 x"

@@ -31,7 +31,6 @@ esac
 GF_ADDR=${GF_ADDR:-127.0.0.1:11117}
 
 . bench/common.sh
-go build -o "$tmp/gofloor" ./bench/gofloor
 
 variants=(plain calls rx tx marks all)
 declare -A flags=([plain]="" [calls]="-stamps -parts none" [rx]="-stamps -parts rx" [tx]="-stamps -parts tx"

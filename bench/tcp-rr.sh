@@ -24,6 +24,11 @@ SIZE=${SIZE:-100}
 SP_PORT=${SP_PORT:-11113}
 IP_PORT=${IP_PORT:-15001}
 
+if [ "${FLOOR:-0}" = 1 ] && [ "${BUSY:-0}" != 1 ]; then
+	echo "FLOOR=1 goes with BUSY=1" >&2
+	exit 2
+fi
+
 . bench/common.sh
 start_iperf_server
 if [ "${BUSY:-0}" = 1 ]; then
@@ -45,7 +50,6 @@ if [ "${BUSY:-0}" = 1 ]; then
 		wait "$vpid" 2>/dev/null || true
 	}
 	if [ "${FLOOR:-0}" = 1 ]; then
-		go build -o "$tmp/gofloor" ./bench/gofloor
 		floor_run() { gofloor_pingpong "$1" 127.0.0.1:11119 -mode busy -tcp -size "$SIZE"; }
 	fi
 else

@@ -23,6 +23,11 @@ SECS=${SECS:-5}
 SIZE=${SIZE:-64}
 SP_PORT=${SP_PORT:-11111}
 
+if [ "${FLOOR:-0}" = 1 ] && { [ "${BUSY:-0}" != 1 ] || [ "$SIZE" != 64 ]; }; then
+	echo "FLOOR=1 goes with BUSY=1, and SIZE=64: the busy floor's probes are 64 bytes" >&2
+	exit 2
+fi
+
 . bench/common.sh
 start_qperf_server
 
@@ -45,7 +50,6 @@ if [ "${BUSY:-0}" = 1 ]; then
 		wait "$vpid" 2>/dev/null || true
 	}
 	if [ "${FLOOR:-0}" = 1 ]; then
-		go build -o "$tmp/gofloor" ./bench/gofloor
 		floor_run() { gofloor_pingpong "$1" 127.0.0.1:11119 -mode busy; }
 	fi
 else
