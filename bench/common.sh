@@ -88,6 +88,13 @@ gofloor_pingpong() {
 	"$tmp/gofloor" "$@" -client "$addr" -t "${SECS}s" >"$out" 2>>"$tmp/gofloor.log" || rc=$?
 	kill "$gp" 2>/dev/null || true
 	wait "$gp" 2>/dev/null || true
+	# Stopped: out of $pids, which cleanup would otherwise signal again
+	# after its number may have gone to another process.
+	local keep=() p
+	for p in "${pids[@]}"; do
+		[ "$p" = "$gp" ] || keep+=("$p")
+	done
+	pids=("${keep[@]}")
 	if [ "$rc" != 0 ]; then
 		echo "gofloor $* -client $addr failed (exit $rc):" >&2
 		tail -3 "$tmp/gofloor.log" >&2
