@@ -17,6 +17,28 @@ func OpenFDs(t testing.TB) int {
 	return len(ents)
 }
 
+// StepCopies turns a socket's copy of its descriptor on and off with set
+// (on, on again, off, on), fails the test unless the process then has
+// base descriptors open, and one more while the copy is on, and after
+// each step calls exchange with its number and name, to pass data both
+// ways.
+func StepCopies(t testing.TB, set func(on bool) error, base int, exchange func(i int, step string)) {
+	t.Helper()
+	for i, step := range []string{"on", "on again", "off", "on"} {
+		if err := set(step != "off"); err != nil {
+			t.Fatal(err)
+		}
+		want := base + 1
+		if step == "off" {
+			want = base
+		}
+		if n := OpenFDs(t); n != want {
+			t.Fatalf("step %d (%s): %d descriptors open, want %d", i, step, n, want)
+		}
+		exchange(i, step)
+	}
+}
+
 // CloseEndsRead runs read on its own goroutine, lets it wait, calls
 // closeFn, and fails the test unless read then returns an error within 5
 // s: a Close ends a read that spins or waits in the kernel.

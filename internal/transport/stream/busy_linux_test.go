@@ -254,26 +254,15 @@ func TestDescriptorCopy(t *testing.T) {
 }
 
 func testDescriptorCopy(t *testing.T, mode string) {
-	open := func() int { return testsock.OpenFDs(t) }
 	a, b := pipe(t)
 	set := b.SetBusyPoll
 	if mode == "blocking" {
 		set = b.SetBlockingReads
 	}
-	base := open()
+	base := testsock.OpenFDs(t)
 	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 16)
-	for i, step := range []string{"on", "on again", "off", "on"} {
-		if err := set(step != "off"); err != nil {
-			t.Fatal(err)
-		}
-		want := base + 1
-		if step == "off" {
-			want = base
-		}
-		if n := open(); n != want {
-			t.Fatalf("step %d (%s): %d descriptors open, want %d", i, step, n, want)
-		}
+	testsock.StepCopies(t, set, base, func(i int, step string) {
 		a.Write([]byte("ping"))
 		if n, err := b.Read(buf); err != nil || string(buf[:n]) != "ping" {
 			t.Fatalf("step %d (%s): Read = %q, %v", i, step, buf[:n], err)
@@ -284,11 +273,11 @@ func testDescriptorCopy(t *testing.T, mode string) {
 		if n, err := a.Read(buf); err != nil || string(buf[:n]) != "pong" {
 			t.Fatalf("step %d (%s): the peer read %q, %v", i, step, buf[:n], err)
 		}
-	}
+	})
 	// A Close while a read spins or waits ends it, and closes the copy
 	// with b.
 	testsock.CloseEndsRead(t, func() error { _, err := b.Read(buf); return err }, func() { b.Close() })
-	if n := open(); n != base-1 {
+	if n := testsock.OpenFDs(t); n != base-1 {
 		t.Fatalf("after Close: %d descriptors open, want %d (the Conn's and its copy gone)", n, base-1)
 	}
 	// The peer sees the end at once: no copy holds the socket open.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/volley-net/volley/internal/testsock"
 )
 
 // pipe returns the two framed ends of a TCP connection on loopback.
@@ -153,23 +155,7 @@ func TestBusyEnds(t *testing.T) {
 		t.Errorf("busy Read after the peer left = %v, want EOF", err)
 	}
 	_, c := busyPipe(t, true)
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		c.Close()
-	}()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Read(buf)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("busy Read on a closed connection returned no error")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("busy Read spun on after Close")
-	}
+	testsock.CloseEndsRead(t, func() error { _, err := c.Read(buf); return err }, func() { c.Close() })
 }
 
 func TestTooLarge(t *testing.T) {

@@ -227,28 +227,17 @@ func TestBlockingPastDeadline(t *testing.T) {
 func TestDescriptorCopy(t *testing.T) {
 	for _, mode := range []string{"busy", "blocking"} {
 		t.Run(mode, func(t *testing.T) {
-			open := func() int { return testsock.OpenFDs(t) }
 			p, c := pair(t)
 			set := c.SetBusyPoll
 			if mode == "blocking" {
 				set = c.SetBlockingReads
 			}
-			base := open()
+			base := testsock.OpenFDs(t)
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			buf := make([]byte, 64)
 			ms := []Message{{Buf: make([]byte, 64)}}
 			p.SetReadDeadline(time.Now().Add(10 * time.Second))
-			for i, step := range []string{"on", "on again", "off", "on"} {
-				if err := set(step != "off"); err != nil {
-					t.Fatal(err)
-				}
-				want := base + 1
-				if step == "off" {
-					want = base
-				}
-				if n := open(); n != want {
-					t.Fatalf("step %d (%s): %d descriptors open, want %d", i, step, n, want)
-				}
+			testsock.StepCopies(t, set, base, func(i int, step string) {
 				if _, err := c.Write([]byte{byte(i)}); err != nil {
 					t.Fatalf("step %d (%s): Write: %v", i, step, err)
 				}
@@ -261,11 +250,11 @@ func TestDescriptorCopy(t *testing.T) {
 				if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != byte(i) {
 					t.Fatalf("step %d (%s): Read = %d, %v", i, step, n, err)
 				}
-			}
+			})
 			// A Close while a read spins or waits ends it, and closes the
 			// copy with the socket.
 			testsock.CloseEndsRead(t, func() error { _, err := c.Read(buf); return err }, func() { c.Close() })
-			if n := open(); n != base-1 {
+			if n := testsock.OpenFDs(t); n != base-1 {
 				t.Fatalf("after Close: %d descriptors open, want %d (the socket's and its copy gone)", n, base-1)
 			}
 		})
